@@ -1,0 +1,29 @@
+import type { Argv, CommandModule } from 'yargs';
+import { describeConfig, loadConfig } from '../../config/load.js';
+import { envNames } from '../../config/schema.js';
+import { EXIT_OK } from '../exit-codes.js';
+import { type GlobalArgs, globalOptions } from '../engine-options.js';
+import { printJson } from '../table.js';
+
+export const configModule: CommandModule<object, GlobalArgs> = {
+  command: 'config',
+  describe: 'the effective configuration and where each value comes from (secrets masked)',
+  builder: (y) => globalOptions(y).option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs>,
+  handler: async (args) => {
+    const loaded = loadConfig({ configPath: args.config, flags: { dataDir: args['data-dir'] } });
+    const shown = describeConfig(loaded);
+    if (args.json) {
+      printJson({ config: shown, sources: loaded.sources, configFile: loaded.configFile ?? null });
+    } else {
+      process.stdout.write(`config file: ${loaded.configFile ?? '(none)'}\n`);
+      for (const [key, value] of Object.entries(shown)) {
+        const source = loaded.sources[key as keyof typeof envNames];
+        const env = envNames[key as keyof typeof envNames];
+        process.stdout.write(
+          `  ${key.padEnd(17)} ${JSON.stringify(value) ?? '(unset)'}${source ? `  [${source}${env ? `, ${env}` : ''}]` : ''}\n`,
+        );
+      }
+    }
+    process.exitCode = EXIT_OK;
+  },
+};

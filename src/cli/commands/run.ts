@@ -1,0 +1,116 @@
+import path from 'node:path';
+import type { Argv, CommandModule } from 'yargs';
+import { assertRegistryHealthy } from '../../engine/registry.js';
+import { planPipeline } from '../../engine/plan.js';
+import { runPipeline, type RunSummary } from '../../engine/runner.js';
+import type { Engine } from '../../engine/engine.js';
+import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { createProgress } from '../progress.js';
+import { printDryRun } from '../dry-run.js';
+import { cancelOnSignals } from '../signals.js';
+
+export interface RunArgs extends GlobalArgs {
+  pipeline?: string;
+  source?: string;
+  concurrency?: number;
+  'dry-run'?: boolean;
+  force?: boolean;
+  json?: boolean;
+}
+
+export const runOptions = <T>(yargs: Argv<T>) =>
+  globalOptions(yargs)
+    .option('pipeline', { type: 'string', describe: 'pipeline name (default: the is_default one)' })
+    .option('source', { type: 'string', describe: 'folder to scan (CPE_SOURCE)' })
+    .option('concurrency', { type: 'number', describe: 'documents processed at once (default 2)' })
+    .option('dry-run', { type: 'boolean', describe: 'list what would be done per file; change nothing' })
+    .option('force', { type: 'boolean', describe: 'reprocess every document, ignoring checkpoints (caches still apply)' })
+    .option('json', { type: 'boolean', describe: 'print the run summary as JSON' });
+
+export function printSummary(summary: RunSummary, json: boolean | undefined) {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    return;
+  }
+  const seconds = (summary.durationMs / 1000).toFixed(1);
+  process.stdout.write(
+    `run ${summary.runId} ${summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped ` +
+      `of ${summary.docsTotal} in ${seconds} s (steps: ${summary.stepsOk} ok, ${summary.stepsFailed} failed, ${summary.stepsSkipped} skipped)\n`,
+  );
+  for (const failure of summary.failures) process.stdout.write(`  failed: ${failure.path}\n    ${failure.error.split('\n')[0]}\n`);
+}
+
+/** scan + process with one pipeline: the main job. */
+export async function runCommand(engine: Engine, args: RunArgs, mode: { scan: boolean; process: boolean; limit?: number }) {
+  assertRegistryHealthy(engine.registry);
+  const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline);
+  const sourceDir = engine.config.source ? path.resolve(engine.config.source) : undefined;
+  if (args['dry-run']) {
+    await printDryRun(engine, plan, sourceDir, args.json ?? false);
+    return EXIT_OK;
+  }
+  const progress = createProgress(process.stderr, args.json);
+  const cancel = cancelOnSignals();
+  try {
+    const summary = await runPipeline(engine, {
+      plan,
+      sourceDir: mode.scan ? sourceDir : undefined,
+      runPreSteps: mode.scan,
+      runPostSteps: mode.process,
+      limit: mode.process ? mode.limit : 0,
+      concurrency: engine.config.concurrency,
+      force: args.force,
+      signal: cancel.signal,
+      onEvent: progress.onEvent,
+    });
+    progress.finish();
+    printSummary(summary, args.json);
+    return summary.status === 'ok' && summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+  } finally {
+    cancel.dispose();
+  }
+}
+
+export const runModule: CommandModule<object, RunArgs> = {
+  command: 'run',
+  describe: 'scan the source folder and process everything queued with a pipeline',
+  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, { source: args.source, concurrency: args.concurrency }, (engine) =>
+      runCommand(engine, args, { scan: true, process: true }),
+    );
+  },
+};
+
+export const allModule: CommandModule<object, RunArgs> = {
+  command: 'all',
+  describe: "scan and process everything (the original system's name for run)",
+  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  handler: runModule.handler,
+};
+
+export const scanModule: CommandModule<object, RunArgs> = {
+  command: 'scan',
+  describe: 'scan the source folder and queue new, changed and deleted files (no processing)',
+  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, { source: args.source }, (engine) =>
+      runCommand(engine, args, { scan: true, process: false }),
+    );
+  },
+};
+
+export const processModule: CommandModule<object, RunArgs & { limit?: number }> = {
+  command: 'process',
+  describe: 'process queued items (no scan)',
+  builder: (y) =>
+    runOptions(y).option('limit', { type: 'number', describe: 'stop after this many queue items' }) as unknown as Argv<
+      RunArgs & { limit?: number }
+    >,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, { concurrency: args.concurrency }, (engine) =>
+      runCommand(engine, args, { scan: false, process: true, limit: args.limit }),
+    );
+  },
+};

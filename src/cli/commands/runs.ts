@@ -1,0 +1,92 @@
+import type { Argv, CommandModule } from 'yargs';
+import { ConfigError, ErrorCodes } from '../../errors.js';
+import { parseJsonColumn } from '../../util/json.js';
+import { EXIT_OK } from '../exit-codes.js';
+import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { formatTable, printJson } from '../table.js';
+
+export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = {
+  command: 'runs',
+  describe: 'the last runs from ki_dev: pipeline, status, documents, steps, tokens, duration',
+  builder: (y) =>
+    globalOptions(y)
+      .option('last', { type: 'number', default: 10, describe: 'how many' })
+      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { last: number }>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, {}, async (engine) => {
+      const runs = await engine.dbs.log.sql.query<Record<string, any>>(
+        `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(args.last))}`,
+      );
+      if (args.json) {
+        printJson(runs.map((r) => ({ ...r, id: Number(r.id), profile: parseJsonColumn(r.profile, null) })));
+        return EXIT_OK;
+      }
+      process.stdout.write(
+        `${formatTable(
+          ['run', 'pipeline', 'version', 'status', 'docs', 'done', 'failed', 'steps ok/failed/skipped', 'tokens in/out', 'seconds', 'started', 'host:pid'],
+          runs.map((r) => [
+            r.id,
+            r.pipeline_name,
+            r.version_hash,
+            r.status,
+            r.docs_total,
+            r.docs_done,
+            r.docs_failed,
+            `${r.steps_ok}/${r.steps_failed}/${r.steps_skipped}`,
+            `${r.tokens_in}/${r.tokens_out}`,
+            r.duration_ms === null ? '' : (Number(r.duration_ms) / 1000).toFixed(1),
+            r.started_at,
+            `${r.host}:${r.pid}`,
+          ]),
+        )}\n`,
+      );
+      return EXIT_OK;
+    });
+  },
+};
+
+export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> = {
+  command: 'logs <run-id>',
+  describe: "a run's step records and log lines from ki_dev",
+  builder: (y) =>
+    globalOptions(y)
+      .positional('run-id', { type: 'number', demandOption: true })
+      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { runId: number }>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, {}, async (engine) => {
+      const log = engine.dbs.log.sql;
+      const [run] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [args.runId]);
+      if (!run) throw new ConfigError(ErrorCodes.USAGE, `no run ${args.runId} in ki_dev`);
+      const steps = await log.query<Record<string, any>>('SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id', [args.runId]);
+      const lines = await log.query<Record<string, any>>('SELECT * FROM pipeline_log WHERE run_id = ? ORDER BY id', [args.runId]);
+      if (args.json) {
+        printJson({
+          run: { ...run, profile: parseJsonColumn(run.profile, null) },
+          steps: steps.map((s) => ({ ...s, counts: parseJsonColumn(s.counts, null) })),
+          log: lines.map((l) => ({ ...l, context: parseJsonColumn(l.context, null) })),
+        });
+        return EXIT_OK;
+      }
+      process.stdout.write(`run ${run.id}: ${run.pipeline_name} ${run.status}, ${run.command ?? ''}\n\n`);
+      process.stdout.write(
+        `${formatTable(
+          ['document', 'step', 'status', 'attempt', 'ms', 'in', 'out', 'reason / error'],
+          steps.map((s) => [
+            s.document_id ?? '(run)',
+            s.step_name,
+            s.status,
+            s.attempt,
+            s.duration_ms,
+            s.items_in,
+            s.items_out,
+            (s.error ?? s.reason ?? '').split('\n')[0].slice(0, 120),
+          ]),
+        )}\n\n`,
+      );
+      for (const l of lines) {
+        process.stdout.write(`${l.created_at} ${String(l.level).padEnd(5)} ${l.step_name ?? ''}${l.document_id ? ` doc ${l.document_id}` : ''}: ${l.message}\n`);
+      }
+      return EXIT_OK;
+    });
+  },
+};

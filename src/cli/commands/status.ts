@@ -1,0 +1,97 @@
+import type { Argv, CommandModule } from 'yargs';
+import { documentStatus, statusReport } from '../../engine/status.js';
+import { ConfigError, ErrorCodes } from '../../errors.js';
+import { EXIT_OK } from '../exit-codes.js';
+import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { formatTable, printJson } from '../table.js';
+
+interface StatusArgs extends GlobalArgs {
+  doc?: string;
+}
+
+const out = (text: string) => process.stdout.write(`${text}\n`);
+
+export const statusModule: CommandModule<object, StatusArgs> = {
+  command: 'status',
+  describe: 'queue, documents, embeddings, recent runs and which parts are embedded or real servers',
+  builder: (y) =>
+    globalOptions(y)
+      .option('json', { type: 'boolean' })
+      .option('doc', { type: 'string', describe: 'one document: its id or source path' }) as unknown as Argv<StatusArgs>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, {}, async (engine) => {
+      if (args.doc !== undefined) {
+        const report = await documentStatus(engine, String(args.doc));
+        if (!report) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.doc}`);
+        if (args.json) return printJson(report), EXIT_OK;
+        const d = report.document;
+        out(`document ${d.id}: ${d.source_path}`);
+        out(`  version ${d.version}${d.previous_version_id ? ` (previous: ${d.previous_version_id})` : ''}, status ${d.status}${Number(d.is_latest) ? ', latest' : ''}`);
+        out(`  title ${d.title ?? '-'}, language ${d.language ?? '-'}, ${report.pages} page(s), ${report.chunks} chunk(s)`);
+        if (report.ocrNeeded) out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
+        if (d.error) out(`  error: ${d.error}`);
+        out('');
+        out(
+          formatTable(
+            ['step', 'status', 'attempts', 'ms', 'counts', 'reason / error'],
+            report.steps.map((s) => [
+              s.step,
+              s.status,
+              s.attempts,
+              s.durationMs,
+              Object.entries(s.counts)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(' '),
+              (s.error ?? s.reason ?? '').split('\n')[0]?.slice(0, 100),
+            ]),
+          ),
+        );
+        return EXIT_OK;
+      }
+      const report = await statusReport(engine);
+      if (args.json) return printJson(report), EXIT_OK;
+      out('parts:');
+      for (const [part, where] of Object.entries(report.profile)) out(`  ${part.padEnd(10)} ${where}`);
+      const list = (counts: Record<string, number>) =>
+        Object.entries(counts)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'empty';
+      out(`queue:      ${list(report.queue)}`);
+      out(`documents:  ${list(report.documents)}`);
+      out(
+        `chunks:     ${report.chunks.total} (${report.chunks.embedded} embedded, ${report.chunks.waitingForEmbedding} waiting for embeddings, ${report.chunks.failed} failed)`,
+      );
+      if (report.workers.length) {
+        out('workers holding leases:');
+        for (const w of report.workers) out(`  ${w.worker}: ${w.items} item(s) since ${w.since}`);
+      }
+      if (report.expiredLeases.length) {
+        out('expired leases (taken over by the next claim):');
+        for (const e of report.expiredLeases) out(`  item ${e.id} ${e.path} (was ${e.lockedBy}, until ${e.lockedUntil})`);
+      }
+      if (report.recentFailures.length) {
+        out('failures:');
+        for (const f of report.recentFailures) out(`  ${f.status} after ${f.attempts} attempt(s): ${f.path}\n    ${(f.lastError ?? '').split('\n')[0]}`);
+      }
+      if (report.runs.length) {
+        out('last runs:');
+        out(
+          formatTable(
+            ['run', 'pipeline', 'status', 'docs', 'done', 'failed', 'seconds', 'started'],
+            report.runs.map((r) => [
+              r.id,
+              r.pipeline_name,
+              r.status,
+              r.docs_total,
+              r.docs_done,
+              r.docs_failed,
+              r.duration_ms === null ? '' : (Number(r.duration_ms) / 1000).toFixed(1),
+              r.started_at,
+            ]),
+          ),
+        );
+      }
+      return EXIT_OK;
+    });
+  },
+};

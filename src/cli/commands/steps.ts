@@ -1,0 +1,35 @@
+import type { Argv, CommandModule } from 'yargs';
+import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
+import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { printJson } from '../table.js';
+
+export const stepsModule: CommandModule<object, GlobalArgs> = {
+  command: 'steps',
+  describe: 'every step type: scope, description, source (built-in or plugin file) and config schema',
+  builder: (y) => globalOptions(y).option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs>,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, {}, async (engine) => {
+      const steps = engine.registry.all().map((r) => ({
+        type: r.plugin.type,
+        scope: r.plugin.scope,
+        description: r.plugin.description,
+        source: r.source,
+        configSchema: r.plugin.configSchema,
+      }));
+      if (args.json) {
+        printJson({ steps, problems: engine.registry.problems });
+      } else {
+        for (const step of steps) {
+          process.stdout.write(`${step.type}  (${step.scope}, ${step.source})\n  ${step.description}\n`);
+          const props = (step.configSchema.properties ?? {}) as Record<string, { type?: unknown; default?: unknown; description?: string }>;
+          for (const [key, schema] of Object.entries(props)) {
+            const def = schema.default === undefined ? '' : ` = ${JSON.stringify(schema.default)}`;
+            process.stdout.write(`    ${key}: ${JSON.stringify(schema.type ?? 'any')}${def}${schema.description ? `  (${schema.description})` : ''}\n`);
+          }
+        }
+        for (const problem of engine.registry.problems) process.stderr.write(`cpe: ${problem}\n`);
+      }
+      return engine.registry.problems.length ? EXIT_USAGE : EXIT_OK;
+    });
+  },
+};

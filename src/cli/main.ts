@@ -1,0 +1,54 @@
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { configModule } from './commands/config.js';
+import { dbModule } from './commands/db.js';
+import { fileModule } from './commands/file.js';
+import { pipelinesModule } from './commands/pipelines.js';
+import { retryModule } from './commands/retry.js';
+import { allModule, processModule, runModule, scanModule } from './commands/run.js';
+import { logsModule, runsModule } from './commands/runs.js';
+import { statusModule } from './commands/status.js';
+import { stepsModule } from './commands/steps.js';
+import { watchModule } from './commands/watch.js';
+import { workerModule } from './commands/worker.js';
+import { EXIT_USAGE } from './exit-codes.js';
+import { printError } from './print-error.js';
+
+/** The `cpe` command line. Each command module parses, calls src/, prints; errors go through printError. */
+export async function main(argv: string[] = hideBin(process.argv)): Promise<void> {
+  let usageError = false;
+  try {
+    await yargs(argv)
+      .scriptName('cpe')
+      .usage('$0 <command> [options]\n\nContent pipeline engine: documents in, searchable knowledge out.')
+      .command(runModule)
+      .command(scanModule)
+      .command(processModule)
+      .command(fileModule)
+      .command(allModule)
+      .command(retryModule)
+      .command(workerModule)
+      .command(watchModule)
+      .command(statusModule)
+      .command(runsModule)
+      .command(logsModule)
+      .command(pipelinesModule)
+      .command(stepsModule)
+      .command(dbModule)
+      .command(configModule)
+      .demandCommand(1, 'name a command (cpe --help lists them)')
+      .strict()
+      .recommendCommands()
+      .help()
+      .version()
+      .fail((message, error) => {
+        if (error) throw error;
+        usageError = true;
+        process.stderr.write(`cpe: ${message}\n(cpe --help lists the commands and options)\n`);
+      })
+      .parseAsync();
+    if (usageError) process.exitCode = EXIT_USAGE;
+  } catch (error) {
+    process.exitCode = printError(error);
+  }
+}

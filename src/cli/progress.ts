@@ -1,0 +1,56 @@
+import type { RunEvent } from '../engine/runner.js';
+
+/**
+ * Shows a run: on a terminal one line that updates in place; otherwise (pipes, CI, logs) plain lines, one
+ * per finished document. Failures always get their own line.
+ */
+export function createProgress(stream: NodeJS.WriteStream = process.stderr, quiet = false) {
+  const tty = Boolean(stream.isTTY) && !process.env.CI;
+  let done = 0;
+  let failed = 0;
+  let skipped = 0;
+  let started = 0;
+  const began = Date.now();
+  const line = (text: string) => stream.write(`${text}\n`);
+  const status = () => {
+    if (!tty) return;
+    const seconds = ((Date.now() - began) / 1000).toFixed(1);
+    stream.write(`\r\x1b[2K${done} done, ${failed} failed, ${skipped} skipped, ${started - done - failed - skipped} in progress (${seconds} s)`);
+  };
+  return {
+    onEvent(event: RunEvent) {
+      if (quiet) return;
+      switch (event.type) {
+        case 'run-started':
+          line(`run ${event.runId}: pipeline '${event.pipeline}'`);
+          for (const [part, where] of Object.entries(event.profile)) line(`  ${part.padEnd(10)} ${where}`);
+          break;
+        case 'document-started':
+          started++;
+          status();
+          break;
+        case 'document-finished':
+          if (event.status === 'done') done++;
+          else if (event.status === 'failed') failed++;
+          else skipped++;
+          if (tty) {
+            if (event.status === 'failed') stream.write(`\r\x1b[2Kfailed: ${event.item.path}\n`);
+            status();
+          } else if (event.status !== 'released') {
+            line(`${event.status.padEnd(7)} ${event.item.action.padEnd(6)} ${event.item.path}`);
+          }
+          break;
+        case 'step-finished':
+          if (event.status === 'failed') {
+            const text = `  step ${event.step} failed${event.documentId ? ` (document ${event.documentId})` : ''}: ${event.reason}`;
+            if (tty) stream.write(`\r\x1b[2K${text}\n`);
+            else line(text);
+          }
+          break;
+      }
+    },
+    finish() {
+      if (tty && !quiet) stream.write('\n');
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Ajv } from 'ajv';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
+
+export interface LoadedConfig {
+  config: AppConfig;
+  secrets: Secrets;
+  /** where each key's value came from: flag, env, file or default */
+  sources: Partial<Record<keyof AppConfig, 'flag' | 'env' | 'file' | 'default'>>;
+  configFile?: string;
+}
+
+const numberKeys = new Set<keyof AppConfig>(['concurrency', 'leaseSeconds', 'maxAttempts', 'maxFileMb', 'retryBaseMs']);
+const pathKeys = new Set<keyof AppConfig>(['dataDir', 'source', 'archiveDir']);
+
+function fromEnv(key: keyof AppConfig, raw: string): unknown {
+  if (key === 'plugins') return raw.split(path.delimiter).filter(Boolean);
+  if (key === 'ollamaHosts') return raw.split(/[,\s]+/).filter(Boolean).map(withScheme);
+  if (numberKeys.has(key)) return Number(raw);
+  return raw;
+}
+
+/** CPE_OLLAMA_HOST may be given as host:port, as Ollama's own OLLAMA_HOST is. */
+const withScheme = (host: string) => (/^https?:\/\//.test(host) ? host : `http://${host}`);
+
+const ajv = new Ajv({ allErrors: true });
+const validateConfig = ajv.compile(configSchema);
+
+/**
+ * Builds the effective configuration. `flags` are command-line values (undefined = not given).
+ * Every problem is reported at once, each naming its key and where it came from.
+ */
+export function loadConfig(
+  options: { flags?: Partial<AppConfig>; configPath?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): LoadedConfig {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const sources: LoadedConfig['sources'] = {};
+  const merged: Record<string, unknown> = { ...defaultConfig(cwd) };
+  for (const key of Object.keys(merged)) sources[key as keyof AppConfig] = 'default';
+
+  const explicit = options.configPath ?? env.CPE_CONFIG;
+  const configFile = explicit ? path.resolve(cwd, explicit) : path.join(cwd, 'cpe.config.json');
+  let fileValues: Record<string, unknown> = {};
+  if (existsSync(configFile)) {
+    try {
+      fileValues = JSON.parse(readFileSync(configFile, 'utf8'));
+    } catch (error) {
+      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `${configFile}: not valid JSON (${(error as Error).message})`);
+    }
+    if (fileValues === null || typeof fileValues !== 'object' || Array.isArray(fileValues)) {
+      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `${configFile}: must hold a JSON object`);
+    }
+  } else if (explicit) {
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `config file ${configFile} does not exist`);
+  }
+
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(fileValues)) {
+    if (!(key in envNames)) {
+      const hint = /key|secret|password|token/i.test(key) ? ' (secrets come only from the environment)' : '';
+      problems.push(`${configFile}: unknown key "${key}"${hint}`);
+      continue;
+    }
+    merged[key] =
+      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' ? path.resolve(path.dirname(configFile), value) : value;
+    if (key === 'plugins' && Array.isArray(value)) {
+      merged[key] = value.map((p) => (typeof p === 'string' ? path.resolve(path.dirname(configFile), p) : p));
+    }
+    if (key === 'ollamaHosts' && typeof value === 'string') merged[key] = fromEnv('ollamaHosts', value);
+    sources[key as keyof AppConfig] = 'file';
+  }
+  for (const [key, name] of Object.entries(envNames) as Array<[keyof AppConfig, string]>) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    merged[key] = fromEnv(key, raw);
+    if (pathKeys.has(key)) merged[key] = path.resolve(cwd, merged[key] as string);
+    sources[key] = 'env';
+  }
+  for (const [key, value] of Object.entries(options.flags ?? {})) {
+    if (value === undefined) continue;
+    merged[key] = pathKeys.has(key as keyof AppConfig) ? path.resolve(cwd, value as string) : value;
+    sources[key as keyof AppConfig] = 'flag';
+  }
+
+  if (!validateConfig(merged)) {
+    for (const error of validateConfig.errors ?? []) {
+      const key = error.instancePath.split('/')[1] ?? (error.params as { additionalProperty?: string }).additionalProperty ?? '';
+      const origin = sources[key as keyof AppConfig];
+      const where =
+        origin === 'env' ? `environment ${envNames[key as keyof AppConfig]}` : origin === 'file' ? configFile : origin ?? 'config';
+      problems.push(`${where}: ${key}${error.instancePath.split('/').slice(2).map((p) => `[${p}]`).join('')} ${error.message}`);
+    }
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  ${problems.join('\n  ')}`, {
+      details: { problems },
+    });
+  }
+  return {
+    config: merged as unknown as AppConfig,
+    secrets: { anthropicApiKey: env.ANTHROPIC_API_KEY || undefined, qdrantApiKey: env.QDRANT_API_KEY || undefined },
+    sources,
+    configFile: existsSync(configFile) ? configFile : undefined,
+  };
+}
+
+/** The effective configuration for display: URLs' passwords masked, secrets shown only as set/unset. */
+export function describeConfig(loaded: LoadedConfig): Record<string, unknown> {
+  const mask = (url: unknown) => (typeof url === 'string' ? url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@') : url);
+  return {
+    ...loaded.config,
+    dbUrl: mask(loaded.config.dbUrl),
+    logDbUrl: mask(loaded.config.logDbUrl),
+    ANTHROPIC_API_KEY: loaded.secrets.anthropicApiKey ? '(set)' : '(unset)',
+    QDRANT_API_KEY: loaded.secrets.qdrantApiKey ? '(set)' : '(unset)',
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Every configuration key cpe knows, with its environment variable and default. Precedence:
+ * command-line flags > environment (CPE_*) > config file (cpe.config.json or --config) > defaults.
+ * Secrets (ANTHROPIC_API_KEY, QDRANT_API_KEY) come only from the environment and are never printed.
+ */
+export interface AppConfig {
+  /** folder of the SQLite files, the archive and caches (embedded default) */
+  dataDir: string;
+  /** ki_content on MariaDB/MySQL; unset = SQLite */
+  dbUrl?: string;
+  /** ki_dev on MariaDB/MySQL; unset = same server as dbUrl (database ki_dev), or SQLite */
+  logDbUrl?: string;
+  /** folders with custom step plugins */
+  plugins: string[];
+  /** default source folder for run/scan/watch */
+  source?: string;
+  /** default pipeline name (else the is_default one) */
+  pipeline?: string;
+  /** documents processed at once */
+  concurrency: number;
+  /** content-addressed archive of original bytes (default <dataDir>/archive) */
+  archiveDir?: string;
+  /** Ollama hosts (embeddings, chat, vision); unset = local embedder, no Ollama LLM */
+  ollamaHosts: string[];
+  /** Qdrant URL; unset = vectors in SQL (embedded index) */
+  qdrantUrl?: string;
+  /** embedding model; default mxbai-embed-large with Ollama, local-hash-v1 without */
+  embedModel?: string;
+  /** default LLM provider for LLM steps: anthropic | ollama (default: whichever is configured) */
+  llmProvider?: 'anthropic' | 'ollama';
+  /** base URL of the Anthropic API (for proxies and tests) */
+  anthropicBaseUrl?: string;
+  /** queue lease length; a worker heartbeats at a third of it */
+  leaseSeconds: number;
+  /** attempts per queue item before it is dead */
+  maxAttempts: number;
+  /** upper bound of a file's size */
+  maxFileMb: number;
+  /** first delay before a retryable step failure is retried (doubles per attempt, capped at 30 s) */
+  retryBaseMs: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export interface Secrets {
+  anthropicApiKey?: string;
+  qdrantApiKey?: string;
+}
+
+/** key -> environment variable */
+export const envNames: Record<keyof AppConfig, string> = {
+  dataDir: 'CPE_DATA_DIR',
+  dbUrl: 'CPE_DB_URL',
+  logDbUrl: 'CPE_LOG_DB_URL',
+  plugins: 'CPE_PLUGIN_DIRS',
+  source: 'CPE_SOURCE',
+  pipeline: 'CPE_PIPELINE',
+  concurrency: 'CPE_CONCURRENCY',
+  archiveDir: 'CPE_ARCHIVE_DIR',
+  ollamaHosts: 'CPE_OLLAMA_HOST',
+  qdrantUrl: 'CPE_QDRANT_URL',
+  embedModel: 'CPE_EMBED_MODEL',
+  llmProvider: 'CPE_LLM_PROVIDER',
+  anthropicBaseUrl: 'CPE_ANTHROPIC_BASE_URL',
+  leaseSeconds: 'CPE_LEASE_SECONDS',
+  maxAttempts: 'CPE_MAX_ATTEMPTS',
+  maxFileMb: 'CPE_MAX_FILE_MB',
+  retryBaseMs: 'CPE_RETRY_BASE_MS',
+  logLevel: 'CPE_LOG_LEVEL',
+};
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    dataDir: { type: 'string', minLength: 1 },
+    dbUrl: { type: 'string', pattern: '^(mysql|mariadb)://' },
+    logDbUrl: { type: 'string', pattern: '^(mysql|mariadb)://' },
+    plugins: { type: 'array', items: { type: 'string', minLength: 1 } },
+    source: { type: 'string', minLength: 1 },
+    pipeline: { type: 'string', minLength: 1 },
+    concurrency: { type: 'integer', minimum: 1, maximum: 64 },
+    archiveDir: { type: 'string', minLength: 1 },
+    ollamaHosts: { type: 'array', items: { type: 'string', pattern: '^https?://' } },
+    qdrantUrl: { type: 'string', pattern: '^https?://' },
+    embedModel: { type: 'string', minLength: 1 },
+    llmProvider: { enum: ['anthropic', 'ollama'] },
+    anthropicBaseUrl: { type: 'string', pattern: '^https?://' },
+    leaseSeconds: { type: 'integer', minimum: 5, maximum: 86400 },
+    maxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
+    maxFileMb: { type: 'number', exclusiveMinimum: 0 },
+    retryBaseMs: { type: 'integer', minimum: 0, maximum: 600000 },
+    logLevel: { enum: ['debug', 'info', 'warn', 'error'] },
+  },
+} as const;
+
+export const defaultConfig = (cwd: string): AppConfig => ({
+  dataDir: `${cwd}/.cpe`,
+  plugins: [],
+  concurrency: 2,
+  ollamaHosts: [],
+  leaseSeconds: 60,
+  maxAttempts: 3,
+  maxFileMb: 200,
+  retryBaseMs: 1000,
+  logLevel: 'info',
+});

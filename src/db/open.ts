@@ -1,0 +1,141 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DataSource } from 'typeorm';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { entitySchemas } from './entities.js';
+import { MysqlExecutor, SqliteExecutor } from './executor.js';
+import { type DatabaseRole, migrate } from './migrate.js';
+import type { SqlExecutor } from './sql.js';
+
+export interface DatabaseSettings {
+  /** folder of the SQLite files (embedded default) */
+  dataDir: string;
+  /** mysql://user:pass@host:3306/ki_content; unset = SQLite */
+  dbUrl?: string;
+  /** mysql://user:pass@host:3306/ki_dev; unset = SQLite (or the content server's ki_dev when dbUrl is set) */
+  logDbUrl?: string;
+  /** apply pending migrations on open (default true) */
+  migrate?: boolean;
+}
+
+export interface OpenDatabase {
+  role: DatabaseRole;
+  sql: SqlExecutor;
+  dataSource: DataSource;
+  /** where it lives, password masked: 'sqlite:/x/.cpe/ki_content.sqlite' or 'mysql://root:***@host/ki_content' */
+  location: string;
+  /** migration versions applied while opening (empty when it was up to date) */
+  applied: number[];
+}
+
+export interface Databases {
+  content: OpenDatabase;
+  log: OpenDatabase;
+  close(): Promise<void>;
+}
+
+export function maskUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+function databaseName(url: string): string {
+  const name = new URL(url).pathname.replace(/^\//, '');
+  if (!/^[A-Za-z0-9_$]+$/.test(name)) {
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `database URL ${maskUrl(url)} must name a database (e.g. /ki_content)`);
+  }
+  return name;
+}
+
+/** Creates the MySQL database named in the URL when it does not exist yet (first use). */
+async function ensureMysqlDatabase(url: string): Promise<void> {
+  const name = databaseName(url);
+  const server = new URL(url);
+  server.pathname = '/';
+  const admin = new DataSource({ type: 'mysql', url: server.toString(), connectorPackage: 'mysql2' } as any);
+  await admin.initialize();
+  try {
+    await admin.query(`CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+async function openOne(role: DatabaseRole, settings: DatabaseSettings, url: string | undefined): Promise<OpenDatabase> {
+  if (url) {
+    if (!/^(mysql|mariadb):\/\//.test(url)) {
+      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `database URL ${maskUrl(url)} must start with mysql:// or mariadb://`);
+    }
+    const mysqlUrl = url.replace(/^mariadb:/, 'mysql:');
+    if (settings.migrate !== false) await ensureMysqlDatabase(mysqlUrl);
+    const dataSource = new DataSource({
+      type: 'mysql',
+      url: mysqlUrl,
+      connectorPackage: 'mysql2',
+      entities: role === 'content' ? entitySchemas.content : entitySchemas.log,
+      synchronize: false,
+      dateStrings: true,
+      timezone: 'Z',
+      charset: 'utf8mb4_unicode_ci',
+      poolSize: 10,
+      extra: { connectTimeout: 10000 },
+    } as any);
+    await dataSource.initialize();
+    const sql = new MysqlExecutor(dataSource);
+    const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
+    return { role, sql, dataSource, location: maskUrl(url), applied };
+  }
+
+  mkdirSync(settings.dataDir, { recursive: true });
+  const file = path.join(settings.dataDir, role === 'content' ? 'ki_content.sqlite' : 'ki_dev.sqlite');
+  const dataSource = new DataSource({
+    type: 'better-sqlite3',
+    database: file,
+    entities: role === 'content' ? entitySchemas.content : entitySchemas.log,
+    synchronize: false,
+    enableWAL: true,
+    timeout: 30000,
+    prepareDatabase: (db: any) => {
+      db.pragma('synchronous = NORMAL');
+      db.pragma('busy_timeout = 30000');
+    },
+  } as any);
+  await dataSource.initialize();
+  const runner = dataSource.createQueryRunner();
+  const sql = new SqliteExecutor(dataSource, runner);
+  const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
+  return { role, sql, dataSource, location: `sqlite:${file}`, applied };
+}
+
+/**
+ * Opens ki_content and ki_dev. With no URLs: SQLite files in the data folder, created and migrated on first
+ * use. With CPE_DB_URL only, ki_dev goes to the same server, database `ki_dev`.
+ */
+export async function openDatabases(settings: DatabaseSettings): Promise<Databases> {
+  let logUrl = settings.logDbUrl;
+  if (!logUrl && settings.dbUrl) {
+    const derived = new URL(settings.dbUrl);
+    derived.pathname = '/ki_dev';
+    logUrl = derived.toString();
+  }
+  const content = await openOne('content', settings, settings.dbUrl);
+  let log: OpenDatabase;
+  try {
+    log = await openOne('log', settings, logUrl);
+  } catch (error) {
+    await content.dataSource.destroy();
+    throw error;
+  }
+  return {
+    content,
+    log,
+    async close() {
+      await Promise.allSettled([content.dataSource.destroy(), log.dataSource.destroy()]);
+    },
+  };
+}

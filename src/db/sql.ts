@@ -1,0 +1,21 @@
+/**
+ * The narrow SQL surface most of cpe talks to. Both drivers use `?` placeholders, so plain SQL is shared;
+ * where dialects differ (upserts, SKIP LOCKED, types), code branches on `dialect`.
+ */
+export type Dialect = 'sqlite' | 'mysql';
+
+export interface RunResult {
+  affectedRows: number;
+  /** AUTO_INCREMENT / rowid of the last inserted row, when the statement inserted one */
+  insertId: number;
+}
+
+export interface SqlExecutor {
+  readonly dialect: Dialect;
+  /** SELECT: rows as plain objects */
+  query<T = Record<string, any>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** INSERT/UPDATE/DELETE/DDL */
+  run(sql: string, params?: readonly unknown[]): Promise<RunResult>;
+  /** runs fn in one transaction on one connection; nested calls join the outer transaction */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+}

@@ -1,0 +1,139 @@
+import type { SqlExecutor } from '../db/sql.js';
+import type { Logger } from '../engine/plugin.js';
+import { EmbeddingCache, textHash } from './cache.js';
+import { DEFAULT_MAX_EMBED_CHARS, prepareEmbedText } from './prepare.js';
+import { EmbedInputError, type Embedder } from './types.js';
+
+export interface ChunkRow {
+  id: number;
+  content: string;
+  status?: string;
+  embedding_model?: string | null;
+}
+
+export interface EmbedChunksOptions {
+  maxEmbedChars?: number;
+  /** chunks looked up, embedded and written per round (default 256) */
+  batchSize?: number;
+  signal?: AbortSignal;
+  log?: Logger;
+}
+
+export interface EmbedChunksResult {
+  /** chunks given */
+  total: number;
+  /** chunks that already had a vector for this model and text */
+  upToDate: number;
+  /** vectors taken from the embedding cache */
+  cached: number;
+  /** vectors computed by the embedder now */
+  embedded: number;
+  /** chunks the embedder rejected (status 'failed') */
+  failed: Array<{ chunkId: number; message: string }>;
+}
+
+const IN_BATCH = 200;
+
+/**
+ * Gives every chunk a vector for the embedder's model: chunks whose prepared text already has one (linked in
+ * chunk_vectors and present in the cache) are left alone; the rest come from the cache or, on a miss, from the
+ * embedder. Writes the cache, chunk_vectors and chunks.status/embedding_model; a chunk the embedder rejects for
+ * good is marked 'failed' while the others of its document proceed.
+ */
+export async function embedChunks(
+  db: SqlExecutor,
+  embedder: Embedder,
+  chunks: readonly ChunkRow[],
+  options: EmbedChunksOptions = {},
+): Promise<EmbedChunksResult> {
+  const maxChars = options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS;
+  const model = embedder.model;
+  const cache = new EmbeddingCache(db);
+  const prepared = chunks.map((c) => {
+    const text = prepareEmbedText(c.content, maxChars);
+    return { chunk: c, text, hash: textHash(text) };
+  });
+
+  const linked = new Map<number, string>();
+  for (let start = 0; start < chunks.length; start += IN_BATCH) {
+    const ids = chunks.slice(start, start + IN_BATCH).map((c) => c.id);
+    const rows = await db.query<{ chunk_id: number; text_hash: string }>(
+      `SELECT cv.chunk_id, cv.text_hash FROM chunk_vectors cv
+       JOIN embedding_cache ec ON ec.model = cv.model AND ec.text_hash = cv.text_hash AND ec.dimensions = ?
+       WHERE cv.model = ? AND cv.chunk_id IN (${ids.map(() => '?').join(',')})`,
+      [embedder.dimensions, model, ...ids],
+    );
+    for (const row of rows) linked.set(Number(row.chunk_id), row.text_hash);
+  }
+
+  const result: EmbedChunksResult = { total: chunks.length, upToDate: 0, cached: 0, embedded: 0, failed: [] };
+  const todo = prepared.filter((p) => {
+    const current =
+      linked.get(p.chunk.id) === p.hash &&
+      (p.chunk.status === undefined || p.chunk.status === 'embedded') &&
+      (p.chunk.embedding_model === undefined || p.chunk.embedding_model === model);
+    if (current) result.upToDate++;
+    return !current;
+  });
+
+  const roundSize = Math.max(1, options.batchSize ?? 256);
+  for (let start = 0; start < todo.length; start += roundSize) {
+    options.signal?.throwIfAborted();
+    const round = todo.slice(start, start + roundSize);
+    const vectors = await cache.getMany(
+      model,
+      round.map((p) => p.hash),
+      embedder.dimensions,
+    );
+    const cachedHere = round.filter((p) => vectors.has(p.hash)).length;
+    const missing = [...new Set(round.filter((p) => !vectors.has(p.hash)).map((p) => p.hash))];
+    const textOf = new Map(round.map((p) => [p.hash, p.text]));
+    const fresh: Array<{ hash: string; vector: Float32Array }> = [];
+    const failedHashes = new Map<string, string>();
+    if (missing.length > 0) {
+      let got: Array<Float32Array | undefined>;
+      try {
+        got = await embedder.embed(
+          missing.map((h) => textOf.get(h)!),
+          options.signal,
+        );
+      } catch (error) {
+        if (!(error instanceof EmbedInputError)) throw error;
+        got = error.vectors;
+        for (const f of error.failures) failedHashes.set(missing[f.index], f.message);
+      }
+      missing.forEach((hash, i) => {
+        const vector = got[i];
+        if (vector) {
+          vectors.set(hash, vector);
+          fresh.push({ hash, vector });
+        }
+      });
+    }
+
+    await db.transaction(async (tx) => {
+      if (fresh.length > 0) await cache.putMany(model, fresh, tx);
+      for (const p of round) {
+        const failure = failedHashes.get(p.hash);
+        if (failure !== undefined) {
+          await tx.run(`UPDATE chunks SET status = 'failed' WHERE id = ?`, [p.chunk.id]);
+          result.failed.push({ chunkId: p.chunk.id, message: failure });
+          continue;
+        }
+        await tx.run('DELETE FROM chunk_vectors WHERE chunk_id = ? AND model = ?', [p.chunk.id, model]);
+        await tx.run('INSERT INTO chunk_vectors (chunk_id, model, text_hash) VALUES (?, ?, ?)', [
+          p.chunk.id,
+          model,
+          p.hash,
+        ]);
+        await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id = ?`, [model, p.chunk.id]);
+      }
+    });
+    result.cached += cachedHere;
+    result.embedded += round.length - cachedHere - round.filter((p) => failedHashes.has(p.hash)).length;
+  }
+  for (const f of result.failed) {
+    options.log?.warn('chunk could not be embedded', { chunkId: f.chunkId, error: f.message });
+  }
+  return result;
+}

@@ -1,0 +1,26 @@
+/**
+ * Vectors in SQL are float32 BLOBs: little-endian, 4 bytes per dimension (x86 and ARM are both little-endian,
+ * and Float32Array uses the platform's order). Never JSON: a 1024-dim vector is 4 KiB instead of ~20 KiB.
+ */
+export function vectorToBlob(vector: Float32Array): Buffer {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+/** A copy (the driver's Buffer may be a slice of a shared pool, not 4-byte aligned). */
+export function blobToVector(blob: Uint8Array): Float32Array {
+  if (blob.byteLength % 4 !== 0) throw new Error(`vector BLOB of ${blob.byteLength} bytes is not float32`);
+  const out = new Float32Array(blob.byteLength / 4);
+  new Uint8Array(out.buffer).set(blob);
+  return out;
+}
+
+/** Unit length, so that cosine similarity is a dot product. A zero vector stays zero. */
+export function normalizeVector(vector: Float32Array): Float32Array {
+  let norm = 0;
+  for (let i = 0; i < vector.length; i++) norm += vector[i] * vector[i];
+  const out = new Float32Array(vector.length);
+  if (norm === 0) return out;
+  const scale = 1 / Math.sqrt(norm);
+  for (let i = 0; i < vector.length; i++) out[i] = vector[i] * scale;
+  return out;
+}

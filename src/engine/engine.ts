@@ -1,0 +1,119 @@
+import path from 'node:path';
+import { type LoadedConfig, loadConfig } from '../config/load.js';
+import type { AppConfig } from '../config/schema.js';
+import { type Databases, openDatabases } from '../db/open.js';
+import { seedDatabase } from '../db/seed.js';
+import { sha256, shortHash } from '../util/hash.js';
+import { archivePathFor } from './archive.js';
+import type { Plan } from './plan.js';
+import type { Providers } from './plugin.js';
+import { createProviders, describeProfile } from './providers.js';
+import { enqueue } from './queue.js';
+import { loadPluginRegistry, type PluginRegistry } from './registry.js';
+import { retractDocument } from './retract.js';
+
+/** One opened cpe: configuration, both databases, the plugin registry and the providers. */
+export interface Engine {
+  loaded: LoadedConfig;
+  config: AppConfig;
+  dbs: Databases;
+  registry: PluginRegistry;
+  providers: Providers;
+  /** which parts are embedded and which are real servers */
+  profile: Record<string, string>;
+  /** settings steps may read (no secrets) */
+  settings: Readonly<Record<string, unknown>>;
+  archiveDir: string;
+  archivePathFor(hash: string, sourcePath: string): string;
+  /** removes a document version's derived data (chunks, pages, vectors, knowledge) */
+  retract(documentId: number): Promise<void>;
+  /** queues done documents under `sourceDir` whose checkpoints do not match the plan (all of them with force) */
+  requeueStale(plan: Plan, sourceDir: string, force: boolean): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface OpenEngineOptions {
+  flags?: Partial<AppConfig>;
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** apply pending migrations (default true) */
+  migrate?: boolean;
+}
+
+export async function openEngine(options: OpenEngineOptions = {}): Promise<Engine> {
+  const loaded = loadConfig(options);
+  const { config, secrets } = loaded;
+  const dbs = await openDatabases({ dataDir: config.dataDir, dbUrl: config.dbUrl, logDbUrl: config.logDbUrl, migrate: options.migrate });
+  try {
+    // a new ki_content gets the seeded pipelines right away, so the first `cpe run` just works
+    if (dbs.content.applied.includes(1)) await seedDatabase(dbs.content.sql);
+    const registry = await loadPluginRegistry(config.plugins);
+    const providers = createProviders(config, secrets, dbs.content.sql);
+    const archiveDir = config.archiveDir ?? path.join(config.dataDir, 'archive');
+    const profile = describeProfile(config, secrets, { content: dbs.content.location, log: dbs.log.location });
+    const db = dbs.content.sql;
+    const engine: Engine = {
+      loaded,
+      config,
+      dbs,
+      registry,
+      providers,
+      profile,
+      settings: Object.freeze({
+        dataDir: config.dataDir,
+        maxFileMb: config.maxFileMb,
+        embedModel: config.embedModel,
+        profileKey: shortHash({ llm: profile.llm, vision: profile.vision }),
+      }),
+      archiveDir,
+      archivePathFor: (hash, sourcePath) => archivePathFor(archiveDir, hash, sourcePath),
+      retract: (documentId) => retractDocument(db, providers, documentId),
+      async requeueStale(plan, sourceDir, force) {
+        const docSteps = plan.steps.filter((s) => s.phase === 'document');
+        const prefix = `${path.resolve(sourceDir)}${path.sep}`;
+        const statuses = force ? "('done', 'failed')" : "('done')";
+        const params: unknown[] = [plan.pipeline.id];
+        const matches = docSteps
+          .map((s) => {
+            params.push(s.name, s.lineageHash, skippedCheckpointHash(s.lineageHash, String(engine.settings.profileKey)));
+            return '(c.step_name = ? AND c.config_hash IN (?, ?))';
+          })
+          .join(' OR ');
+        const stale = await db.query<{ id: number; source_path: string; content_hash: string; version: number; file_size: number }>(
+          `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size FROM documents d
+           WHERE d.is_latest = 1 AND d.status IN ${statuses} AND d.source_path LIKE ? ESCAPE '!'
+             ${
+               force || docSteps.length === 0
+                 ? ''
+                 : `AND (SELECT COUNT(*) FROM step_checkpoints c WHERE c.document_id = d.id AND c.pipeline_id = ? AND (${matches})) < ${docSteps.length}`
+             }`,
+          force || docSteps.length === 0 ? [`${escapeLike(prefix)}%`] : [`${escapeLike(prefix)}%`, ...params],
+        );
+        for (const doc of stale) {
+          await enqueue(db, {
+            path: doc.source_path,
+            hash: doc.content_hash,
+            action: Number(doc.version) > 1 ? 'update' : 'new',
+            documentId: Number(doc.id),
+            fileSize: Number(doc.file_size),
+            maxAttempts: config.maxAttempts,
+          });
+        }
+        return stale.length;
+      },
+      close: () => dbs.close(),
+    };
+    return engine;
+  } catch (error) {
+    await dbs.close();
+    throw error;
+  }
+}
+
+/** The checkpoint hash of a step that ended `skipped`: valid only while the provider profile stays the same. */
+export const skippedCheckpointHash = (lineageHash: string, profileKey: string) =>
+  `${sha256(lineageHash + profileKey).slice(0, 8)}:skipped`;
+
+/** LIKE pattern escaping with '!' (the one escape character both SQLite and MySQL read the same way) */
+const escapeLike = (value: string) => value.replace(/[!%_]/g, (c) => `!${c}`);

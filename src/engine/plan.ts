@@ -1,0 +1,288 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { PipelineConfigRow, PipelineStepRow } from '../db/entities.js';
+import type { SqlExecutor } from '../db/sql.js';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { shortHash } from '../util/hash.js';
+import type { StepPlugin, StepScope } from './plugin.js';
+import type { PluginRegistry } from './registry.js';
+
+export type StepPhase = 'pre' | 'document' | 'post';
+
+export interface PlannedStep {
+  /** pipeline_steps.id */
+  id: number;
+  name: string;
+  type: string;
+  scope: StepScope;
+  plugin: StepPlugin;
+  sortOrder: number;
+  /** validated config with defaults filled (frozen) */
+  config: Readonly<Record<string, unknown>>;
+  /** names of the steps this one waits for */
+  dependsOn: readonly string[];
+  /** pre: run-scoped before documents; document: per document; post: run-scoped after documents */
+  phase: StepPhase;
+  /** hash of type + config + the lineage of document steps upstream: a checkpoint is valid while it matches */
+  lineageHash: string;
+}
+
+export interface Plan {
+  pipeline: { id: number; name: string; description: string | null; isDefault: boolean; status: string };
+  /** every enabled step in deterministic topological order (ties broken by sort_order, then name) */
+  steps: readonly PlannedStep[];
+  byName: ReadonlyMap<string, PlannedStep>;
+  /** hash of the effective steps and configs */
+  versionHash: string;
+  hasStepType(type: string): boolean;
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
+(addFormats as unknown as (a: Ajv) => void)(ajv);
+const validators = new WeakMap<object, ValidateFunction>();
+
+function validatorFor(plugin: StepPlugin): ValidateFunction {
+  let validate = validators.get(plugin.configSchema);
+  if (!validate) {
+    validate = ajv.compile(plugin.configSchema);
+    validators.set(plugin.configSchema, validate);
+  }
+  return validate;
+}
+
+/** ajv error -> 'config.chunk_size must be >= 50' */
+export function describeConfigError(error: ErrorObject): string {
+  const at = `config${error.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.')}`;
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required':
+      return `${at}.${params.missingProperty} is required`;
+    case 'additionalProperties':
+      return `${at} has unknown key '${params.additionalProperty}'`;
+    case 'enum':
+      return `${at} must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    default:
+      return `${at} ${error.message}`;
+  }
+}
+
+const truthy = (v: unknown) => v === true || v === 1 || v === '1';
+
+/**
+ * Loads a pipeline by name (or the default one), resolves and validates every step, and builds a frozen plan.
+ * All problems are collected and reported at once, each naming its row.
+ */
+export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, name?: string): Promise<Plan> {
+  const configs = name
+    ? await db.query<PipelineConfigRow>('SELECT * FROM pipeline_configs WHERE name = ?', [name])
+    : await db.query<PipelineConfigRow>("SELECT * FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id");
+  if (configs.length === 0) {
+    const known = (await db.query<{ name: string }>('SELECT name FROM pipeline_configs ORDER BY name')).map((r) => r.name);
+    const what = name ? `pipeline '${name}' not found` : 'no default pipeline (none has is_default = 1 and status active)';
+    throw new ConfigError(
+      ErrorCodes.PIPELINE_NOT_FOUND,
+      `${what}; known pipelines: ${known.length ? known.join(', ') : '(none: run `cpe db seed`)'}`,
+    );
+  }
+  if (!name && configs.length > 1) {
+    throw new ConfigError(
+      ErrorCodes.PIPELINE_INVALID,
+      `more than one default pipeline: ${configs.map((c) => `'${c.name}' (id=${c.id})`).join(', ')}; set is_default = 0 on all but one`,
+    );
+  }
+  const config = configs[0]!;
+  const rows = await db.query<PipelineStepRow>('SELECT * FROM pipeline_steps WHERE pipeline_id = ? ORDER BY sort_order, id', [
+    config.id,
+  ]);
+  return buildPlan(config, rows, registry);
+}
+
+/** The pure part of planning: rows in, plan (or a ConfigError listing every problem) out. */
+export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], registry: PluginRegistry): Plan {
+  const problems: string[] = [...registry.problems];
+  const label = (row: PipelineStepRow) => `pipeline_steps id=${row.id} '${row.name ?? row.step_type}'`;
+  if (config.status !== 'active') {
+    problems.push(`pipeline_configs id=${config.id} '${config.name}': status is '${config.status}'; only active pipelines run`);
+  }
+
+  interface Draft extends Omit<PlannedStep, 'phase' | 'lineageHash' | 'dependsOn'> {
+    dependsOn: string[];
+    row: PipelineStepRow;
+  }
+  const drafts: Draft[] = [];
+  const enabledRows = rows.filter((r) => truthy(r.enabled));
+  const disabledNames = new Set(rows.filter((r) => !truthy(r.enabled)).map((r) => r.name ?? r.step_type));
+  const seen = new Map<string, PipelineStepRow>();
+  let previous: string | undefined;
+
+  for (const row of enabledRows) {
+    const stepName = (row.name ?? '').trim() || row.step_type;
+    const other = seen.get(stepName);
+    if (other) problems.push(`${label(row)}: duplicate step name '${stepName}' (also pipeline_steps id=${other.id})`);
+    seen.set(stepName, row);
+
+    const registered = registry.get(row.step_type);
+    if (!registered) {
+      const known = registry
+        .all()
+        .map((r) => r.plugin.type)
+        .join(', ');
+      problems.push(`${label(row)}: unknown step type '${row.step_type}' (known types: ${known})`);
+    }
+
+    let rawConfig: unknown = {};
+    if (row.config !== null && row.config !== undefined && String(row.config).trim() !== '') {
+      try {
+        rawConfig = typeof row.config === 'string' ? JSON.parse(row.config) : row.config;
+      } catch (error) {
+        problems.push(`${label(row)}: config is not valid JSON (${(error as Error).message})`);
+        rawConfig = undefined;
+      }
+    }
+    if (rawConfig !== undefined && (rawConfig === null || typeof rawConfig !== 'object' || Array.isArray(rawConfig))) {
+      problems.push(`${label(row)}: config must be a JSON object`);
+      rawConfig = undefined;
+    }
+    let effective: Record<string, unknown> = {};
+    if (registered && rawConfig !== undefined) {
+      effective = structuredClone(rawConfig as Record<string, unknown>);
+      const validate = validatorFor(registered.plugin);
+      if (!validate(effective)) {
+        for (const error of validate.errors ?? []) problems.push(`${label(row)}: ${describeConfigError(error)}`);
+      }
+    }
+
+    let dependsOn: string[] = previous ? [previous] : [];
+    if (row.depends_on !== null && row.depends_on !== undefined && String(row.depends_on).trim() !== '') {
+      try {
+        const parsed = typeof row.depends_on === 'string' ? JSON.parse(row.depends_on) : row.depends_on;
+        if (!Array.isArray(parsed) || !parsed.every((d) => typeof d === 'string')) {
+          problems.push(`${label(row)}: depends_on must be a JSON array of step names, e.g. ["chunk"]`);
+        } else {
+          dependsOn = [...new Set(parsed as string[])];
+        }
+      } catch (error) {
+        problems.push(`${label(row)}: depends_on is not valid JSON (${(error as Error).message})`);
+      }
+    }
+    previous = stepName;
+    drafts.push({
+      id: row.id,
+      name: stepName,
+      type: row.step_type,
+      scope: registered?.plugin.scope ?? 'document',
+      plugin: registered?.plugin as StepPlugin,
+      sortOrder: Number(row.sort_order),
+      config: effective,
+      dependsOn,
+      row,
+    });
+  }
+
+  const byName = new Map(drafts.map((d) => [d.name, d]));
+  for (const draft of drafts) {
+    for (const dep of draft.dependsOn) {
+      if (dep === draft.name) problems.push(`${label(draft.row)}: depends on itself`);
+      else if (disabledNames.has(dep) && !byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names disabled step '${dep}'`);
+      else if (!byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names unknown step '${dep}'`);
+    }
+  }
+
+  // Kahn's algorithm; ready steps are taken in (sort_order, name) order so the plan is deterministic.
+  const order: Draft[] = [];
+  const remaining = new Map(drafts.map((d) => [d.name, d.dependsOn.filter((x) => byName.has(x) && x !== d.name).length]));
+  const ready = drafts.filter((d) => remaining.get(d.name) === 0);
+  const byOrder = (a: Draft, b: Draft) => a.sortOrder - b.sortOrder || a.name.localeCompare(b.name);
+  while (ready.length > 0) {
+    ready.sort(byOrder);
+    const next = ready.shift()!;
+    order.push(next);
+    for (const d of drafts) {
+      if (d.dependsOn.includes(next.name)) {
+        const left = remaining.get(d.name)! - 1;
+        remaining.set(d.name, left);
+        if (left === 0) ready.push(d);
+      }
+    }
+  }
+  if (order.length < drafts.length) {
+    const stuck = drafts.filter((d) => !order.includes(d));
+    problems.push(`pipeline '${config.name}': steps form a cycle: ${describeCycle(stuck)}`);
+  }
+
+  // Phases: run-scoped steps that need no document step run before the documents, the others after.
+  const phase = new Map<string, StepPhase>();
+  for (const d of order) {
+    if (d.scope === 'document') {
+      const blocked = d.dependsOn.filter((x) => phase.get(x) === 'post');
+      if (blocked.length) {
+        problems.push(`${label(d.row)}: a document step cannot depend on run step(s) ${blocked.join(', ')} that wait for documents`);
+      }
+      phase.set(d.name, 'document');
+    } else {
+      phase.set(d.name, d.dependsOn.some((x) => phase.get(x) !== 'pre') ? 'post' : 'pre');
+    }
+  }
+
+  if (problems.length > 0) {
+    throw new ConfigError(ErrorCodes.PIPELINE_INVALID, `pipeline '${config.name}' is invalid:\n  ${problems.join('\n  ')}`, {
+      details: { problems, pipeline: config.name },
+    });
+  }
+
+  const lineage = new Map<string, string>();
+  const steps: PlannedStep[] = order.map((d) => {
+    const upstream = d.dependsOn.filter((x) => phase.get(x) === 'document').map((x) => lineage.get(x)!);
+    const lineageHash = shortHash({ type: d.type, config: d.config, upstream: upstream.sort() });
+    lineage.set(d.name, lineageHash);
+    return Object.freeze({
+      id: d.id,
+      name: d.name,
+      type: d.type,
+      scope: d.scope,
+      plugin: d.plugin,
+      sortOrder: d.sortOrder,
+      config: deepFreeze(d.config),
+      dependsOn: Object.freeze([...d.dependsOn]),
+      phase: phase.get(d.name)!,
+      lineageHash,
+    });
+  });
+  const versionHash = shortHash(steps.map((s) => ({ name: s.name, type: s.type, config: s.config, dependsOn: s.dependsOn })));
+  const types = new Set(steps.map((s) => s.type));
+  return Object.freeze({
+    pipeline: {
+      id: config.id,
+      name: config.name,
+      description: config.description,
+      isDefault: truthy(config.is_default),
+      status: config.status,
+    },
+    steps: Object.freeze(steps),
+    byName: new Map(steps.map((s) => [s.name, s])),
+    versionHash,
+    hasStepType: (type: string) => types.has(type),
+  });
+}
+
+function describeCycle(stuck: Array<{ name: string; dependsOn: string[] }>): string {
+  // walk dependencies inside the stuck set until a name repeats
+  const names = new Set(stuck.map((s) => s.name));
+  const deps = new Map(stuck.map((s) => [s.name, s.dependsOn.filter((d) => names.has(d))]));
+  const path: string[] = [];
+  let current = stuck.map((s) => s.name).sort()[0]!;
+  while (!path.includes(current)) {
+    path.push(current);
+    current = deps.get(current)![0] ?? current;
+  }
+  const cycle = [...path.slice(path.indexOf(current)), current].reverse();
+  return cycle.join(' -> ');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,114 @@
+import type { SqlExecutor } from '../db/sql.js';
+
+/**
+ * The step plugin contract. A plugin module's default export is a StepPlugin; built-ins live in steps/
+ * (one file per type, basename = type), custom ones in the folders of CPE_PLUGIN_DIRS / the config file's
+ * `plugins` key.
+ */
+export type StepScope = 'document' | 'run';
+
+export interface StepPlugin<C = any> {
+  /** the step type, e.g. 'chunk'; equals the file's basename for built-ins */
+  type: string;
+  description: string;
+  scope: StepScope;
+  /** JSON Schema (ajv) of the step's config; defaults are filled before anything runs */
+  configSchema: Record<string, unknown>;
+  /** does the work through ctx only; returning ctx.skip(reason) ends the step as `skipped` */
+  run(ctx: StepContext<C>): Promise<StepOutcome | undefined | void>;
+  /** heavy resources, once per run (not per document) */
+  setup?(ctx: RunStepContext<C>): Promise<void>;
+  teardown?(ctx: RunStepContext<C>): Promise<void>;
+}
+
+/** The document a document-scoped step works on (one version of one source file). */
+export interface DocumentRef {
+  id: number;
+  sourcePath: string;
+  filename: string;
+  contentHash: string;
+  version: number;
+  fileSize: number;
+  previousVersionId: number | null;
+  /** the queue item being processed */
+  queueId: number | null;
+  /** why it is processed: new file, changed file (update), or gone from the source (delete) */
+  action: 'new' | 'update' | 'delete';
+  /** the archived original bytes of this version (read these, not sourcePath: the source may change) */
+  archivePath: string;
+}
+
+export interface Logger {
+  debug(message: string, context?: Record<string, unknown>): void;
+  info(message: string, context?: Record<string, unknown>): void;
+  warn(message: string, context?: Record<string, unknown>): void;
+  error(message: string, context?: Record<string, unknown>): void;
+}
+
+/** Counts a step reports; itemsIn/itemsOut/tokensIn/tokensOut have columns, the rest goes to `counts` JSON. */
+export type StepCounts = Record<string, number> & {
+  itemsIn?: number;
+  itemsOut?: number;
+  tokensIn?: number;
+  tokensOut?: number;
+};
+
+export interface StepOutcome {
+  status: 'skipped';
+  reason: string;
+}
+
+export interface PipelineInfo {
+  id: number;
+  name: string;
+  versionHash: string;
+  /** true when an enabled step of this type is in the plan (e.g. embed writes points when there is no vector_store) */
+  hasStepType(type: string): boolean;
+}
+
+export interface RunInfo {
+  id: number;
+  /** the source folder of this run, when given */
+  sourceDir: string | undefined;
+  force: boolean;
+}
+
+/** Providers are created lazily from configuration; undefined where the current profile has none. */
+export interface Providers {
+  /** the configured embedder (Ollama when CPE_OLLAMA_HOST is set, else the local embedder) */
+  embedder(options?: { model?: string }): Promise<import('../embed/types.js').Embedder>;
+  /** the vector index (Qdrant when CPE_QDRANT_URL is set, else vectors in SQLite) */
+  vectors(): Promise<import('../vectors/types.js').VectorIndex>;
+  /** an LLM for structured answers, or undefined with the reason when none is configured */
+  llm(options?: { provider?: string; model?: string }): Promise<import('../llm/types.js').LlmResolution>;
+  /** a vision model, or undefined with the reason */
+  vision(options?: { model?: string }): Promise<import('../llm/types.js').VisionResolution>;
+}
+
+export interface StepServices {
+  /** ki_content */
+  db: SqlExecutor;
+  providers: Providers;
+  /** application configuration (secrets are not in here; providers read them) */
+  settings: Readonly<Record<string, unknown>>;
+}
+
+export interface RunStepContext<C = any> extends StepServices {
+  config: C;
+  step: { id: number; name: string; type: string };
+  pipeline: PipelineInfo;
+  run: RunInfo;
+  log: Logger;
+  signal: AbortSignal;
+  report(counts: StepCounts): void;
+  skip(reason: string): StepOutcome;
+  /** run-scoped steps only: the documents of this run */
+  documents?: readonly DocumentRef[];
+}
+
+export interface StepContext<C = any> extends RunStepContext<C> {
+  /** set for document-scoped steps */
+  document: DocumentRef;
+  /** per document and run: steps of one document share memoised work here (e.g. the extraction result) */
+  memo: Map<string, unknown>;
+}

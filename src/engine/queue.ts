@@ -1,0 +1,193 @@
+import type { SqlExecutor } from '../db/sql.js';
+import { sha256 } from '../util/hash.js';
+import { sqlTime } from '../util/time.js';
+
+export type QueueAction = 'new' | 'update' | 'delete';
+export type QueueStatus = 'pending' | 'processing' | 'done' | 'failed' | 'dead';
+
+export interface QueueItem {
+  id: number;
+  path: string;
+  hash: string;
+  action: QueueAction;
+  status: QueueStatus;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: string | null;
+  locked_by: string | null;
+  locked_until: string | null;
+  last_error: string | null;
+  document_id: number | null;
+  file_size: number | null;
+}
+
+const numeric = (item: QueueItem): QueueItem => ({
+  ...item,
+  id: Number(item.id),
+  attempts: Number(item.attempts),
+  max_attempts: Number(item.max_attempts),
+  document_id: item.document_id === null ? null : Number(item.document_id),
+  file_size: item.file_size === null ? null : Number(item.file_size),
+});
+
+/**
+ * Puts a file on the queue. The same (path, hash, action) is one row: enqueueing it again re-opens a
+ * finished row instead of adding a duplicate, and leaves a pending or processing row alone.
+ */
+export async function enqueue(
+  db: SqlExecutor,
+  item: { path: string; hash: string; action: QueueAction; documentId?: number | null; fileSize?: number; maxAttempts: number },
+): Promise<void> {
+  const now = sqlTime();
+  const values = [item.path, sha256(item.path), item.hash, item.action, item.maxAttempts, item.documentId ?? null, item.fileSize ?? null, now, now];
+  if (db.dialect === 'mysql') {
+    // MySQL evaluates these assignments left to right and later ones see earlier results: status goes last.
+    const open = `status IN ('pending', 'processing')`;
+    await db.run(
+      `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON DUPLICATE KEY UPDATE
+         document_id = IF(${open}, document_id, COALESCE(VALUES(document_id), document_id)),
+         max_attempts = VALUES(max_attempts),
+         attempts = IF(${open}, attempts, 0),
+         next_attempt_at = IF(${open}, next_attempt_at, NULL),
+         last_error = IF(${open}, last_error, NULL),
+         finished_at = IF(${open}, finished_at, NULL),
+         updated_at = IF(${open}, updated_at, VALUES(updated_at)),
+         status = IF(${open}, status, 'pending')`,
+      values,
+    );
+  } else {
+    await db.run(
+      `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (path_hash, hash, action) DO UPDATE SET
+         document_id = COALESCE(excluded.document_id, document_id), max_attempts = excluded.max_attempts,
+         updated_at = excluded.updated_at, status = 'pending', attempts = 0, next_attempt_at = NULL,
+         last_error = NULL, finished_at = NULL, locked_by = NULL, locked_until = NULL
+       WHERE status NOT IN ('pending', 'processing')`,
+      values,
+    );
+  }
+}
+
+const CLAIMABLE = `(status = 'pending'
+  OR (status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?)
+  OR (status = 'processing' AND locked_until < ?))`;
+
+/**
+ * Claims up to `limit` items for `worker`, safely across processes: FOR UPDATE SKIP LOCKED on MariaDB/MySQL,
+ * the SQLite write lock (BEGIN IMMEDIATE) on SQLite. Expired leases are taken over. Each claim counts an attempt.
+ */
+export async function claimQueueItems(
+  db: SqlExecutor,
+  worker: string,
+  limit: number,
+  leaseMs: number,
+  onlyPaths?: readonly string[],
+): Promise<QueueItem[]> {
+  const now = sqlTime();
+  const until = sqlTime(Date.now() + leaseMs);
+  const pathFilter = onlyPaths?.length ? ` AND path_hash IN (${onlyPaths.map(() => '?').join(', ')})` : '';
+  return db.transaction(async (tx) => {
+    const lock = tx.dialect === 'mysql' ? ' FOR UPDATE SKIP LOCKED' : '';
+    const rows = await tx.query<{ id: number }>(
+      `SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${Math.max(1, Math.floor(limit))}${lock}`,
+      [now, now, ...(onlyPaths ?? []).map((p) => sha256(p))],
+    );
+    if (rows.length === 0) return [];
+    const ids = rows.map((r) => Number(r.id));
+    const marks = ids.map(() => '?').join(', ');
+    await tx.run(
+      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
+       WHERE id IN (${marks})`,
+      [worker, until, now, ...ids],
+    );
+    const items = await tx.query<QueueItem>(`SELECT * FROM pipeline_queue WHERE id IN (${marks}) ORDER BY id`, ids);
+    return items.map(numeric);
+  });
+}
+
+/** Extends the leases of the given items; returns the ids whose lease this worker no longer holds. */
+export async function heartbeat(db: SqlExecutor, worker: string, ids: readonly number[], leaseMs: number): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const marks = ids.map(() => '?').join(', ');
+  await db.run(
+    `UPDATE pipeline_queue SET locked_until = ? WHERE id IN (${marks}) AND locked_by = ? AND status = 'processing'`,
+    [sqlTime(Date.now() + leaseMs), ...ids, worker],
+  );
+  const held = await db.query<{ id: number }>(
+    `SELECT id FROM pipeline_queue WHERE id IN (${marks}) AND locked_by = ? AND status = 'processing'`,
+    [...ids, worker],
+  );
+  const heldIds = new Set(held.map((r) => Number(r.id)));
+  return ids.filter((id) => !heldIds.has(id));
+}
+
+/** Links the claimed item to its document row (so a retry reuses it). Only while this worker holds it. */
+export async function attachDocument(db: SqlExecutor, itemId: number, worker: string, documentId: number): Promise<void> {
+  await db.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [documentId, itemId, worker]);
+}
+
+/** Closes an item as done. Returns false when the lease was lost (another worker owns it now). */
+export async function completeQueueItem(db: SqlExecutor, itemId: number, worker: string, note: string | null = null): Promise<boolean> {
+  const now = sqlTime();
+  const result = await db.run(
+    `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = ?, finished_at = ?, updated_at = ?
+     WHERE id = ? AND locked_by = ?`,
+    [note, now, now, itemId, worker],
+  );
+  return result.affectedRows > 0;
+}
+
+/** Capped exponential backoff: 5 s, 10 s, 20 s, ... up to 10 minutes. */
+export const backoffMs = (attempt: number, baseMs = 5000, capMs = 600_000) => Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
+
+/**
+ * Records a failure. A retryable error within max_attempts becomes `failed` with a next attempt time;
+ * a permanent error becomes `failed` without one (until `cpe retry`); used-up attempts become `dead`.
+ */
+export async function failQueueItem(
+  db: SqlExecutor,
+  item: Pick<QueueItem, 'id' | 'attempts' | 'max_attempts'>,
+  worker: string,
+  error: string,
+  retryable: boolean,
+): Promise<QueueStatus> {
+  const dead = item.attempts >= item.max_attempts;
+  const status: QueueStatus = dead ? 'dead' : 'failed';
+  const next = !dead && retryable ? sqlTime(Date.now() + backoffMs(item.attempts)) : null;
+  const now = sqlTime();
+  await db.run(
+    `UPDATE pipeline_queue SET status = ?, next_attempt_at = ?, last_error = ?, locked_by = NULL, locked_until = NULL,
+       finished_at = ?, updated_at = ? WHERE id = ? AND locked_by = ?`,
+    [status, next, error, now, now, item.id, worker],
+  );
+  return status;
+}
+
+/** Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. */
+export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<void> {
+  await db.run(
+    `UPDATE pipeline_queue SET status = 'pending', locked_by = NULL, locked_until = NULL,
+       attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
+     WHERE id = ? AND locked_by = ? AND status = 'processing'`,
+    [sqlTime(), itemId, worker],
+  );
+}
+
+/** `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. */
+export async function retryFailedItems(db: SqlExecutor): Promise<number> {
+  const result = await db.run(
+    `UPDATE pipeline_queue SET status = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = ?
+     WHERE status IN ('failed', 'dead')`,
+    [sqlTime()],
+  );
+  return result.affectedRows;
+}
+
+export async function countClaimable(db: SqlExecutor): Promise<number> {
+  const now = sqlTime();
+  const [row] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM pipeline_queue WHERE ${CLAIMABLE}`, [now, now]);
+  return Number(row?.n ?? 0);
+}

@@ -1,0 +1,26 @@
+import type { SqlExecutor } from '../db/sql.js';
+import { retractDocumentKnowledge } from '../knowledge/retract.js';
+import type { Providers } from './plugin.js';
+
+/** Collections that hold one point per chunk of a document. */
+const CHUNK_COLLECTIONS = ['documents', 'mail'];
+
+/**
+ * Removes what a document version contributed: its points (first: the index never points at missing rows),
+ * its knowledge (entities no document mentions any more disappear), then its chunks, pages, sections,
+ * segments, extract and checkpoints. The documents row and the archived bytes stay, so the version can be
+ * reprocessed. Idempotent.
+ */
+export async function retractDocument(db: SqlExecutor, providers: Providers, documentId: number): Promise<void> {
+  const [{ n } = { n: 0 }] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?', [documentId]);
+  if (Number(n) > 0) {
+    const vectors = await providers.vectors();
+    for (const collection of CHUNK_COLLECTIONS) await vectors.deleteByDocument(collection, documentId);
+  }
+  await retractDocumentKnowledge(db, documentId);
+  await db.transaction(async (tx) => {
+    for (const table of ['chunks', 'document_pages', 'document_sections', 'document_segments', 'document_extracts', 'step_checkpoints']) {
+      await tx.run(`DELETE FROM ${table} WHERE document_id = ?`, [documentId]);
+    }
+  });
+}

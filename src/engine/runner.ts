@@ -1,0 +1,489 @@
+import os from 'node:os';
+import type { DocumentRow } from '../db/entities.js';
+import { CpeError, describeError, ErrorCodes } from '../errors.js';
+import { sqlTime } from '../util/time.js';
+import { type ArchivedFile, archiveFile } from './archive.js';
+import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
+import { finishDocument } from './finish-document.js';
+import { type Engine, skippedCheckpointHash } from './engine.js';
+import type { Plan, PlannedStep } from './plan.js';
+import type { DocumentRef, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
+import {
+  attachDocument,
+  backoffMs,
+  claimQueueItems,
+  completeQueueItem,
+  failQueueItem,
+  heartbeat,
+  type QueueItem,
+  releaseQueueItem,
+} from './queue.js';
+import { RunLog, type RunTotals } from './run-log.js';
+import { StepError } from './step-error.js';
+
+export interface RunOptions {
+  plan: Plan;
+  /** folder for detect; undefined = process what is queued */
+  sourceDir?: string;
+  concurrency: number;
+  /** ignore checkpoints: every step runs again (caches of embeddings and LLM answers still apply) */
+  force?: boolean;
+  /** run the pre steps (detect, ...) — false for `cpe process` */
+  runPreSteps?: boolean;
+  /** run the post steps (index_optimize, ...) — false for `cpe scan` */
+  runPostSteps?: boolean;
+  /** stop after this many queue items */
+  limit?: number;
+  /** claim only the queue items of these source paths (`cpe file`) */
+  onlyPaths?: readonly string[];
+  /** keep polling the queue until the signal aborts (`cpe worker`) */
+  keepPolling?: boolean;
+  signal?: AbortSignal;
+  command?: string;
+  onEvent?: (event: RunEvent) => void;
+}
+
+export type RunEvent =
+  | { type: 'run-started'; runId: number; pipeline: string; profile: Record<string, string> }
+  | { type: 'document-started'; item: QueueItem }
+  | { type: 'document-finished'; item: QueueItem; documentId: number | null; status: 'done' | 'failed' | 'released' | 'skipped'; error?: string }
+  | { type: 'step-finished'; step: string; documentId: number | null; status: 'ok' | 'failed' | 'skipped'; ms: number; reason?: string };
+
+export interface RunSummary extends RunTotals {
+  runId: number;
+  status: 'ok' | 'failed' | 'cancelled';
+  durationMs: number;
+  failures: Array<{ path: string; documentId: number | null; error: string }>;
+}
+
+interface Checkpoint {
+  config_hash: string;
+}
+
+/**
+ * Runs a plan: run-scoped steps without document dependencies first, then the queued documents (several at a
+ * time, each through its DAG, independent branches concurrently), then run-scoped steps that wait for
+ * documents. Every attempted step is recorded in ki_dev; a failing document never stops the run.
+ */
+export async function runPipeline(engine: Engine, options: RunOptions): Promise<RunSummary> {
+  const { plan } = options;
+  const db = engine.dbs.content.sql;
+  const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) => process.stderr.write(`${line}\n`));
+  const startedAt = Date.now();
+  const runId = await runLog.startRun({
+    pipelineId: plan.pipeline.id,
+    pipelineName: plan.pipeline.name,
+    versionHash: plan.versionHash,
+    command: options.command ?? process.argv.slice(1).join(' '),
+    profile: engine.profile,
+  });
+  const worker = `${os.hostname()}:${process.pid}:${runId}`;
+  const leaseMs = engine.config.leaseSeconds * 1000;
+  const totals: RunTotals = {
+    docsTotal: 0,
+    docsDone: 0,
+    docsFailed: 0,
+    docsSkipped: 0,
+    stepsOk: 0,
+    stepsFailed: 0,
+    stepsSkipped: 0,
+    tokensIn: 0,
+    tokensOut: 0,
+  };
+  const failures: RunSummary['failures'] = [];
+  const runController = new AbortController();
+  const onAbort = () => runController.abort(options.signal?.reason);
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const runLogger = runLog.logger({ runId });
+  options.onEvent?.({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
+  runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, { profile: engine.profile });
+
+  const pipelineInfo = {
+    id: plan.pipeline.id,
+    name: plan.pipeline.name,
+    versionHash: plan.versionHash,
+    hasStepType: plan.hasStepType,
+  };
+  const runInfo = { id: runId, sourceDir: options.sourceDir, force: options.force ?? false };
+  const processed: DocumentRef[] = [];
+  let runError: unknown;
+
+  const baseContext = (step: PlannedStep, documentId: number | null, counts: StepCounts, signal: AbortSignal): RunStepContext => ({
+    config: step.config,
+    step: { id: step.id, name: step.name, type: step.type },
+    pipeline: pipelineInfo,
+    run: runInfo,
+    db,
+    providers: engine.providers,
+    settings: engine.settings,
+    log: runLog.logger({ runId, stepName: step.name, documentId }),
+    signal,
+    report(more: StepCounts) {
+      for (const [key, value] of Object.entries(more)) counts[key] = (counts[key] ?? 0) + value;
+    },
+    skip: (reason: string): StepOutcome => ({ status: 'skipped', reason }),
+  });
+
+  /** Runs one step with retries; records every attempt. Returns the outcome. */
+  const executeStep = async (
+    step: PlannedStep,
+    makeContext: (counts: StepCounts, signal: AbortSignal) => RunStepContext,
+    signal: AbortSignal,
+    documentId: number | null,
+    queueId: number | null,
+  ): Promise<{ status: 'ok' | 'skipped'; reason?: string } | { status: 'failed'; error: StepError }> => {
+    const maxAttempts = engine.config.maxAttempts;
+    for (let attempt = 1; ; attempt++) {
+      const counts: StepCounts = {};
+      const began = Date.now();
+      let result: { status: 'ok' | 'skipped'; reason?: string } | { status: 'failed'; error: StepError };
+      try {
+        if (signal.aborted) throw new CpeError(ErrorCodes.CANCELLED, 'cancelled');
+        const outcome = await step.plugin.run(makeContext(counts, signal) as StepContext);
+        result = outcome && outcome.status === 'skipped' ? { status: 'skipped', reason: outcome.reason } : { status: 'ok' };
+      } catch (error) {
+        result = { status: 'failed', error: StepError.wrap(step.name, documentId, attempt, error) };
+      } finally {
+        // recorded in any case; a logging failure never changes the outcome
+      }
+      const finished = Date.now();
+      const failed = result.status === 'failed' ? result.error : undefined;
+      try {
+        runLog.recordStep({
+          runId,
+          documentId,
+          queueId,
+          stepName: step.name,
+          stepType: step.type,
+          status: result.status,
+          reason: result.status === 'skipped' ? result.reason : null,
+          attempt,
+          counts,
+          errorCode: failed ? failed.causeCode : null,
+          error: failed ? describeError(failed) : null,
+          startedAt: began,
+          finishedAt: finished,
+        });
+      } catch {
+        /* see RunLog: never changes the outcome */
+      }
+      totals.tokensIn += counts.tokensIn ?? 0;
+      totals.tokensOut += counts.tokensOut ?? 0;
+      if (result.status === 'ok') totals.stepsOk++;
+      else if (result.status === 'skipped') totals.stepsSkipped++;
+      else totals.stepsFailed++;
+      options.onEvent?.({
+        type: 'step-finished',
+        step: step.name,
+        documentId,
+        status: result.status,
+        ms: finished - began,
+        reason: result.status === 'skipped' ? result.reason : failed ? failed.message : undefined,
+      });
+      if (!failed) return result;
+      const cancelled = signal.aborted;
+      if (cancelled || !failed.retryable || attempt >= maxAttempts) return { status: 'failed', error: failed };
+      const delay = backoffMs(attempt, engine.config.retryBaseMs, 30_000);
+      runLog.logger({ runId, stepName: step.name, documentId }).warn(`retrying in ${delay} ms: ${failed.message}`);
+      await sleep(delay, signal);
+    }
+  };
+
+  const runRunSteps = async (phase: 'pre' | 'post') => {
+    for (const step of plan.steps.filter((s) => s.phase === phase)) {
+      if (runController.signal.aborted) return;
+      if (phase === 'pre' && options.runPreSteps === false) continue;
+      await step.plugin.setup?.(baseContext(step, null, {}, runController.signal));
+      const outcome = await executeStep(
+        step,
+        (counts, signal) => ({ ...baseContext(step, null, counts, signal), documents: processed }),
+        runController.signal,
+        null,
+        null,
+      );
+      await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
+      if (outcome.status === 'failed') throw outcome.error;
+    }
+  };
+
+  const documentSteps = plan.steps.filter((s) => s.phase === 'document');
+
+  /** One queue item through the document DAG. */
+  const processItem = async (item: QueueItem, itemSignal: AbortSignal): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
+    const log = runLog.logger({ runId, documentId: item.document_id });
+    if (item.action === 'delete') {
+      const ids = await markPathDeleted(db, item.path);
+      for (const id of ids) await engine.retract(id);
+      await completeQueueItem(db, item.id, worker);
+      log.info(`deleted ${item.path}: ${ids.length} version(s) retracted`, { documentIds: ids });
+      return 'done';
+    }
+
+    let doc: DocumentRow | undefined = item.document_id ? await getDocument(db, item.document_id) : undefined;
+    if (!doc) {
+      let archived: ArchivedFile;
+      try {
+        archived = await archiveFile(db, engine.archiveDir, item.path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+          await completeQueueItem(db, item.id, worker, 'source file vanished before it was processed');
+          return 'skipped';
+        }
+        throw error;
+      }
+      if (archived.hash !== item.hash) {
+        await completeQueueItem(db, item.id, worker, `file changed since the scan (now ${archived.hash.slice(0, 12)}); the next scan queues it`);
+        return 'skipped';
+      }
+      doc = await createDocumentVersion(db, { sourcePath: item.path, hash: archived.hash, size: archived.size });
+      await attachDocument(db, item.id, worker, doc.id);
+    } else if (doc.status !== 'processing') {
+      await setDocumentStatus(db, doc.id, 'processing');
+    }
+    const ref: DocumentRef = {
+      id: doc.id,
+      sourcePath: doc.source_path,
+      filename: doc.filename,
+      contentHash: doc.content_hash,
+      version: doc.version,
+      fileSize: doc.file_size,
+      previousVersionId: doc.previous_version_id,
+      queueId: item.id,
+      action: item.action,
+      archivePath: engine.archivePathFor(doc.content_hash, doc.source_path),
+    };
+    const checkpoints = new Map<string, Checkpoint>();
+    if (!options.force) {
+      const rows = await db.query<{ step_name: string; config_hash: string }>(
+        'SELECT step_name, config_hash FROM step_checkpoints WHERE document_id = ? AND pipeline_id = ?',
+        [doc.id, plan.pipeline.id],
+      );
+      for (const row of rows) checkpoints.set(row.step_name, { config_hash: row.config_hash });
+    }
+
+    const memo = new Map<string, unknown>();
+    const state = new Map<string, 'ok' | 'skipped' | 'failed'>();
+    let firstFailure: StepError | undefined;
+    const running = new Map<string, Promise<void>>();
+
+    const skippedHash = (step: PlannedStep) => skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey));
+    const runDocStep = async (step: PlannedStep) => {
+      const checkpoint = checkpoints.get(step.name);
+      if (checkpoint && (checkpoint.config_hash === step.lineageHash || checkpoint.config_hash === skippedHash(step))) {
+        state.set(step.name, checkpoint.config_hash === step.lineageHash ? 'ok' : 'skipped');
+        return;
+      }
+      const outcome = await executeStep(
+        step,
+        (counts, signal) => ({ ...baseContext(step, ref.id, counts, signal), document: ref, memo }),
+        itemSignal,
+        ref.id,
+        item.id,
+      );
+      state.set(step.name, outcome.status);
+      if (outcome.status === 'failed') {
+        firstFailure ??= outcome.error;
+        return;
+      }
+      const hash = outcome.status === 'ok' ? step.lineageHash : skippedHash(step);
+      await upsertCheckpoint(engine, ref.id, plan.pipeline.id, step, hash, runId);
+    };
+
+    // DAG scheduling: start every step whose dependencies are finished; stop starting after a failure.
+    await new Promise<void>((resolve) => {
+      const tryStart = () => {
+        for (const step of documentSteps) {
+          if (state.has(step.name) || running.has(step.name)) continue;
+          if (firstFailure || itemSignal.aborted) continue;
+          const deps = step.dependsOn.filter((d) => plan.byName.get(d)?.phase === 'document');
+          if (!deps.every((d) => state.get(d) === 'ok' || state.get(d) === 'skipped')) continue;
+          const promise = runDocStep(step)
+            .catch((error) => {
+              firstFailure ??= StepError.wrap(step.name, ref.id, 1, error);
+              state.set(step.name, 'failed');
+            })
+            .finally(() => {
+              running.delete(step.name);
+              tryStart();
+              if (running.size === 0) resolve();
+            });
+          running.set(step.name, promise);
+        }
+        if (running.size === 0) resolve();
+      };
+      tryStart();
+    });
+
+    if (itemSignal.aborted && !firstFailure) {
+      await releaseQueueItem(db, item.id, worker);
+      return 'released';
+    }
+    if (firstFailure || itemSignal.aborted) {
+      const error = firstFailure ?? new StepError('(engine)', ref.id, item.attempts, new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
+      if (runController.signal.aborted && error.causeCode === ErrorCodes.CANCELLED) {
+        await releaseQueueItem(db, item.id, worker);
+        return 'released';
+      }
+      const now = Date.now();
+      for (const step of documentSteps) {
+        if (state.has(step.name)) continue;
+        runLog.recordStep({
+          runId,
+          documentId: ref.id,
+          queueId: item.id,
+          stepName: step.name,
+          stepType: step.type,
+          status: 'skipped',
+          reason: `not run: step '${error.step}' failed`,
+          attempt: 1,
+          startedAt: now,
+          finishedAt: now,
+        });
+        totals.stepsSkipped++;
+      }
+      const message = describeError(error);
+      await setDocumentStatus(db, ref.id, 'failed', message);
+      const status = await failQueueItem(db, item, worker, message, error.retryable);
+      log.error(`document failed (queue item ${status}): ${message}`, { path: item.path, code: error.causeCode });
+      failures.push({ path: item.path, documentId: ref.id, error: message });
+      return 'failed';
+    }
+
+    // finalize (when in the plan) completes the document itself; otherwise the engine does
+    const current = await getDocument(db, ref.id);
+    if (current?.status !== 'done') await finishDocument(db, engine.providers, ref.id);
+    await completeQueueItem(db, item.id, worker);
+    processed.push(ref);
+    return 'done';
+  };
+
+  try {
+    await runRunSteps('pre');
+    if (options.runPreSteps !== false && options.sourceDir) {
+      await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
+    }
+
+    // the document phase: keep `concurrency` items in flight; heartbeat their leases
+    const active = new Map<number, { item: QueueItem; controller: AbortController; promise: Promise<void> }>();
+    const beat = setInterval(
+      () => {
+        const ids = [...active.keys()];
+        heartbeat(db, worker, ids, leaseMs)
+          .then((lost) => {
+            for (const id of lost) {
+              const entry = active.get(id);
+              if (!entry) continue;
+              runLog.logger({ runId }).warn(`lease lost on queue item ${id} (${entry.item.path}); stopping work on it`);
+              entry.controller.abort(new CpeError(ErrorCodes.LEASE_LOST, 'lease lost'));
+            }
+          })
+          .catch((error) => runLogger.warn(`heartbeat failed: ${describeError(error, 300)}`));
+      },
+      Math.max(1000, leaseMs / 3),
+    );
+    beat.unref();
+    let claimed = 0;
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    let wake: (() => void) | undefined;
+    try {
+      while (!runController.signal.aborted) {
+        const free = Math.min(options.concurrency - active.size, limit - claimed);
+        let items: QueueItem[] = [];
+        if (free > 0) items = await claimQueueItems(db, worker, free, leaseMs, options.onlyPaths);
+        for (const item of items) {
+          claimed++;
+          totals.docsTotal++;
+          const controller = new AbortController();
+          const linked = AbortSignal.any([runController.signal, controller.signal]);
+          options.onEvent?.({ type: 'document-started', item });
+          const promise = processItem(item, linked)
+            .then(
+              (status) => {
+                if (status === 'done') totals.docsDone++;
+                else if (status === 'failed') totals.docsFailed++;
+                else if (status === 'skipped') totals.docsSkipped++;
+                options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
+              },
+              async (error) => {
+                // an engine-level problem with this item (database, archive): the item fails, the run goes on
+                const message = describeError(error);
+                totals.docsFailed++;
+                failures.push({ path: item.path, documentId: item.document_id, error: message });
+                runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
+                await failQueueItem(db, item, worker, message, true).catch(() => undefined);
+                options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status: 'failed', error: message });
+              },
+            )
+            .finally(() => {
+              active.delete(item.id);
+              wake?.();
+            });
+          active.set(item.id, { item, controller, promise });
+        }
+        if (active.size === 0 && items.length === 0) {
+          if (!options.keepPolling || claimed >= limit) break;
+          await sleep(1000, runController.signal).catch(() => undefined);
+          continue;
+        }
+        if (claimed >= limit && active.size === 0) break;
+        // wait for a slot to free up (or poll again shortly when slots are free but the queue was empty)
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          if (items.length === 0 && active.size < options.concurrency) setTimeout(resolve, 500).unref();
+          runController.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        wake = undefined;
+      }
+      await Promise.allSettled([...active.values()].map((a) => a.promise));
+    } finally {
+      clearInterval(beat);
+    }
+
+    if (!runController.signal.aborted && options.runPostSteps !== false) await runRunSteps('post');
+  } catch (error) {
+    runError = error;
+    runLogger.error(`run failed: ${describeError(error)}`);
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+  const status = runController.signal.aborted ? 'cancelled' : runError ? 'failed' : 'ok';
+  runLogger.info(`run ${status}: ${totals.docsDone} done, ${totals.docsFailed} failed`);
+  await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
+  if (runError && status === 'failed') throw runError;
+  return { runId, status, durationMs: Date.now() - startedAt, failures, ...totals };
+}
+
+async function upsertCheckpoint(engine: Engine, documentId: number, pipelineId: number, step: PlannedStep, hash: string, runId: number) {
+  const db = engine.dbs.content.sql;
+  const values = [documentId, pipelineId, step.name, step.type, hash, runId, sqlTime()];
+  if (db.dialect === 'mysql') {
+    await db.run(
+      `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE step_type = VALUES(step_type), config_hash = VALUES(config_hash),
+       run_id = VALUES(run_id), created_at = VALUES(created_at)`,
+      values,
+    );
+  } else {
+    await db.run(
+      `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (document_id, pipeline_id, step_name) DO UPDATE SET
+       step_type = excluded.step_type, config_hash = excluded.config_hash, run_id = excluded.run_id, created_at = excluded.created_at`,
+      values,
+    );
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,137 @@
+import type { SqlExecutor } from '../db/sql.js';
+import { parseJsonColumn } from '../util/json.js';
+import { sqlTime } from '../util/time.js';
+import type { Engine } from './engine.js';
+
+const countBy = async (db: SqlExecutor, sql: string): Promise<Record<string, number>> => {
+  const rows = await db.query<{ k: string; n: number }>(sql);
+  return Object.fromEntries(rows.map((r) => [r.k, Number(r.n)]));
+};
+
+export interface StatusReport {
+  profile: Record<string, string>;
+  queue: Record<string, number>;
+  documents: Record<string, number>;
+  chunks: { total: number; waitingForEmbedding: number; embedded: number; failed: number };
+  workers: Array<{ worker: string; items: number; since: string | null }>;
+  expiredLeases: Array<{ id: number; path: string; lockedBy: string | null; lockedUntil: string | null }>;
+  recentFailures: Array<{ id: number; path: string; status: string; attempts: number; lastError: string | null }>;
+  runs: Array<Record<string, unknown>>;
+}
+
+/** Everything `cpe status` shows, as data. */
+export async function statusReport(engine: Engine, lastRuns = 5): Promise<StatusReport> {
+  const db = engine.dbs.content.sql;
+  const now = sqlTime();
+  const chunkCounts = await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM chunks GROUP BY status');
+  const workers = await db.query<{ locked_by: string; n: number; since: string | null }>(
+    `SELECT locked_by, COUNT(*) AS n, MIN(updated_at) AS since FROM pipeline_queue
+     WHERE status = 'processing' AND locked_by IS NOT NULL AND locked_until >= ? GROUP BY locked_by ORDER BY locked_by`,
+    [now],
+  );
+  const expired = await db.query<{ id: number; path: string; locked_by: string | null; locked_until: string | null }>(
+    "SELECT id, path, locked_by, locked_until FROM pipeline_queue WHERE status = 'processing' AND locked_until < ? ORDER BY id LIMIT 20",
+    [now],
+  );
+  const failures = await db.query<{ id: number; path: string; status: string; attempts: number; last_error: string | null }>(
+    "SELECT id, path, status, attempts, last_error FROM pipeline_queue WHERE status IN ('failed', 'dead') ORDER BY updated_at DESC LIMIT 10",
+  );
+  const runs = await engine.dbs.log.sql.query<Record<string, unknown>>(
+    `SELECT id, pipeline_name, status, docs_total, docs_done, docs_failed, duration_ms, started_at, tokens_in, tokens_out
+     FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(lastRuns))}`,
+  );
+  return {
+    profile: engine.profile,
+    queue: await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM pipeline_queue GROUP BY status'),
+    documents: await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM documents WHERE is_latest = 1 OR status <> \'done\' GROUP BY status'),
+    chunks: {
+      total: Object.values(chunkCounts).reduce((a, b) => a + b, 0),
+      waitingForEmbedding: chunkCounts.pending ?? 0,
+      embedded: chunkCounts.embedded ?? 0,
+      failed: chunkCounts.failed ?? 0,
+    },
+    workers: workers.map((w) => ({ worker: w.locked_by, items: Number(w.n), since: w.since })),
+    expiredLeases: expired.map((e) => ({ id: Number(e.id), path: e.path, lockedBy: e.locked_by, lockedUntil: e.locked_until })),
+    recentFailures: failures.map((f) => ({
+      id: Number(f.id),
+      path: f.path,
+      status: f.status,
+      attempts: Number(f.attempts),
+      lastError: f.last_error,
+    })),
+    runs: runs.map((r) => ({ ...r, id: Number(r.id) })),
+  };
+}
+
+export interface DocumentStatus {
+  document: Record<string, unknown>;
+  ocrNeeded: boolean;
+  queue: Array<Record<string, unknown>>;
+  steps: Array<{
+    step: string;
+    type: string;
+    status: string;
+    attempts: number;
+    durationMs: number;
+    startedAt: string;
+    reason: string | null;
+    error: string | null;
+    counts: Record<string, unknown>;
+  }>;
+  chunks: number;
+  pages: number;
+}
+
+/** `cpe status --doc=ID|PATH`: one document and the state of each of its steps. */
+export async function documentStatus(engine: Engine, idOrPath: string): Promise<DocumentStatus | undefined> {
+  const db = engine.dbs.content.sql;
+  const rows = /^\d+$/.test(idOrPath)
+    ? await db.query<Record<string, any>>('SELECT * FROM documents WHERE id = ?', [Number(idOrPath)])
+    : await db.query<Record<string, any>>('SELECT * FROM documents WHERE source_path = ? ORDER BY version DESC LIMIT 1', [
+        (await import('node:path')).resolve(idOrPath),
+      ]);
+  const doc = rows[0];
+  if (!doc) return undefined;
+  const id = Number(doc.id);
+  const metadata = parseJsonColumn<Record<string, unknown>>(doc.metadata, {});
+  const [extract] = await db.query<{ ocr_needed: number }>('SELECT ocr_needed FROM document_extracts WHERE document_id = ?', [id]);
+  const queue = await db.query<Record<string, unknown>>(
+    'SELECT id, action, status, attempts, max_attempts, last_error, locked_by, updated_at FROM pipeline_queue WHERE document_id = ? ORDER BY id',
+    [id],
+  );
+  const stepRows = await engine.dbs.log.sql.query<Record<string, any>>(
+    'SELECT * FROM pipeline_step_runs WHERE document_id = ? ORDER BY id',
+    [id],
+  );
+  // the latest run's record per step wins; attempts = the highest attempt number seen in that run
+  const latest = new Map<string, Record<string, any>>();
+  for (const row of stepRows) {
+    const previous = latest.get(row.step_name);
+    if (!previous || Number(row.run_id) >= Number(previous.run_id)) latest.set(row.step_name, row);
+  }
+  const count = async (table: string) =>
+    Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE document_id = ?`, [id]))[0]?.n ?? 0);
+  return {
+    document: { ...doc, id, metadata },
+    ocrNeeded: Boolean(Number(extract?.ocr_needed ?? 0)) || metadata.ocr_needed === true,
+    queue,
+    steps: [...latest.values()].map((r) => ({
+      step: r.step_name,
+      type: r.step_type,
+      status: r.status,
+      attempts: Number(r.attempt),
+      durationMs: Number(r.duration_ms),
+      startedAt: r.started_at,
+      reason: r.reason,
+      error: r.error,
+      counts: {
+        ...(r.items_in === null ? {} : { itemsIn: Number(r.items_in) }),
+        ...(r.items_out === null ? {} : { itemsOut: Number(r.items_out) }),
+        ...(Number(r.tokens_in) ? { tokensIn: Number(r.tokens_in), tokensOut: Number(r.tokens_out) } : {}),
+        ...parseJsonColumn<Record<string, unknown>>(r.counts, {}),
+      },
+    })),
+    chunks: await count('chunks'),
+    pages: await count('document_pages'),
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Every error cpe raises on purpose has a code from this file. Build-time errors (configuration, pipeline
+ * planning) and run-time errors (a step failing on a document) are different classes; the engine wraps a
+ * plugin's error exactly once (StepError) and keeps the original as `cause`.
+ */
+export const ErrorCodes = {
+  // configuration and planning (build time)
+  CONFIG_INVALID: 'CONFIG_INVALID',
+  PIPELINE_NOT_FOUND: 'PIPELINE_NOT_FOUND',
+  PIPELINE_INVALID: 'PIPELINE_INVALID',
+  PLUGIN_INVALID: 'PLUGIN_INVALID',
+  PLUGIN_CONFLICT: 'PLUGIN_CONFLICT',
+  USAGE: 'USAGE',
+  // run time
+  STEP_FAILED: 'STEP_FAILED',
+  CANCELLED: 'CANCELLED',
+  TIMEOUT: 'TIMEOUT',
+  LEASE_LOST: 'LEASE_LOST',
+  // input files (validate / extract)
+  FILE_UNREADABLE: 'FILE_UNREADABLE',
+  FILE_EMPTY: 'FILE_EMPTY',
+  FILE_TOO_LARGE: 'FILE_TOO_LARGE',
+  UNSUPPORTED_FORMAT: 'UNSUPPORTED_FORMAT',
+  FORMAT_MISMATCH: 'FORMAT_MISMATCH',
+  LEGACY_FORMAT: 'LEGACY_FORMAT',
+  ENCRYPTED_DOCUMENT: 'ENCRYPTED_DOCUMENT',
+  PASSWORD_REQUIRED: 'PASSWORD_REQUIRED',
+  CORRUPT_FILE: 'CORRUPT_FILE',
+  ARCHIVE_BOMB: 'ARCHIVE_BOMB',
+  TOO_MANY_PAGES: 'TOO_MANY_PAGES',
+  EXTRACTION_TIMEOUT: 'EXTRACTION_TIMEOUT',
+  EXTRACTION_MEMORY: 'EXTRACTION_MEMORY',
+  // providers
+  PROVIDER_UNAVAILABLE: 'PROVIDER_UNAVAILABLE',
+  PROVIDER_ERROR: 'PROVIDER_ERROR',
+  INVALID_ANSWER: 'INVALID_ANSWER',
+  COLLECTION_MISMATCH: 'COLLECTION_MISMATCH',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+export interface CpeErrorOptions {
+  cause?: unknown;
+  /** true: trying again may succeed (network, timeout, 429/5xx). Default false (permanent). */
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+}
+
+/** Base class of all deliberate cpe errors. */
+export class CpeError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: CpeErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.details = options.details ?? {};
+  }
+}
+
+/** A problem found before anything runs: bad configuration, bad pipeline rows, bad plugin modules. */
+export class ConfigError extends CpeError {}
+
+/** A problem with one input file. Always names the file; permanent unless said otherwise. */
+export class FileError extends CpeError {
+  readonly file: string;
+  constructor(code: ErrorCode, file: string, reason: string, options: CpeErrorOptions = {}) {
+    super(code, `${file}: ${reason}`, options);
+    this.file = file;
+  }
+}
+
+/** A retryable failure talking to a server (network, timeout, 429, 5xx). */
+export class ProviderError extends CpeError {
+  constructor(message: string, options: CpeErrorOptions & { status?: number } = {}) {
+    super(ErrorCodes.PROVIDER_ERROR, message, { retryable: true, ...options });
+  }
+}
+
+export const isRetryable = (error: unknown): boolean =>
+  error instanceof CpeError ? error.retryable : isTransientNodeError(error);
+
+/** Node socket errors that mean "try again later". */
+export function isTransientNodeError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    typeof code === 'string' &&
+    ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'].includes(code)
+  );
+}
+
+/** The message of any thrown value, with the cause chain, for storage in last_error / ki_dev. */
+export function describeError(error: unknown, maxLength = 4000): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const message = current instanceof Error ? current.message : String(current);
+    if (!parts.some((part) => part.includes(message))) parts.push(message);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  const text = parts.join(' <- caused by: ');
+  return text.length > maxLength ? `${text.slice(0, maxLength)}…` : text;
+}
+
+/**
+ * The same file error, told about another name: steps read the archived copy of a document but users know
+ * the source path, so messages must name that.
+ */
+export function renameFileError(error: unknown, shownAs: string): unknown {
+  if (!(error instanceof FileError) || error.file === shownAs) return error;
+  const reason = error.message.startsWith(`${error.file}: `) ? error.message.slice(error.file.length + 2) : error.message;
+  return new FileError(error.code, shownAs, reason, { cause: error.cause, retryable: error.retryable, details: error.details });
+}

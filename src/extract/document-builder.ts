@@ -1,0 +1,68 @@
+import { normalizeText } from './normalize.js';
+import type { Block, BlockType, DocumentFormat, ExtractedDocument, PageInfo } from './types.js';
+
+const SEPARATOR = '\n\n';
+
+/**
+ * Collects blocks in reading order and produces an ExtractedDocument with exact offsets. Every extractor
+ * builds its result through this class, so offsets, normalisation and page ranges work the same everywhere.
+ */
+export class DocumentBuilder {
+  private text = '';
+  private readonly blocks: Block[] = [];
+  private readonly pages: PageInfo[] = [];
+  private current: PageInfo | undefined;
+  private currentHasBlocks = false;
+  readonly warnings: string[] = [];
+  ocrNeeded = false;
+
+  constructor(private readonly format: DocumentFormat) {}
+
+  /** Starts page/slide `number` (1-based). Blocks added from now on belong to it. */
+  startPage(number: number, metadata: Record<string, unknown> = {}): PageInfo {
+    this.current = { number, start: this.text.length, end: this.text.length, metadata };
+    this.pages.push(this.current);
+    this.currentHasBlocks = false;
+    return this.current;
+  }
+
+  get pageNumber(): number {
+    return this.current?.number ?? 1;
+  }
+
+  /** Adds a block; the text is normalised and trimmed, empty blocks are dropped. Returns the block or undefined. */
+  add(type: BlockType, raw: string, level?: number): Block | undefined {
+    const value = normalizeText(raw).replace(/^\n+|\s+$/g, '');
+    if (value.trim() === '') return undefined;
+    if (!this.current) this.startPage(1);
+    const page = this.current!;
+    if (this.text.length > 0) this.text += SEPARATOR;
+    const start = this.text.length;
+    if (!this.currentHasBlocks) page.start = start;
+    this.currentHasBlocks = true;
+    this.text += value;
+    const block: Block = { type, start, end: this.text.length, page: page.number };
+    if (level !== undefined) block.level = level;
+    this.blocks.push(block);
+    page.end = this.text.length;
+    return block;
+  }
+
+  build(metadata: Record<string, unknown> = {}): ExtractedDocument {
+    // pages without blocks sit at the offset where they would have started
+    let cursor = 0;
+    for (const page of this.pages) {
+      if (page.end === page.start) page.start = page.end = Math.max(cursor, page.start);
+      cursor = page.end;
+    }
+    return {
+      format: this.format,
+      text: this.text,
+      blocks: this.blocks,
+      pages: this.pages,
+      metadata,
+      ocrNeeded: this.ocrNeeded,
+      warnings: this.warnings,
+    };
+  }
+}

@@ -1,0 +1,376 @@
+/**
+ * DOCX extraction: mammoth for the body, our own ZIP/XML helpers for everything around it.
+ *
+ * Why mammoth and a walk over its HTML (not our own document.xml walker): mammoth already resolves what is
+ * hard to get right in WordprocessingML: heading styles by id and name, list nesting from numbering.xml,
+ * tables, footnotes/endnotes, text boxes (w:txbxContent, incl. mc:AlternateContent), tracked changes
+ * (w:del and deleted paragraph marks are dropped, w:ins is kept) and Strict OOXML namespaces. Its HTML is
+ * regular XHTML (escaped text, self-closed void elements), so we parse it with the same safe XML parser and
+ * walk the element tree into blocks; no regular expressions over markup.
+ *
+ * Safety: mammoth opens ZIPs itself (JSZip, no size limits) and parses XML with xmldom. So it never sees the
+ * original file: we read the parts through openZip (declared sizes, ratios and actual inflated bytes are
+ * capped), strip DOCTYPEs and undeclared entities from every XML part, drop binary parts (media, embedded
+ * objects) and hand mammoth a small uncompressed package built from the cleaned parts. Images are counted,
+ * never read. Embedded documents (word/embeddings) are counted and noted, never opened: no recursion.
+ *
+ * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
+ * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
+ * explicit page breaks (w:br w:type="page"). The Title style becomes a 'title' block; heading 7-9 (which Word
+ * has, HTML has not) become level 6.
+ */
+
+import { zipSync } from 'fflate';
+import mammoth from 'mammoth';
+import { ErrorCodes, FileError } from '../errors.js';
+import { DocumentBuilder } from './document-builder.js';
+import { readCoreProperties } from './office-metadata.js';
+import { sniffFormat } from './sniff.js';
+import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
+import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
+import { openZip, type ZipArchive } from './zip.js';
+
+const STYLE_MAP = [
+  "p[style-name='Title'] => h1.cpe-title:fresh",
+  "p[style-name='Titel'] => h1.cpe-title:fresh",
+  ...[1, 2, 3, 4, 5, 6].map((n) => `p[style-name='Überschrift ${n}'] => h${n}:fresh`),
+  ...[7, 8, 9].flatMap((n) => [
+    `p[style-name='heading ${n}'] => h6:fresh`,
+    `p[style-name='Heading ${n}'] => h6:fresh`,
+    `p[style-name='Überschrift ${n}'] => h6:fresh`,
+  ]),
+  "br[type='page'] => hr.cpe-page-break",
+];
+
+const utf8 = new TextEncoder();
+
+/** The parts mammoth may need, cleaned and stored uncompressed; binary parts stay behind. */
+function buildCleanPackage(zip: ZipArchive): Uint8Array {
+  const files: Record<string, [Uint8Array, { level: 0 }]> = {};
+  for (const name of zip.names()) {
+    const lower = name.toLowerCase();
+    if (!lower.endsWith('.xml') && !lower.endsWith('.rels')) continue;
+    if (lower.startsWith('word/embeddings/') || lower.startsWith('customxml/')) continue;
+    files[name] = [utf8.encode(sanitizeXml(zip.readText(name))), { level: 0 }];
+  }
+  return zipSync(files);
+}
+
+const isHeading = (name: string): number | undefined => {
+  const match = /^h([1-6])$/.exec(name);
+  return match ? Number(match[1]) : undefined;
+};
+
+const collapse = (text: string): string => text.replace(/\s+/g, ' ').trim();
+
+/** Walks mammoth's HTML tree into DocumentBuilder blocks. */
+class HtmlWalker {
+  private page: PageInfo;
+  private pageCount = 1;
+  /** footnote/endnote id -> the label shown at the reference ("[1]") */
+  private readonly noteLabels = new Map<string, string>();
+
+  constructor(
+    private readonly builder: DocumentBuilder,
+    private readonly maxPages: number,
+    private readonly file: string,
+  ) {
+    this.page = builder.startPage(1, { images: 0, tables: 0 });
+  }
+
+  get pages(): number {
+    return this.pageCount;
+  }
+
+  private newPage(): void {
+    this.pageCount++;
+    if (this.pageCount > this.maxPages) {
+      throw new FileError(ErrorCodes.TOO_MANY_PAGES, this.file, `more than ${this.maxPages} pages`);
+    }
+    this.page = this.builder.startPage(this.pageCount, { images: 0, tables: 0 });
+  }
+
+  private count(key: 'images' | 'tables'): void {
+    this.page.metadata[key] = ((this.page.metadata[key] as number) ?? 0) + 1;
+  }
+
+  blocks(nodes: XmlNode[]): void {
+    for (const node of nodes) {
+      if (typeof node === 'string') {
+        this.builder.add('paragraph', node);
+        continue;
+      }
+      const level = isHeading(node.name);
+      if (level !== undefined) {
+        const isTitle = (node.attrs.class ?? '').split(' ').includes('cpe-title');
+        this.inlineBlock(node, isTitle ? 'title' : 'heading', level);
+      } else if (node.name === 'ul' || node.name === 'ol') {
+        this.list(node, 0);
+      } else if (node.name === 'table') {
+        this.table(node);
+      } else if (node.name === 'hr') {
+        this.newPage();
+      } else {
+        this.inlineBlock(node, 'paragraph');
+      }
+    }
+  }
+
+  /** A paragraph-like element; a page break inside it splits the text there. */
+  private inlineBlock(
+    element: XmlElement,
+    type: 'title' | 'heading' | 'paragraph' | 'list_item' | 'footnote',
+    level?: number,
+  ): void {
+    let text = '';
+    const flush = (): void => {
+      this.builder.add(type, text, level);
+      text = '';
+    };
+    const walk = (node: XmlNode): void => {
+      if (typeof node === 'string') {
+        text += node;
+        return;
+      }
+      if (node.name === 'hr') {
+        flush();
+        this.newPage();
+        return;
+      }
+      // walk() appends the element's children to `text` itself; only the element's own text comes back
+      const own = this.inlineElement(node, walk);
+      text += own;
+    };
+    for (const node of element.children) walk(node);
+    flush();
+  }
+
+  /** Inline markup; returns text to append (children are walked through `walk`). */
+  private inlineElement(node: XmlElement, walk: (node: XmlNode) => void): string {
+    if (node.name === 'br') return '\n';
+    if (node.name === 'img') {
+      this.count('images');
+      return '';
+    }
+    if (node.name === 'a') {
+      const href = node.attrs.href ?? '';
+      // the "↑" back link mammoth appends to each note
+      if (/^#(footnote|endnote)-ref-/.test(href)) return '';
+      const id = node.attrs.id ?? '';
+      const ref = /^(footnote|endnote)-ref-(.+)$/.exec(id);
+      if (ref) this.noteLabels.set(`${ref[1]}-${ref[2]}`, collapse(plainText(node)));
+    }
+    for (const inner of node.children) walk(inner);
+    return '';
+  }
+
+  private list(element: XmlElement, depth: number): void {
+    for (const item of children(element, 'li')) {
+      const id = item.attrs.id ?? '';
+      if (/^(footnote|endnote)-/.test(id)) {
+        this.note(item, id);
+        continue;
+      }
+      // text of the item without its nested lists, then the nested lists one level deeper
+      const own: XmlNode[] = [];
+      const nested: XmlElement[] = [];
+      for (const node of item.children) {
+        if (typeof node !== 'string' && (node.name === 'ul' || node.name === 'ol')) nested.push(node);
+        else own.push(node);
+      }
+      const paragraphs = own.filter((n): n is XmlElement => typeof n !== 'string' && n.name === 'p');
+      if (paragraphs.length > 0 && paragraphs.length === own.filter((n) => typeof n !== 'string').length) {
+        for (const p of paragraphs) this.inlineBlock(p, 'list_item', depth);
+      } else {
+        this.inlineBlock({ ...item, children: own }, 'list_item', depth);
+      }
+      for (const list of nested) this.list(list, depth + 1);
+    }
+  }
+
+  private note(item: XmlElement, id: string): void {
+    const label = this.noteLabels.get(id);
+    const parts: string[] = [];
+    for (const node of item.children) {
+      if (typeof node === 'string') parts.push(node);
+      else parts.push(this.noteText(node));
+    }
+    const text = parts
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .join('\n');
+    this.builder.add('footnote', label ? `${label} ${text}` : text);
+  }
+
+  private noteText(element: XmlElement): string {
+    if (element.name === 'a' && /^#(footnote|endnote)-ref-/.test(element.attrs.href ?? '')) return '';
+    if (element.name === 'br') return '\n';
+    if (element.name === 'img') {
+      this.count('images');
+      return '';
+    }
+    let text = '';
+    for (const node of element.children) text += typeof node === 'string' ? node : this.noteText(node);
+    return element.name === 'p' || element.name === 'li' ? `${text}\n` : text;
+  }
+
+  private table(element: XmlElement): void {
+    this.count('tables');
+    const rows: string[] = [];
+    for (const row of tableRows(element)) {
+      const cells = children(row).filter((cell) => cell.name === 'td' || cell.name === 'th');
+      this.images(row);
+      const texts = cells.map((cell) => collapse(cellText(cell)));
+      // trailing empty cells are layout (unused columns), not content
+      while (texts.length > 0 && texts[texts.length - 1] === '') texts.pop();
+      if (texts.some((t) => t !== '')) rows.push(texts.join(' | '));
+    }
+    this.builder.add('table', rows.join('\n'));
+  }
+
+  private images(element: XmlElement): void {
+    for (const _img of descendants(element, 'img')) this.count('images');
+  }
+}
+
+/** Rows of this table only (directly or in thead/tbody/tfoot); nested tables stay inside their cells. */
+function tableRows(table: XmlElement): XmlElement[] {
+  const rows: XmlElement[] = [];
+  for (const node of children(table)) {
+    if (node.name === 'tr') rows.push(node);
+    else if (node.name === 'thead' || node.name === 'tbody' || node.name === 'tfoot')
+      rows.push(...children(node, 'tr'));
+  }
+  return rows;
+}
+
+function plainText(element: XmlElement): string {
+  let text = '';
+  for (const node of element.children) text += typeof node === 'string' ? node : plainText(node);
+  return text;
+}
+
+/**
+ * Cell text: paragraphs and list items separated by spaces. A nested table keeps its shape with its own
+ * separators ("a; b / c; d"), so its cells are not mistaken for columns of the outer row.
+ */
+function cellText(element: XmlElement): string {
+  let text = '';
+  for (const node of element.children) {
+    if (typeof node === 'string') text += node;
+    else if (node.name === 'table') text += ` ${nestedTableText(node)} `;
+    else if (node.name === 'p' || node.name === 'li' || node.name === 'br') text += ` ${cellText(node)} `;
+    else if (node.name === 'a' && /^#(footnote|endnote)-ref-/.test(node.attrs.href ?? '')) continue;
+    else text += cellText(node);
+  }
+  return text;
+}
+
+function nestedTableText(table: XmlElement): string {
+  return tableRows(table)
+    .map((row) =>
+      children(row)
+        .filter((cell) => cell.name === 'td' || cell.name === 'th')
+        .map((cell) => collapse(cellText(cell)))
+        .join('; '),
+    )
+    .join(' / ');
+}
+
+/** Text of a header/footer part: paragraphs on lines, tabs kept, deleted text (w:delText) never read. */
+function partText(zip: ZipArchive, name: string, file: string): string {
+  const root = parseXml(zip.readText(name), file, name);
+  const lines: string[] = [];
+  for (const paragraph of descendants(root, 'p')) {
+    // paragraphs of a text box inside the header are reached on their own
+    let line = '';
+    const stack: XmlNode[] = [...paragraph.children].reverse();
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      if (typeof node === 'string') continue;
+      if (node.local === 'p' || node.local === 'del' || node.local === 'txbxContent') continue;
+      if (node.local === 't') line += plainText(node);
+      else if (node.local === 'tab') line += '\t';
+      else if (node.local === 'br' || node.local === 'cr') line += '\n';
+      else for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]!);
+    }
+    if (line.trim()) lines.push(line.trim());
+  }
+  return lines.join('\n');
+}
+
+const partNumber = (name: string): number => Number(/(\d+)\.xml$/i.exec(name)?.[1] ?? 0);
+
+function headersAndFooters(zip: ZipArchive, file: string, kind: 'header' | 'footer'): string[] {
+  const pattern = new RegExp(`^word/${kind}\\d*\\.xml$`, 'i');
+  const texts: string[] = [];
+  for (const name of zip
+    .names()
+    .filter((n) => pattern.test(n))
+    .sort((a, b) => partNumber(a) - partNumber(b))) {
+    const text = partText(zip, name, file);
+    if (text && !texts.includes(text)) texts.push(text);
+  }
+  return texts;
+}
+
+export async function extractDocx(
+  bytes: Uint8Array,
+  file: string,
+  options: ExtractOptions,
+): Promise<ExtractedDocument> {
+  if (bytes.length > options.maxFileBytes) {
+    throw new FileError(
+      ErrorCodes.FILE_TOO_LARGE,
+      file,
+      `file is too large (${bytes.length} bytes, limit ${options.maxFileBytes})`,
+    );
+  }
+  sniffFormat(bytes, 'docx', file);
+  const zip = openZip(bytes, file, options);
+  const cleanPackage = buildCleanPackage(zip);
+
+  let html: string;
+  const warnings: string[] = [];
+  try {
+    const result = await mammoth.convertToHtml(
+      { buffer: Buffer.from(cleanPackage.buffer, cleanPackage.byteOffset, cleanPackage.byteLength) },
+      {
+        styleMap: STYLE_MAP,
+        includeEmbeddedStyleMap: false,
+        externalFileAccess: false,
+        // count images, never read them (their bytes are not in the clean package)
+        convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
+      },
+    );
+    html = result.value;
+    for (const message of result.messages) if (message.type === 'error') warnings.push(message.message);
+  } catch (error) {
+    throw new FileError(
+      ErrorCodes.CORRUPT_FILE,
+      file,
+      `cannot read Word document: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+
+  const builder = new DocumentBuilder('docx');
+  const walker = new HtmlWalker(builder, options.maxPages, file);
+  walker.blocks(parseXml(`<html>${html}</html>`, file, 'mammoth HTML').children);
+  builder.warnings.push(...warnings);
+
+  const embedded = zip.names().filter((n) => /^word\/embeddings\/[^/]+$/i.test(n));
+  if (embedded.length > 0) {
+    builder.warnings.push(`${embedded.length} embedded object(s) not extracted`);
+  }
+  const metadata: Record<string, unknown> = {
+    ...readCoreProperties(zip, file),
+    headers: headersAndFooters(zip, file, 'header'),
+    footers: headersAndFooters(zip, file, 'footer'),
+    embeddedObjects: embedded.length,
+    pageCount: walker.pages,
+  };
+  return builder.build(metadata);
+}

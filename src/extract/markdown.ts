@@ -1,0 +1,273 @@
+/**
+ * Markdown: a line-based block reader (CommonMark/GFM/pandoc block syntax), not a renderer. Each block keeps
+ * its Markdown text (emphasis, links, inline HTML stay as written) so nothing is lost or interpreted; only
+ * pure markup is dropped: the front matter (parsed into metadata), thematic breaks, and the fence lines of
+ * pandoc/Quarto divs (`::: {.callout-note}`), whose content is kept.
+ *
+ * Decisions: headings are stored without the `#` marks and without a trailing pandoc attribute block
+ * (`{#sec-id}`); list items keep their marker ("1.", "-") because numbering carries meaning (law text);
+ * code blocks keep fences and indentation verbatim; one table is one block with its raw rows; blockquotes
+ * are paragraphs that keep their `>`; a further paragraph inside a list item becomes a paragraph block.
+ */
+import { load } from 'js-yaml';
+import { DocumentBuilder } from './document-builder.js';
+import { splitPages, decodeText } from './txt.js';
+import type { ExtractedDocument, ExtractOptions } from './types.js';
+
+const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const PANDOC_ATTRIBUTES = /[ \t]*\{[#.][^}]*\}$/;
+const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
+const DIV_FENCE = /^ {0,3}:{3,}/;
+const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const SETEXT_1 = /^ {0,3}=+[ \t]*$/;
+const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
+const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
+const TABLE_DELIMITER = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
+const GRID_TABLE = /^ {0,3}\+[-=:+]+\+[ \t]*$/;
+const BLOCKQUOTE = /^ {0,3}>/;
+
+const isBlank = (line: string): boolean => line.trim() === '';
+
+/** Indentation width, a tab counting to the next multiple of four. */
+function indentOf(line: string): number {
+  let width = 0;
+  for (const char of line) {
+    if (char === ' ') width++;
+    else if (char === '\t') width += 4 - (width % 4);
+    else break;
+  }
+  return width;
+}
+
+function isTableStart(lines: string[], i: number): boolean {
+  const line = lines[i]!;
+  if (GRID_TABLE.test(line)) return true;
+  const next = lines[i + 1];
+  if (line.includes('|') && next !== undefined && next.includes('-') && TABLE_DELIMITER.test(next)) {
+    // "a | b" over "---|---": the delimiter needs a pipe unless the header is a single column
+    return next.includes('|') || !line.trim().startsWith('|');
+  }
+  // pandoc pipe tables without a delimiter line right below (multi-line cells): two rows starting with |
+  return line.trimStart().startsWith('|') && next !== undefined && next.trimStart().startsWith('|');
+}
+
+interface FrontMatter {
+  data?: unknown;
+  raw: string;
+  error?: string;
+  /** number of lines the front matter takes, fences included */
+  lines: number;
+}
+
+function readFrontMatter(lines: string[]): FrontMatter | undefined {
+  if (lines[0]?.trimEnd() !== '---') return undefined;
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!.trimEnd();
+    if (line === '---' || line === '...') {
+      const raw = lines.slice(1, i).join('\n');
+      try {
+        // aliases capped: a "billion laughs" front matter must not expand
+        const data = raw.trim() === '' ? {} : load(raw, { maxAliases: 100, maxDepth: 50 });
+        // dates and other YAML types become their JSON form: metadata must survive JSON round trips
+        return { data: JSON.parse(JSON.stringify(data ?? {})), raw, lines: i + 1 };
+      } catch (error) {
+        const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+        return { raw, error: reason, lines: i + 1 };
+      }
+    }
+  }
+  return undefined; // no closing fence: a thematic break, not front matter
+}
+
+export function extractMarkdown(
+  bytes: Uint8Array,
+  _file: string,
+  _options?: ExtractOptions,
+): Promise<ExtractedDocument> {
+  const { text, encoding } = decodeText(bytes);
+  const builder = new DocumentBuilder('md');
+  const metadata: Record<string, unknown> = { encoding };
+  if (encoding === 'windows-1252' || encoding === 'iso-8859-1') {
+    builder.warnings.push(`not valid UTF-8: decoded as ${encoding}`);
+  }
+  const pages = splitPages(text);
+  let firstHeading: string | undefined;
+  pages.forEach((page, index) => {
+    let lines = page.split('\n');
+    if (index === 0) {
+      const frontMatter = readFrontMatter(lines);
+      if (frontMatter) {
+        lines = lines.slice(frontMatter.lines);
+        if (frontMatter.error !== undefined) {
+          builder.warnings.push(`front matter is not valid YAML (${frontMatter.error}); kept as raw text`);
+          metadata.frontMatterRaw = frontMatter.raw;
+        } else {
+          metadata.frontMatter = frontMatter.data;
+        }
+      }
+    }
+    builder.startPage(index + 1);
+    const heading = readBlocks(lines, builder);
+    firstHeading ??= heading;
+  });
+  const title = frontMatterTitle(metadata.frontMatter) ?? firstHeading;
+  if (title !== undefined) metadata.title = title;
+  metadata.logicalPages = pages.length;
+  return Promise.resolve(builder.build(metadata));
+}
+
+function frontMatterTitle(frontMatter: unknown): string | undefined {
+  if (frontMatter === null || typeof frontMatter !== 'object' || Array.isArray(frontMatter)) return undefined;
+  for (const [key, value] of Object.entries(frontMatter)) {
+    if (key.toLowerCase() === 'title' && typeof value === 'string' && value.trim() !== '') {
+      return value.replace(/\s+/g, ' ').trim();
+    }
+  }
+  return undefined;
+}
+
+/** Reads the blocks of one logical page into the builder; returns the text of the first level-1 heading. */
+function readBlocks(lines: string[], builder: DocumentBuilder): string | undefined {
+  let firstH1: string | undefined;
+  let paragraph: string[] = [];
+  let quote: string[] = [];
+  let item: { lines: string[]; level: number; contentIndent: number } | undefined;
+  /** marker indents of the open lists, outermost first; empty = not in a list */
+  let listIndents: number[] = [];
+  let blankBefore = true;
+
+  const flushParagraph = (): void => {
+    if (paragraph.length > 0) builder.add('paragraph', paragraph.join('\n'));
+    paragraph = [];
+  };
+  const flushQuote = (): void => {
+    if (quote.length > 0) builder.add('paragraph', quote.join('\n'));
+    quote = [];
+  };
+  const flushItem = (): void => {
+    if (item) builder.add('list_item', item.lines.join('\n'), item.level);
+    item = undefined;
+  };
+  const flushAll = (): void => {
+    flushParagraph();
+    flushQuote();
+    flushItem();
+  };
+  const heading = (raw: string, level: number): void => {
+    const value = raw.replace(PANDOC_ATTRIBUTES, '').trim();
+    if (value === '') return;
+    builder.add('heading', value, level);
+    if (level === 1) firstH1 ??= value;
+  };
+
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i]!;
+    if (isBlank(line)) {
+      flushParagraph();
+      flushQuote();
+      blankBefore = true;
+      i++;
+      continue;
+    }
+    const indent = indentOf(line);
+    const wasBlank = blankBefore;
+    blankBefore = false;
+
+    // a list ends at an unindented line after a blank line that is not a further item
+    if (listIndents.length > 0 && wasBlank && indent === 0 && !LIST_ITEM.test(line)) {
+      flushItem();
+      listIndents = [];
+    }
+    // after a blank line, text indented to the item's content is a further paragraph of that item
+    if (item && wasBlank && !LIST_ITEM.test(line) && indent >= Math.min(item.contentIndent, 4)) {
+      flushItem();
+    }
+
+    const fence = FENCE.exec(line);
+    if (fence && !(fence[2]!.startsWith('`') && fence[3]!.includes('`'))) {
+      flushAll();
+      const marker = fence[2]!;
+      const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*$`);
+      let end = i + 1;
+      while (end < lines.length && !close.test(lines[end]!)) end++;
+      builder.add('code', lines.slice(i, Math.min(end + 1, lines.length)).join('\n'));
+      i = end + 1;
+      continue;
+    }
+    if (DIV_FENCE.test(line)) {
+      flushAll();
+      i++;
+      continue;
+    }
+    const atx = ATX.exec(line);
+    if (atx) {
+      flushAll();
+      heading(atx[2] ?? '', atx[1]!.length);
+      i++;
+      continue;
+    }
+    if (paragraph.length > 0 && !item && (SETEXT_1.test(line) || SETEXT_2.test(line))) {
+      const text = paragraph.join(' ');
+      paragraph = [];
+      heading(text, SETEXT_1.test(line) ? 1 : 2);
+      i++;
+      continue;
+    }
+    if (THEMATIC_BREAK.test(line)) {
+      flushAll();
+      listIndents = [];
+      i++;
+      continue;
+    }
+    // indented code: not inside a list and not continuing a paragraph
+    if (indent >= 4 && paragraph.length === 0 && !item && listIndents.length === 0 && quote.length === 0) {
+      flushAll();
+      let end = i;
+      while (end < lines.length && (isBlank(lines[end]!) || indentOf(lines[end]!) >= 4)) end++;
+      while (end > i && isBlank(lines[end - 1]!)) end--;
+      builder.add('code', lines.slice(i, end).join('\n'));
+      i = end;
+      continue;
+    }
+    if (paragraph.length === 0 && !item && isTableStart(lines, i)) {
+      flushAll();
+      let end = i;
+      while (end < lines.length && !isBlank(lines[end]!)) end++;
+      builder.add('table', lines.slice(i, end).join('\n'));
+      i = end;
+      continue;
+    }
+    const list = LIST_ITEM.exec(line);
+    // CommonMark: inside a paragraph only a bullet or an item numbered 1 starts a list
+    const interrupts = list && (paragraph.length === 0 || /^[-+*]|^1[.)]/.test(list[2]!));
+    if (list && interrupts && (indent < 4 || listIndents.length > 0)) {
+      flushParagraph();
+      flushQuote();
+      flushItem();
+      while (listIndents.length > 0 && listIndents[listIndents.length - 1]! > indent) listIndents.pop();
+      if (listIndents.length === 0 || listIndents[listIndents.length - 1]! < indent) listIndents.push(indent);
+      const contentIndent = indent + list[2]!.length + Math.max(1, list[3]!.length);
+      item = { lines: [line.trim()], level: listIndents.length - 1, contentIndent };
+      i++;
+      continue;
+    }
+    if (BLOCKQUOTE.test(line)) {
+      flushParagraph();
+      flushItem();
+      quote.push(line.trim());
+      i++;
+      continue;
+    }
+    if (item) {
+      item.lines.push(line.trim()); // continuation (indented or lazy) of the open item
+    } else if (quote.length > 0) {
+      quote.push(line.trim()); // lazy continuation of a quote
+    } else {
+      paragraph.push(listIndents.length > 0 ? line.trim() : line);
+    }
+    i++;
+  }
+  flushAll();
+  return firstH1;
+}

@@ -1,0 +1,29 @@
+/**
+ * Text normalisation shared by every extractor: line breaks unified, Unicode NFC, control characters and
+ * soft hyphens removed. Nothing else is removed, summarised or interpreted.
+ */
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/g;
+const LINE_BREAKS = /\r\n?|\u2028|\u2029|\u0085/g;
+const TRAILING_SPACE = /[ \t]+$/gm;
+
+export function normalizeText(raw: string): string {
+  return raw.replace(LINE_BREAKS, '\n').replace(CONTROL, '').normalize('NFC').replace(TRAILING_SPACE, '');
+}
+
+/** German words after a suspended hyphen ("Ein- und Ausgang"): the hyphen there is not a line-end break. */
+const SUSPENDED_HYPHEN_FOLLOWERS = new Set(['und', 'oder', 'bzw', 'sowie', 'bis', 'als', 'wie', 'noch', 'and', 'or']);
+
+/**
+ * Joins words hyphenated at a line end ("Qualitäts-\nsicherung" -> "Qualitätssicherung") when the next line
+ * continues in lower case. Compounds with a capitalised second part ("IT-\nSicherheit") keep their hyphen,
+ * and only the line break goes. A suspended hyphen ("Lehr-\nund Lernmittel") is left alone, and a soft
+ * hyphen (U+00AD) at a line end always joins: it only ever marks a break inside a word.
+ */
+export function joinLineEndHyphenation(text: string): string {
+  return text
+    .replace(/(\p{L})\u00AD[ \t]*\n[ \t]*(?=\p{L})/gu, '$1')
+    .replace(/(\p{Ll})[-\u2010]\n[ \t]*(\p{Ll}+)/gu, (match, before: string, after: string) =>
+      SUSPENDED_HYPHEN_FOLLOWERS.has(after) ? match : `${before}${after}`,
+    )
+    .replace(/(\p{L})[-\u2010]\n[ \t]*(\p{Lu})/gu, '$1-$2');
+}

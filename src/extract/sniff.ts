@@ -1,0 +1,276 @@
+/**
+ * Content sniffing: does the file hold what its extension says? Decided from magic bytes and, for Office
+ * files, from the container's directory (ZIP central directory or OLE2/CFB directory), never by trusting
+ * the extension alone. A legacy .doc renamed to .docx may contain an embedded ZIP (its theme), so "opens as a
+ * ZIP somewhere" is not enough: the OLE2 magic is checked first and the ZIP must hold the main part.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { ErrorCodes, FileError } from '../errors.js';
+import type { DocumentFormat } from './types.js';
+import { inspectZip, listZipEntries } from './zip.js';
+
+export const SUPPORTED_EXTENSIONS: Record<string, DocumentFormat> = {
+  pdf: 'pdf',
+  docx: 'docx',
+  pptx: 'pptx',
+  md: 'md',
+  markdown: 'md',
+  txt: 'txt',
+};
+
+const LEGACY_MESSAGE = 'legacy binary Word/PowerPoint format (.doc/.ppt) is not supported';
+const ENCRYPTED_MESSAGE = 'encrypted Office document (password protected)';
+
+const OLE2_MAGIC = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
+const PDF_WINDOW = 1024;
+
+const startsWith = (bytes: Uint8Array, magic: number[], at = 0): boolean =>
+  bytes.length >= at + magic.length && magic.every((b, i) => bytes[at + i] === b);
+
+const isZip = (bytes: Uint8Array): boolean =>
+  bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && [3, 5, 7].includes(bytes[2]!);
+
+/** `%PDF` anywhere in the first 1024 bytes (readers accept junk before the header). */
+export function hasPdfHeader(bytes: Uint8Array): boolean {
+  const end = Math.min(bytes.length, PDF_WINDOW) - 4;
+  for (let i = 0; i <= end; i++) {
+    if (bytes[i] === 0x25 && bytes[i + 1] === 0x50 && bytes[i + 2] === 0x44 && bytes[i + 3] === 0x46)
+      return true;
+  }
+  return false;
+}
+
+/** Names well-known binary formats by their magic bytes (for messages and the text checks). */
+export function binaryKind(bytes: Uint8Array): string | undefined {
+  if (startsWith(bytes, [0x25, 0x50, 0x44, 0x46])) return 'PDF';
+  if (isZip(bytes)) return 'ZIP';
+  if (startsWith(bytes, OLE2_MAGIC)) return 'OLE2 (legacy Office)';
+  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47])) return 'PNG';
+  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'JPEG';
+  if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38])) return 'GIF';
+  if (startsWith(bytes, [0x1f, 0x8b])) return 'gzip';
+  if (startsWith(bytes, [0x52, 0x61, 0x72, 0x21])) return 'RAR';
+  if (startsWith(bytes, [0x37, 0x7a, 0xbc, 0xaf])) return '7z';
+  return undefined;
+}
+
+/**
+ * Stream and storage names of an OLE2/CFB container, read from its directory chain. Every sector number is
+ * checked against the file and every chain against cycles, so a fuzzed header cannot loop or read outside.
+ * Returns undefined when the directory cannot be read.
+ */
+export function readCfbNames(bytes: Uint8Array): string[] | undefined {
+  if (!startsWith(bytes, OLE2_MAGIC) || bytes.length < 512) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const shift = view.getUint16(0x1e, true);
+  if (shift !== 9 && shift !== 12) return undefined;
+  const sectorSize = 1 << shift;
+  const sectorCount = Math.floor((bytes.length - sectorSize) / sectorSize) + 1;
+  const sectorOffset = (sector: number): number | undefined => {
+    const offset = (sector + 1) * sectorSize;
+    return sector >= 0 && offset + sectorSize <= bytes.length ? offset : undefined;
+  };
+  // FAT sector numbers: 109 in the header, more in the DIFAT chain
+  const fatSectors: number[] = [];
+  for (let i = 0; i < 109; i++) fatSectors.push(view.getUint32(0x4c + i * 4, true));
+  let difat = view.getUint32(0x44, true);
+  const perSector = sectorSize / 4;
+  for (let guard = 0; difat < 0xfffffffa && guard < sectorCount; guard++) {
+    const offset = sectorOffset(difat);
+    if (offset === undefined) break;
+    for (let i = 0; i < perSector - 1; i++) fatSectors.push(view.getUint32(offset + i * 4, true));
+    difat = view.getUint32(offset + (perSector - 1) * 4, true);
+  }
+  const next = (sector: number): number | undefined => {
+    const fatSector = fatSectors[Math.floor(sector / perSector)];
+    if (fatSector === undefined || fatSector >= 0xfffffffa) return undefined;
+    const offset = sectorOffset(fatSector);
+    return offset === undefined ? undefined : view.getUint32(offset + (sector % perSector) * 4, true);
+  };
+  const names: string[] = [];
+  const seen = new Set<number>();
+  let sector = view.getUint32(0x30, true);
+  while (sector < 0xfffffffa) {
+    if (seen.has(sector)) break; // a cyclic chain: what was read so far is all there is
+    seen.add(sector);
+    const offset = sectorOffset(sector);
+    if (offset === undefined) return undefined;
+    for (let entry = offset; entry < offset + sectorSize; entry += 128) {
+      const nameBytes = Math.min(view.getUint16(entry + 0x40, true), 64);
+      const type = bytes[entry + 0x42];
+      if (type === 0 || nameBytes < 2) continue;
+      let name = '';
+      for (let i = 0; i < nameBytes - 2; i += 2) {
+        name += String.fromCharCode(view.getUint16(entry + i, true));
+      }
+      names.push(name);
+    }
+    const following = next(sector);
+    if (following === undefined) return names.length > 0 ? names : undefined;
+    sector = following;
+  }
+  return names;
+}
+
+function ole2Error(bytes: Uint8Array, file: string): FileError {
+  const names = readCfbNames(bytes);
+  if (names === undefined) {
+    return new FileError(ErrorCodes.CORRUPT_FILE, file, 'corrupt OLE2 container (directory unreadable)');
+  }
+  if (names.includes('EncryptedPackage')) {
+    return new FileError(ErrorCodes.ENCRYPTED_DOCUMENT, file, ENCRYPTED_MESSAGE);
+  }
+  return new FileError(ErrorCodes.LEGACY_FORMAT, file, LEGACY_MESSAGE, {
+    details: {
+      streams: names.filter((n) => ['WordDocument', 'PowerPoint Document', 'Workbook'].includes(n)),
+    },
+  });
+}
+
+function sniffOffice(bytes: Uint8Array, format: 'docx' | 'pptx', file: string): void {
+  const kind = format === 'docx' ? 'Word document' : 'PowerPoint document';
+  const mainPart = format === 'docx' ? 'word/document.xml' : 'ppt/presentation.xml';
+  if (startsWith(bytes, OLE2_MAGIC)) throw ole2Error(bytes, file);
+  if (isZip(bytes)) {
+    const names = new Set(listZipEntries(bytes, file).map((entry) => entry.name.toLowerCase()));
+    if (!names.has(mainPart)) {
+      const other = format === 'docx' ? 'ppt/presentation.xml' : 'word/document.xml';
+      throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `not a ${kind} (${mainPart} missing)`, {
+        details: { looksLike: names.has(other) ? (format === 'docx' ? 'pptx' : 'docx') : undefined },
+      });
+    }
+    return;
+  }
+  if (hasPdfHeader(bytes))
+    throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `file is a PDF, not a ${kind}`);
+  const other = binaryKind(bytes);
+  throw new FileError(
+    ErrorCodes.FORMAT_MISMATCH,
+    file,
+    `not a ${kind} (${other ? `${other} content` : 'neither a ZIP package nor an OLE2 container'})`,
+  );
+}
+
+const SAMPLE_BYTES = 64 * 1024;
+
+/** Text files: no known binary magic, and NUL bytes only where UTF-16 puts them. */
+function sniffText(bytes: Uint8Array, extension: string, file: string): void {
+  const kind = binaryKind(bytes);
+  if (kind)
+    throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `binary content (${kind}) in a .${extension} file`);
+  if (startsWith(bytes, [0xff, 0xfe]) || startsWith(bytes, [0xfe, 0xff])) return; // UTF-16 with BOM
+  const sample = bytes.subarray(0, SAMPLE_BYTES);
+  let even = 0;
+  let odd = 0;
+  for (let i = 0; i < sample.length; i++) {
+    if (sample[i] === 0) {
+      if (i % 2 === 0) even++;
+      else odd++;
+    }
+  }
+  const nuls = even + odd;
+  if (nuls === 0) return;
+  // UTF-16 without BOM: Latin text has a NUL in (nearly) every high byte, all on one side
+  const half = sample.length / 2;
+  const utf16 = (major: number, minor: number): boolean => major >= half * 0.2 && minor <= major / 100;
+  if (utf16(odd, even) || utf16(even, odd)) return;
+  // a stray NUL in a long text is noise the normaliser removes, not a binary file
+  if (nuls / sample.length < 0.001) return;
+  throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `binary content (NUL bytes) in a .${extension} file`);
+}
+
+/**
+ * Decides the format of `bytes` named with `extension` (with or without dot), or throws a FileError:
+ * FILE_EMPTY, UNSUPPORTED_FORMAT, LEGACY_FORMAT, ENCRYPTED_DOCUMENT, FORMAT_MISMATCH, CORRUPT_FILE.
+ */
+export function sniffFormat(bytes: Uint8Array, extension: string, file: string): { format: DocumentFormat } {
+  const ext = extension.replace(/^\./, '').toLowerCase();
+  const format = SUPPORTED_EXTENSIONS[ext];
+  if (!format) {
+    if (ext === 'doc' || ext === 'ppt') throw new FileError(ErrorCodes.LEGACY_FORMAT, file, LEGACY_MESSAGE);
+    throw new FileError(
+      ErrorCodes.UNSUPPORTED_FORMAT,
+      file,
+      `unsupported file type ${ext ? `.${ext}` : '(no extension)'} (supported: .pdf, .docx, .pptx, .md, .txt)`,
+    );
+  }
+  if (bytes.length === 0) throw new FileError(ErrorCodes.FILE_EMPTY, file, 'empty file');
+  switch (format) {
+    case 'docx':
+    case 'pptx':
+      sniffOffice(bytes, format, file);
+      break;
+    case 'pdf':
+      if (!hasPdfHeader(bytes)) {
+        const kind = binaryKind(bytes);
+        throw new FileError(
+          ErrorCodes.FORMAT_MISMATCH,
+          file,
+          `not a PDF (no %PDF header in the first ${PDF_WINDOW} bytes${kind ? `; ${kind} content` : ''})`,
+        );
+      }
+      break;
+    default:
+      sniffText(bytes, ext, file);
+  }
+  return { format };
+}
+
+export interface ValidateOptions {
+  maxFileBytes: number;
+  maxUnzippedBytes: number;
+  maxCompressionRatio: number;
+}
+
+/**
+ * The validate step's preflight: readable, supported extension, size limit, magic bytes agree with the
+ * extension, not an encrypted Office container, DOCX/PPTX not a decompression bomb (central directory only;
+ * extraction enforces the limits again while inflating, since declared sizes can lie).
+ */
+export async function validateFile(
+  filePath: string,
+  options: ValidateOptions,
+): Promise<{ format: DocumentFormat; size: number }> {
+  const ext = extname(filePath).slice(1);
+  let size: number;
+  try {
+    const info = await stat(filePath);
+    if (!info.isFile()) throw new FileError(ErrorCodes.FILE_UNREADABLE, filePath, 'not a regular file');
+    size = info.size;
+  } catch (error) {
+    if (error instanceof FileError) throw error;
+    throw unreadable(filePath, error);
+  }
+  // cheap checks before reading anything
+  if (!SUPPORTED_EXTENSIONS[ext.toLowerCase()]) sniffFormat(new Uint8Array(0), ext, filePath);
+  if (size > options.maxFileBytes) {
+    throw new FileError(
+      ErrorCodes.FILE_TOO_LARGE,
+      filePath,
+      `file is too large (${size} bytes, limit ${options.maxFileBytes})`,
+      { details: { size, limit: options.maxFileBytes } },
+    );
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(filePath);
+  } catch (error) {
+    throw unreadable(filePath, error);
+  }
+  const { format } = sniffFormat(bytes, ext, filePath);
+  if (format === 'docx' || format === 'pptx') inspectZip(bytes, filePath, options);
+  return { format, size };
+}
+
+function unreadable(file: string, error: unknown): FileError {
+  const code = (error as { code?: unknown } | null)?.code;
+  return new FileError(
+    ErrorCodes.FILE_UNREADABLE,
+    file,
+    `cannot read file${typeof code === 'string' ? ` (${code})` : ''}`,
+    {
+      cause: error,
+    },
+  );
+}

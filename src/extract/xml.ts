@@ -1,0 +1,213 @@
+/**
+ * Safe XML parsing for Office parts, on fast-xml-parser in preserveOrder mode (document order of runs and
+ * paragraphs matters; the default object mode groups equal siblings and loses it).
+ *
+ * Safety: a DOCTYPE (with its internal subset) is cut out before parsing, so no entity is ever declared, let
+ * alone resolved (no external entities, no "billion laughs"). Entity decoding is ours, not the parser's: the
+ * five predefined entities and numeric character references are decoded, any other `&name;` can only refer to
+ * a declaration we removed and is dropped. Office XML never needs a DTD.
+ */
+import { XMLParser } from 'fast-xml-parser';
+import { ErrorCodes, FileError } from '../errors.js';
+
+export type XmlNode = XmlElement | string;
+
+export interface XmlElement {
+  /** qualified name as written, e.g. "w:p" */
+  name: string;
+  /** name without prefix, e.g. "p" (Strict and Transitional OOXML use the same local names) */
+  local: string;
+  attrs: Record<string, string>;
+  children: XmlNode[];
+}
+
+/** deeper nesting than this is not a real Office document; guards the recursive walkers against fuzzed input */
+export const MAX_XML_DEPTH = 512;
+
+const parser = new XMLParser({
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  trimValues: false,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  processEntities: false,
+  htmlEntities: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  cdataPropName: '#cdata',
+  // the parser's own guard (default 100) is too tight for nested tables and groups in real documents
+  maxNestedTags: MAX_XML_DEPTH,
+});
+
+/** Finds the end of a `<!DOCTYPE ...>` starting at `start`, skipping quoted strings, comments and the [ ] subset. */
+function doctypeEnd(xml: string, start: number): number {
+  let depth = 0;
+  let quote = '';
+  for (let i = start + 9; i < xml.length; i++) {
+    const c = xml[i];
+    if (quote) {
+      if (c === quote) quote = '';
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === '<' && xml.startsWith('<!--', i)) {
+      const close = xml.indexOf('-->', i + 4);
+      if (close < 0) return xml.length;
+      i = close + 2;
+    } else if (c === '[') {
+      depth++;
+    } else if (c === ']') {
+      depth = Math.max(0, depth - 1);
+    } else if (c === '>' && depth === 0) {
+      return i + 1;
+    }
+  }
+  return xml.length;
+}
+
+const ENTITY = /&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z_][\w.-]*);/g;
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** Decodes predefined and numeric entities; drops references to undeclared (i.e. removed) entities. */
+export function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(ENTITY, (_match, ref: string) => {
+    if (ref.startsWith('#')) {
+      const code =
+        ref[1] === 'x' || ref[1] === 'X'
+          ? Number.parseInt(ref.slice(2), 16)
+          : Number.parseInt(ref.slice(1), 10);
+      return Number.isFinite(code) && code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff)
+        ? String.fromCodePoint(code)
+        : '';
+    }
+    return PREDEFINED[ref] ?? '';
+  });
+}
+
+/**
+ * Removes every DOCTYPE declaration and every reference to a non-predefined entity, leaving otherwise
+ * identical XML. Also used to clean parts before mammoth's own XML reader sees them.
+ */
+export function sanitizeXml(xml: string): string {
+  let out = xml;
+  for (let start = out.search(/<!DOCTYPE/i); start >= 0; start = out.search(/<!DOCTYPE/i)) {
+    out = out.slice(0, start) + out.slice(doctypeEnd(out, start));
+  }
+  return out.replace(/&([A-Za-z_][\w.-]*);/g, (match, name: string) => (name in PREDEFINED ? match : ''));
+}
+
+type RawNode = Record<string, unknown>;
+
+function convert(raw: RawNode[], depth: number, file: string, part: string): XmlNode[] {
+  if (depth > MAX_XML_DEPTH) {
+    throw new FileError(ErrorCodes.CORRUPT_FILE, file, `XML part ${part} is nested too deeply`);
+  }
+  const nodes: XmlNode[] = [];
+  for (const item of raw) {
+    for (const key of Object.keys(item)) {
+      if (key === ':@') continue;
+      const value = item[key];
+      if (key === '#text') {
+        nodes.push(decodeEntities(String(value)));
+      } else if (key === '#cdata') {
+        for (const inner of value as RawNode[])
+          if (typeof inner['#text'] === 'string') nodes.push(inner['#text']);
+      } else {
+        const rawAttrs = (item[':@'] ?? {}) as Record<string, unknown>;
+        const attrs: Record<string, string> = {};
+        for (const [name, attrValue] of Object.entries(rawAttrs))
+          attrs[name] = decodeEntities(String(attrValue));
+        const colon = key.indexOf(':');
+        nodes.push({
+          name: key,
+          local: colon >= 0 ? key.slice(colon + 1) : key,
+          attrs,
+          children: Array.isArray(value) ? convert(value as RawNode[], depth + 1, file, part) : [],
+        });
+      }
+    }
+  }
+  return nodes;
+}
+
+/** Parses one XML part; malformed XML or a part without a root element is CORRUPT_FILE naming the part. */
+export function parseXml(xml: string, file: string, part: string): XmlElement {
+  let raw: RawNode[];
+  try {
+    raw = parser.parse(sanitizeXml(xml)) as RawNode[];
+  } catch (error) {
+    const nested = /nested/i.test((error as Error).message ?? '');
+    const reason = nested ? `XML part ${part} is nested too deeply` : `malformed XML in ${part}`;
+    throw new FileError(ErrorCodes.CORRUPT_FILE, file, reason, { cause: error });
+  }
+  const root = convert(raw, 0, file, part).find((node): node is XmlElement => typeof node !== 'string');
+  if (!root) throw new FileError(ErrorCodes.CORRUPT_FILE, file, `XML part ${part} has no root element`);
+  return root;
+}
+
+export const isElement = (node: XmlNode): node is XmlElement => typeof node !== 'string';
+
+/** Child elements, optionally only those with the given local name. */
+export function children(element: XmlElement, local?: string): XmlElement[] {
+  return element.children.filter(
+    (node): node is XmlElement => typeof node !== 'string' && (local === undefined || node.local === local),
+  );
+}
+
+export function child(element: XmlElement | undefined, local: string): XmlElement | undefined {
+  if (!element) return undefined;
+  for (const node of element.children) if (typeof node !== 'string' && node.local === local) return node;
+  return undefined;
+}
+
+/** First element reached by following local names, e.g. path(sp, 'nvSpPr', 'nvPr', 'ph'). */
+export function path(element: XmlElement | undefined, ...locals: string[]): XmlElement | undefined {
+  let current = element;
+  for (const local of locals) current = child(current, local);
+  return current;
+}
+
+/** All descendant elements with this local name, in document order (iterative: no stack growth). */
+export function descendants(element: XmlElement, local: string): XmlElement[] {
+  const found: XmlElement[] = [];
+  const stack: XmlNode[] = [...element.children].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (typeof node === 'string') continue;
+    if (node.local === local) found.push(node);
+    for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]!);
+  }
+  return found;
+}
+
+/** Attribute by local name ("r:id" matches "id" only when no unprefixed "id" exists). */
+export function attr(element: XmlElement | undefined, local: string): string | undefined {
+  if (!element) return undefined;
+  if (local in element.attrs) return element.attrs[local];
+  for (const [name, value] of Object.entries(element.attrs)) {
+    if (name.endsWith(`:${local}`)) return value;
+  }
+  return undefined;
+}
+
+/** A prefixed attribute by local name, e.g. prefixedAttr(sldId, 'id') for r:id next to a plain id. */
+export function prefixedAttr(element: XmlElement | undefined, local: string): string | undefined {
+  if (!element) return undefined;
+  for (const [name, value] of Object.entries(element.attrs)) {
+    if (name.endsWith(`:${local}`)) return value;
+  }
+  return undefined;
+}
+
+/** Concatenated character data of the element and its descendants. */
+export function textContent(element: XmlElement): string {
+  let text = '';
+  const stack: XmlNode[] = [element];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (typeof node === 'string') text += node;
+    else for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]!);
+  }
+  return text;
+}

@@ -1,0 +1,287 @@
+import { createHash } from 'node:crypto';
+import type { SqlExecutor } from '../db/sql.js';
+import { fillPrompt } from '../llm/prompts.js';
+import { describeError } from '../errors.js';
+import { documentTitle, headingLabel, loadChunks } from './chunks.js';
+import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
+import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
+import { deleteOrphanEntities, ENTITY_COLLECTION } from './retract.js';
+
+export interface EntityConfig {
+  entity_types: string[];
+  max_entities_per_chunk: number;
+  /** embed names and descriptions into the `entities` collection */
+  embed_entities: boolean;
+  /** > 0: a new entity whose vector is at least this similar to an existing one of the same type is merged into it */
+  merge_similarity: number;
+}
+
+export const DEFAULT_ENTITY_TYPES = [
+  'PERSON',
+  'ORGANISATION',
+  'ROLE',
+  'LOCATION',
+  'LAW',
+  'DOCUMENT',
+  'CONCEPT',
+  'METHOD',
+  'TOOL',
+  'PRODUCT',
+  'EVENT',
+  'DATE',
+];
+
+export const entityConfigProperties = {
+  entity_types: {
+    type: 'array',
+    items: { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$' },
+    minItems: 1,
+    uniqueItems: true,
+    default: DEFAULT_ENTITY_TYPES,
+    description: 'allowed entity types (upper case)',
+  },
+  max_entities_per_chunk: { type: 'integer', minimum: 1, maximum: 100, default: 15 },
+  embed_entities: { type: 'boolean', default: true, description: 'embed entities into the entities collection' },
+  merge_similarity: {
+    type: 'number',
+    minimum: 0,
+    maximum: 1,
+    default: 0,
+    description: '0 = off; else cosine similarity at which a new entity is merged into an existing one of its type',
+  },
+} as const;
+
+export const ENTITY_PROMPT_KEYS = ['title', 'heading', 'types', 'max_entities', 'text'] as const;
+
+export function entitySchema(types: readonly string[], maxItems: number) {
+  return {
+    type: 'object',
+    properties: {
+      entities: {
+        type: 'array',
+        maxItems,
+        items: {
+          type: 'object',
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: 300 },
+            type: { type: 'string', enum: [...types] },
+            description: { type: 'string', maxLength: 1000 },
+          },
+          required: ['name', 'type', 'description'],
+          additionalProperties: false,
+        },
+      },
+    },
+    required: ['entities'],
+    additionalProperties: false,
+  };
+}
+
+interface EntityAnswer {
+  entities: Array<{ name: string; type: string; description: string }>;
+}
+
+export interface ExtractedMention {
+  chunkId: number;
+  name: string;
+  normalized: string;
+  type: string;
+  description: string;
+}
+
+/** The point id of an entity in the `entities` collection: a UUID from its merge key, stable across reruns. */
+export function entityPointId(normalizedName: string, type: string): string {
+  const hex = createHash('sha256').update(`entity:${type}:${normalizedName}`).digest('hex');
+  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** Asks the model for the entities of every chunk of the document. */
+export async function extractEntityMentions(
+  ctx: KnowledgeContext,
+  asker: Asker,
+  config: EntityConfig,
+): Promise<{ mentions: ExtractedMention[]; chunks: number }> {
+  const chunks = await loadChunks(ctx.db, ctx.document.id);
+  const title = await documentTitle(ctx.db, ctx.document.id);
+  const schema = entitySchema(config.entity_types, config.max_entities_per_chunk);
+  const answers = await forEachItem(
+    ctx,
+    asker,
+    chunks,
+    (c) => ({ chunkId: c.id, chunkIndex: c.chunkIndex }),
+    (chunk) =>
+      ask<EntityAnswer>(asker, {
+        prompt: fillPrompt(asker.template, {
+          title,
+          heading: headingLabel(chunk.headingPath),
+          types: config.entity_types.join(', '),
+          max_entities: config.max_entities_per_chunk,
+          text: chunk.content,
+        }),
+        schema,
+        schemaName: 'entities',
+        signal: ctx.signal,
+      }),
+  );
+  const mentions: ExtractedMention[] = [];
+  answers.forEach((answer, i) => {
+    const seen = new Set<string>();
+    for (const entity of answer?.entities ?? []) {
+      const name = cleanEntityName(entity.name);
+      const type = normalizeEntityType(entity.type);
+      const normalized = normalizeEntityName(name, type);
+      if (!normalized || seen.has(`${type}|${normalized}`)) continue;
+      seen.add(`${type}|${normalized}`);
+      mentions.push({ chunkId: chunks[i]!.id, name: name.slice(0, 500), normalized, type, description: entity.description.trim() });
+    }
+  });
+  return { mentions, chunks: chunks.length };
+}
+
+/**
+ * Replaces the document's mentions atomically: its old mentions go, every entity is found or created by
+ * (normalised name, type) — that is the merge across documents — and entities nobody mentions any more are
+ * deleted. Returns the ids of the document's entities and the points of deleted entities.
+ */
+export async function writeEntityMentions(
+  db: SqlExecutor,
+  documentId: number,
+  mentions: readonly ExtractedMention[],
+): Promise<{ entityIds: number[]; created: number; deletedPointIds: string[] }> {
+  return db.transaction(async (tx) => {
+    await tx.run('DELETE FROM entity_mentions WHERE document_id = ?', [documentId]);
+    const ids = new Map<string, number>();
+    let created = 0;
+    for (const mention of mentions) {
+      const key = `${mention.type}|${mention.normalized}`;
+      let id = ids.get(key);
+      if (id === undefined) {
+        const rows = await tx.query<{ id: number; description: string | null }>(
+          'SELECT id, description FROM entities WHERE normalized_name = ? AND type = ?',
+          [mention.normalized, mention.type],
+        );
+        if (rows[0]) {
+          id = Number(rows[0].id);
+          // the first description stays; a later one only fills a gap
+          if (!rows[0].description && mention.description) {
+            await tx.run('UPDATE entities SET description = ? WHERE id = ?', [mention.description, id]);
+          }
+        } else {
+          const result = await tx.run('INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)', [
+            mention.name,
+            mention.normalized,
+            mention.type,
+            mention.description || null,
+          ]);
+          id = result.insertId;
+          created++;
+        }
+        ids.set(key, id);
+      }
+      await tx.run('INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text) VALUES (?, ?, ?, ?)', [
+        id,
+        documentId,
+        mention.chunkId,
+        mention.name,
+      ]);
+    }
+    const orphans = await deleteOrphanEntities(tx);
+    return { entityIds: [...new Set(ids.values())], created, deletedPointIds: orphans.pointIds };
+  });
+}
+
+/**
+ * Embeds the document's entities that have no point yet into the `entities` collection (name, type and
+ * description), and — when merge_similarity > 0 — merges a new entity into an existing one of the same type
+ * whose vector is that similar. Best effort: the entities are already safe in SQL, so a failing embedder or
+ * index is a warning, not a failed step.
+ */
+export async function embedEntities(
+  ctx: KnowledgeContext,
+  entityIds: readonly number[],
+  deletedPointIds: readonly string[],
+  config: EntityConfig,
+): Promise<{ embedded: number; merged: number }> {
+  if (!config.embed_entities || (entityIds.length === 0 && deletedPointIds.length === 0)) return { embedded: 0, merged: 0 };
+  try {
+    const vectors = await ctx.providers.vectors();
+    if (deletedPointIds.length > 0) await vectors.deletePoints(ENTITY_COLLECTION, deletedPointIds).catch(() => undefined);
+    if (entityIds.length === 0) return { embedded: 0, merged: 0 };
+    const rows: Array<{ id: number; name: string; normalized_name: string; type: string; description: string | null }> = [];
+    for (let i = 0; i < entityIds.length; i += 500) {
+      const part = entityIds.slice(i, i + 500);
+      rows.push(
+        ...(await ctx.db.query<(typeof rows)[number]>(
+          `SELECT id, name, normalized_name, type, description FROM entities
+            WHERE qdrant_id IS NULL AND id IN (${part.map(() => '?').join(', ')})`,
+          part,
+        )),
+      );
+    }
+    if (rows.length === 0) return { embedded: 0, merged: 0 };
+    const embedder = await ctx.providers.embedder();
+    const texts = rows.map((r) => `${r.name} (${r.type})${r.description ? `: ${r.description}` : ''}`);
+    const embeddings = await embedder.embed(texts, ctx.signal);
+    await vectors.ensureCollection(ENTITY_COLLECTION, { size: embedder.dimensions, distance: 'Cosine', model: embedder.model });
+
+    let merged = 0;
+    const keep: typeof rows = [];
+    const keepVectors: Float32Array[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
+      if (config.merge_similarity > 0) {
+        const hits = await vectors.search(ENTITY_COLLECTION, embeddings[i]!, { limit: 5 });
+        const target = hits.find(
+          (h) => h.score >= config.merge_similarity && h.payload.type === row.type && Number(h.payload.entity_id) !== Number(row.id),
+        );
+        if (target && (await mergeEntityInto(ctx.db, Number(row.id), Number(target.payload.entity_id)))) {
+          ctx.log.info('merged similar entity', { from: row.name, into: target.payload.name, score: target.score });
+          merged++;
+          continue;
+        }
+      }
+      keep.push(row);
+      keepVectors.push(embeddings[i]!);
+    }
+    const points = keep.map((row, i) => ({
+      id: entityPointId(row.normalized_name, row.type),
+      vector: keepVectors[i]!,
+      payload: { entity_id: Number(row.id), name: row.name, type: row.type, description: row.description ?? '' },
+    }));
+    if (points.length > 0) {
+      await vectors.upsert(ENTITY_COLLECTION, points);
+      for (const [i, row] of keep.entries()) {
+        await ctx.db.run('UPDATE entities SET qdrant_id = ? WHERE id = ?', [points[i]!.id, row.id]);
+      }
+    }
+    return { embedded: points.length, merged };
+  } catch (error) {
+    ctx.log.warn(`entities not embedded (they are stored in SQL): ${describeError(error, 500)}`, {
+      entities: entityIds.length,
+    });
+    return { embedded: 0, merged: 0 };
+  }
+}
+
+/** Moves all mentions and relations of one entity to another and deletes it. False when either is gone. */
+export async function mergeEntityInto(db: SqlExecutor, fromId: number, intoId: number): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const both = await tx.query<{ id: number }>('SELECT id FROM entities WHERE id IN (?, ?)', [fromId, intoId]);
+    if (both.length !== 2) return false;
+    await tx.run('UPDATE entity_mentions SET entity_id = ? WHERE entity_id = ?', [intoId, fromId]);
+    await tx.run('UPDATE entity_relations SET source_entity_id = ? WHERE source_entity_id = ?', [intoId, fromId]);
+    await tx.run('UPDATE entity_relations SET target_entity_id = ? WHERE target_entity_id = ?', [intoId, fromId]);
+    await tx.run('DELETE FROM entity_relations WHERE source_entity_id = target_entity_id AND source_entity_id = ?', [intoId]);
+    await tx.run('DELETE FROM entities WHERE id = ?', [fromId]);
+    return true;
+  });
+}
+
+/** entity_extract's whole work for one document (also used by analyze). */
+export async function runEntityExtraction(ctx: KnowledgeContext, asker: Asker, config: EntityConfig) {
+  const { mentions, chunks } = await extractEntityMentions(ctx, asker, config);
+  const written = await writeEntityMentions(ctx.db, ctx.document.id, mentions);
+  const embedding = await embedEntities(ctx, written.entityIds, written.deletedPointIds, config);
+  return { chunks, mentions: mentions.length, entities: written.entityIds.length, created: written.created, ...embedding };
+}

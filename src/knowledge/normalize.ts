@@ -1,0 +1,58 @@
+/**
+ * Entity names as the merge key: one entity per (normalised name, type) across all documents. "Der
+ * Ausbildungsvertrag", "Ausbildungsvertrages" and "ausbildungs­vertrag" are the same entity.
+ */
+
+/** Unicode NFC, soft hyphens and zero-width characters removed, whitespace collapsed, quotes trimmed. */
+export function cleanEntityName(name: string): string {
+  return name
+    .normalize('NFC')
+    .replace(/[\u00ad\u200b-\u200d\ufeff]/g, '')
+    .replace(/\s+/g, ' ')
+    .replace(/^[\s"'„“”‚‘’»«()[\]]+|[\s"'„“”‚‘’»«()[\]:;,.]+$/g, '')
+    .trim();
+}
+
+const ARTICLES = new Set(['der', 'die', 'das', 'des', 'dem', 'den', 'ein', 'eine', 'einer', 'eines', 'einem', 'einen']);
+
+/** Types whose names are proper names: no article stripping, no inflection folding ("Hans", "Jens"). */
+const PROPER_NAME_TYPES = new Set(['PERSON']);
+
+/**
+ * Folds the commonest German inflections of the last word (the head of a German noun phrase) to a base form.
+ * Deliberately conservative: only endings that are almost always inflection on words of six letters or more.
+ */
+export function foldGermanInflection(word: string): string {
+  if (word.length < 6) return word;
+  // plural -ungen / -heiten / -keiten / -schaften -> singular
+  for (const suffix of ['ungen', 'heiten', 'keiten', 'schaften']) {
+    if (word.endsWith(suffix)) return word.slice(0, -2);
+  }
+  // genitive -es after a sibilant or a consonant cluster typical of it: Gesetzes, Vertrages, Prozesses
+  if (word.endsWith('es') && /(?:[sßzx]|tz|ag|ug|ng|ld|nd|rt|kt)es$/.test(word) && word.length >= 7) {
+    return word.slice(0, -2);
+  }
+  // genitive -s after -er, -el, -en, -um, -ium, -ing: Ausbilders, Mittels, Lebens, Museums, Trainings
+  if (/(?:er|el|en|um|ing)s$/.test(word)) return word.slice(0, -1);
+  return word;
+}
+
+/** The merge key of an entity name (lower case); equal keys with equal types are one entity. */
+export function normalizeEntityName(name: string, type: string): string {
+  let words = cleanEntityName(name).toLocaleLowerCase('de-DE').split(' ').filter(Boolean);
+  if (!PROPER_NAME_TYPES.has(type.toUpperCase())) {
+    if (words.length > 1 && ARTICLES.has(words[0]!)) words = words.slice(1);
+    if (words.length > 0) words[words.length - 1] = foldGermanInflection(words[words.length - 1]!);
+  }
+  // a single-byte-per-char cap would cut UTF-8 mid-character; 190 characters fits every index
+  return words.join(' ').slice(0, 190);
+}
+
+/** Types are upper case with underscores: "Organisation" -> ORGANISATION. */
+export function normalizeEntityType(type: string): string {
+  return type
+    .normalize('NFC')
+    .trim()
+    .toUpperCase()
+    .replace(/[\s-]+/g, '_');
+}

@@ -1,0 +1,97 @@
+import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import { transformJSONSchema } from '@anthropic-ai/sdk/lib/transform-json-schema';
+import { CpeError, ErrorCodes } from '../errors.js';
+import { httpFailure, networkFailure, parseRetryAfter } from './provider-errors.js';
+import type { ChatAnswer, ChatBackend, ChatRequest } from './types.js';
+
+/** A current Claude model that supports structured outputs; steps choose another with `model`. */
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+
+export interface AnthropicBackendOptions {
+  apiKey: string;
+  model: string;
+  /** e.g. a test server; default the SDK's (https://api.anthropic.com) */
+  baseUrl?: string;
+  /** per request, milliseconds (default 120 s) */
+  timeoutMs?: number;
+}
+
+/** Detects PNG/JPEG/GIF/WebP by magic bytes; Claude needs the media type spelled out. */
+function imageMediaType(bytes: Uint8Array): 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp' {
+  if (bytes[0] === 0xff && bytes[1] === 0xd8) return 'image/jpeg';
+  if (bytes[0] === 0x47 && bytes[1] === 0x49 && bytes[2] === 0x46) return 'image/gif';
+  if (bytes[0] === 0x52 && bytes[1] === 0x49 && bytes[2] === 0x46 && bytes[8] === 0x57) return 'image/webp';
+  return 'image/png';
+}
+
+/**
+ * Claude over the Messages API with structured output (`output_config.format` = json_schema). The SDK's own
+ * retries are off (maxRetries 0): the limiter retries every provider the same way, honours Retry-After and
+ * pauses the whole endpoint on a 429 instead of letting each request hammer on its own.
+ */
+export class AnthropicBackend implements ChatBackend {
+  readonly provider = 'anthropic' as const;
+  readonly model: string;
+  readonly endpointKey: string;
+  private readonly client: Anthropic;
+
+  constructor(options: AnthropicBackendOptions) {
+    this.model = options.model;
+    this.endpointKey = `anthropic:${options.baseUrl ?? 'https://api.anthropic.com'}`;
+    this.client = new Anthropic({
+      apiKey: options.apiKey,
+      baseURL: options.baseUrl,
+      maxRetries: 0,
+      timeout: options.timeoutMs ?? 120_000,
+    });
+  }
+
+  async chat(request: ChatRequest): Promise<ChatAnswer> {
+    const messages: Anthropic.MessageParam[] = request.messages.map((m) => ({
+      role: m.role,
+      content: [
+        ...(m.images ?? []).map(
+          (image): Anthropic.ImageBlockParam => ({
+            type: 'image',
+            source: { type: 'base64', media_type: imageMediaType(image), data: Buffer.from(image).toString('base64') },
+          }),
+        ),
+        { type: 'text' as const, text: m.text },
+      ],
+    }));
+    try {
+      const message = await this.client.messages.create(
+        {
+          model: this.model,
+          max_tokens: request.maxTokens,
+          ...(request.system ? { system: request.system } : {}),
+          messages,
+          // Claude's structured outputs accept a subset of JSON Schema; the SDK's transform moves the rest
+          // (maxItems, minimum, ...) into descriptions. ajv still checks the answer against the full schema.
+          output_config: { format: { type: 'json_schema', schema: transformJSONSchema(request.schema) } },
+        },
+        { signal: request.signal },
+      );
+      const text = message.content
+        .filter((block): block is Anthropic.TextBlock => block.type === 'text')
+        .map((block) => block.text)
+        .join('');
+      return { text, tokensIn: message.usage.input_tokens, tokensOut: message.usage.output_tokens };
+    } catch (error) {
+      throw toCpeError(error, request.signal);
+    }
+  }
+}
+
+function toCpeError(error: unknown, signal: AbortSignal | undefined): unknown {
+  if (error instanceof APIUserAbortError || signal?.aborted) {
+    return new CpeError(ErrorCodes.CANCELLED, 'anthropic: request cancelled', { cause: error });
+  }
+  // APIConnectionTimeoutError is a subclass of APIConnectionError: both mean "no answer", worth a retry.
+  if (error instanceof APIConnectionError) return networkFailure('anthropic', error.message, error);
+  if (error instanceof APIError && typeof error.status === 'number') {
+    const message = error.apiMessage ?? error.message;
+    return httpFailure('anthropic', error.status, message, parseRetryAfter(error.headers), error);
+  }
+  return error;
+}

@@ -1,0 +1,201 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { CpeError, ErrorCodes } from '../errors.js';
+import { countTokens } from '../text/tokenizer.js';
+import { stableStringify } from '../util/hash.js';
+import { type CachedAnswer, cacheKey, type LlmCache } from './cache.js';
+import type { RateLimiter } from './limiter.js';
+import { builtinPrompt, fillPrompt } from './prompts.js';
+import type {
+  ChatBackend,
+  ChatMessage,
+  GenerateRequest,
+  GenerateResult,
+  JsonSchema,
+  LimitSettings,
+  LlmClient,
+} from './types.js';
+
+// ajv-formats is CommonJS; under nodenext its default export arrives wrapped
+const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
+const validators = new Map<string, ValidateFunction>();
+
+function validatorFor(schema: JsonSchema): ValidateFunction {
+  const key = stableStringify(schema);
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+/** How much of a raw answer goes into an error or a log line. */
+export const RAW_ANSWER_LIMIT = 2000;
+
+export const truncate = (text: string, limit = RAW_ANSWER_LIMIT): string =>
+  text.length > limit ? `${text.slice(0, limit)}… (${text.length} characters)` : text;
+
+export type ParsedAnswer = { ok: true; value: unknown } | { ok: false; errors: string };
+
+function describeErrors(errors: ErrorObject[] | null | undefined): string {
+  return (errors ?? [])
+    .slice(0, 20)
+    .map((e) => {
+      const extra =
+        e.keyword === 'additionalProperties'
+          ? ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})`
+          : e.keyword === 'enum'
+            ? ` (${((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')})`
+            : '';
+      return `${e.instancePath || '/'} ${e.message ?? e.keyword}${extra}`;
+    })
+    .join('; ');
+}
+
+/**
+ * The answer as JSON, checked against the schema. The text is parsed with JSON.parse only; the one allowance
+ * is a Markdown code fence around the whole answer, which some local models add despite the format.
+ */
+export function parseStructuredAnswer(text: string, schema: JsonSchema): ParsedAnswer {
+  let body = text.trim();
+  if (body.startsWith('```')) {
+    const firstLineEnd = body.indexOf('\n');
+    body = firstLineEnd < 0 ? '' : body.slice(firstLineEnd + 1);
+    if (body.trimEnd().endsWith('```')) body = body.trimEnd().slice(0, -3);
+    body = body.trim();
+  }
+  if (body === '') return { ok: false, errors: 'the answer is empty' };
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    return { ok: false, errors: `the answer is not valid JSON: ${(error as Error).message}` };
+  }
+  const validate = validatorFor(schema);
+  if (validate(value)) return { ok: true, value };
+  return { ok: false, errors: describeErrors(validate.errors) };
+}
+
+const DEFAULT_MAX_TOKENS = 2048;
+
+/**
+ * The LlmClient of cpe: cache lookup, then the provider call under the endpoint's limits, then validation,
+ * then at most one repair call that shows the model its answer and the validation errors. An answer that is
+ * still invalid fails with INVALID_ANSWER (permanent), the raw answer (truncated) in `details.raw`.
+ * Identical requests in flight at the same time share one call.
+ */
+export class StructuredLlmClient implements LlmClient {
+  private readonly inflight = new Map<string, Promise<GenerateResult<unknown>>>();
+
+  constructor(
+    private readonly backend: ChatBackend,
+    private readonly limiter: RateLimiter,
+    private readonly cache: LlmCache | undefined,
+  ) {}
+
+  get provider() {
+    return this.backend.provider;
+  }
+
+  get model() {
+    return this.backend.model;
+  }
+
+  withLimits(limits: Partial<LimitSettings>): LlmClient {
+    this.limiter.tighten(limits);
+    return this;
+  }
+
+  generate<T>(request: GenerateRequest): Promise<GenerateResult<T>> {
+    const key = cacheKey({
+      provider: this.backend.provider,
+      model: this.backend.model,
+      system: request.system,
+      prompt: request.prompt,
+      schema: request.schema,
+      images: request.images,
+    });
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.generateUncoalesced(key, request).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending as Promise<GenerateResult<T>>;
+  }
+
+  private async generateUncoalesced(key: string, request: GenerateRequest): Promise<GenerateResult<unknown>> {
+    const base = { model: this.backend.model, provider: this.backend.provider };
+    const hit = await this.cache?.get(key);
+    if (hit && validatorFor(request.schema)(hit.value)) {
+      return { ...base, value: hit.value, tokensIn: 0, tokensOut: 0, cached: true, repaired: hit.repaired };
+    }
+
+    const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
+    const first: ChatMessage = { role: 'user', text: request.prompt, images: request.images };
+    const answer1 = await this.call(request, [first], maxTokens);
+    let tokensIn = answer1.tokensIn;
+    let tokensOut = answer1.tokensOut;
+    let parsed = parseStructuredAnswer(answer1.text, request.schema);
+    let repaired = false;
+    let lastRaw = answer1.text;
+
+    if (!parsed.ok) {
+      const firstErrors = parsed.errors;
+      const repairText = fillPrompt(builtinPrompt('repair'), { errors: firstErrors });
+      const answer2 = await this.call(
+        request,
+        [first, { role: 'assistant', text: truncate(answer1.text, 8000) }, { role: 'user', text: repairText }],
+        maxTokens,
+      );
+      tokensIn += answer2.tokensIn;
+      tokensOut += answer2.tokensOut;
+      lastRaw = answer2.text;
+      parsed = parseStructuredAnswer(answer2.text, request.schema);
+      if (!parsed.ok) {
+        throw new CpeError(
+          ErrorCodes.INVALID_ANSWER,
+          `${this.backend.provider}/${this.backend.model}: the answer (${request.schemaName}) does not match the schema after one repair: ${truncate(parsed.errors, 500)}`,
+          {
+            retryable: false,
+            details: {
+              schemaName: request.schemaName,
+              errors: parsed.errors,
+              firstErrors,
+              raw: truncate(lastRaw),
+              tokensIn,
+              tokensOut,
+            },
+          },
+        );
+      }
+      repaired = true;
+    }
+
+    const entry: CachedAnswer = { value: parsed.value, tokensIn, tokensOut, repaired };
+    await this.cache?.put(key, { ...entry, provider: this.backend.provider, model: this.backend.model, schemaName: request.schemaName });
+    return { ...base, ...entry, cached: false };
+  }
+
+  private call(request: GenerateRequest, messages: ChatMessage[], maxTokens: number) {
+    const estimate =
+      countTokens(request.system ?? '') + messages.reduce((sum, m) => sum + countTokens(m.text), 0) + maxTokens / 4;
+    return this.limiter.run(
+      Math.ceil(estimate),
+      async () => {
+        const answer = await this.backend.chat({
+          system: request.system,
+          messages,
+          schema: request.schema,
+          schemaName: request.schemaName,
+          maxTokens,
+          signal: request.signal,
+        });
+        return { value: answer, tokens: answer.tokensIn + answer.tokensOut };
+      },
+      request.signal,
+    );
+  }
+}

@@ -1,0 +1,86 @@
+import { countTokens } from '../text/tokenizer.js';
+import { type RetrievalServices, type SearchHit, searchChunks } from './search.js';
+
+export interface ContextOptions {
+  /** token budget of the whole context (default 3000: chat; the content studio uses about 5000) */
+  maxTokens?: number;
+  /** hits considered (default 20) */
+  limit?: number;
+  collection?: string;
+  signal?: AbortSignal;
+}
+
+export interface ContextSource {
+  /** N in `[Quelle N: ...]` */
+  n: number;
+  title: string;
+  path: string;
+  heading_path: string[];
+  score: number;
+  document_id: number;
+  chunk_index: number;
+  page: number | null;
+}
+
+export interface BuiltContext {
+  text: string;
+  sources: ContextSource[];
+  /** tokens of `text`, counted with the project's tokenizer (src/text/tokenizer.ts) */
+  tokens: number;
+}
+
+export const CONTEXT_SEPARATOR = '\n\n---\n\n';
+
+export function formatSourceBlock(n: number, hit: Pick<SearchHit, 'document_title' | 'content'>): string {
+  return `[Quelle ${n}: ${hit.document_title}]\n${hit.content}`;
+}
+
+/**
+ * Context for an LLM prompt, as the original system built it: the hits sorted by score, each as
+ * `[Quelle N: <title>]` + newline + content, joined by a `---` separator, stopping before the block that would
+ * pass the token budget. Returns the text and the sources it cites, in the same order.
+ */
+export async function buildContext(
+  services: RetrievalServices,
+  query: string,
+  options: ContextOptions = {},
+): Promise<BuiltContext> {
+  const maxTokens = options.maxTokens ?? 3000;
+  const hits = await searchChunks(services, query, {
+    limit: options.limit ?? 20,
+    collection: options.collection,
+    signal: options.signal,
+  });
+  return assembleContext(hits, maxTokens);
+}
+
+/** The budgeted assembly on its own, for hits from anywhere. */
+export function assembleContext(hits: readonly SearchHit[], maxTokens: number): BuiltContext {
+  const sorted = [...hits].sort((a, b) => b.score - a.score);
+  const blocks: string[] = [];
+  const sources: ContextSource[] = [];
+  let text = '';
+  let tokens = 0;
+  for (const hit of sorted) {
+    const n = blocks.length + 1;
+    const block = formatSourceBlock(n, hit);
+    // the whole candidate is counted (not a sum of parts), so the budget holds for the text actually returned
+    const candidate = blocks.length === 0 ? block : text + CONTEXT_SEPARATOR + block;
+    const candidateTokens = countTokens(candidate);
+    if (candidateTokens > maxTokens) break;
+    blocks.push(block);
+    text = candidate;
+    tokens = candidateTokens;
+    sources.push({
+      n,
+      title: hit.document_title,
+      path: hit.source_path,
+      heading_path: hit.heading_path,
+      score: hit.score,
+      document_id: hit.document_id,
+      chunk_index: hit.chunk_index,
+      page: hit.page,
+    });
+  }
+  return { text, sources, tokens };
+}

@@ -1,0 +1,108 @@
+import type { BuiltContext } from './context.js';
+import type { SearchHit } from './search.js';
+import type { VerifyReport } from './verify.js';
+
+const SNIPPET_CHARS = 240;
+
+/** One line of text: whitespace collapsed, cut at a word boundary with an ellipsis. */
+export function snippet(text: string, maxChars = SNIPPET_CHARS): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= maxChars) return flat;
+  const cut = flat.slice(0, maxChars);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > maxChars * 0.6 ? cut.slice(0, space) : cut).trimEnd()} …`;
+}
+
+/** `cpe search` without --json: rank, score, title, heading path, page, snippet. */
+export function formatSearchHits(query: string, hits: readonly SearchHit[]): string {
+  if (hits.length === 0) return `No results for "${query}".`;
+  const lines: string[] = [];
+  hits.forEach((hit, i) => {
+    const where = [
+      hit.heading_path.length > 0 ? hit.heading_path.join(' > ') : undefined,
+      hit.page !== null ? `page ${hit.page}` : undefined,
+    ]
+      .filter(Boolean)
+      .join(' · ');
+    lines.push(`${i + 1}. ${hit.score.toFixed(3)}  ${hit.document_title}`);
+    if (where) lines.push(`   ${where}`);
+    lines.push(`   ${snippet(hit.content)}`);
+    lines.push(`   ${hit.source_path}`);
+  });
+  return lines.join('\n');
+}
+
+/** `cpe search --json`: the documented hit fields. */
+export function searchHitsJson(hits: readonly SearchHit[]) {
+  return hits.map((h) => ({
+    score: h.score,
+    document_id: h.document_id,
+    document_title: h.document_title,
+    source_path: h.source_path,
+    heading_path: h.heading_path,
+    page: h.page,
+    chunk_index: h.chunk_index,
+    content: h.content,
+  }));
+}
+
+/** `cpe context` without --json prints the context text itself (what a prompt gets). */
+export function formatContext(context: BuiltContext): string {
+  return context.text;
+}
+
+/** `cpe context --json`: the text plus its sources (title, path, heading path, score). */
+export function contextJson(context: BuiltContext) {
+  return {
+    text: context.text,
+    tokens: context.tokens,
+    sources: context.sources.map((s) => ({
+      n: s.n,
+      title: s.title,
+      path: s.path,
+      heading_path: s.heading_path,
+      score: s.score,
+      document_id: s.document_id,
+      chunk_index: s.chunk_index,
+      page: s.page,
+    })),
+  };
+}
+
+function describeState(report: VerifyReport): string[] {
+  const c = report.counts;
+  return [
+    `  chunks of current documents: ${c.expected}   points: ${c.points}`,
+    `  missing points: ${c.missing} (not embedded: ${c.unembedded})   orphan points: ${c.orphans}   ` +
+      `stale versions: ${c.stale}   wrong size: ${c.wrongSize}   wrong chunk refs: ${c.wrongChunkRefs}`,
+    ...(c.failedChunks > 0 ? [`  chunks the embedder rejected (status failed): ${c.failedChunks}`] : []),
+  ];
+}
+
+/** `cpe verify` without --json. */
+export function formatVerifyReport(report: VerifyReport): string {
+  const lines = [
+    `collection '${report.collection}' (${report.backend}, ${report.location}): ` +
+      (report.collectionExists
+        ? `model ${report.collectionModel ?? 'unknown'}, ${report.collectionDimensions ?? '?'} dimensions`
+        : 'does not exist'),
+    `configured embedder: ${report.model}, ${report.dimensions} dimensions`,
+  ];
+  if (report.mismatch) {
+    lines.push(`MISMATCH: ${report.mismatch}`);
+    return lines.join('\n');
+  }
+  lines.push(...describeState(report));
+  for (const problem of report.problems) lines.push(`  - ${problem}`);
+  if (report.repaired && report.after) {
+    const r = report.repaired;
+    lines.push(
+      `repaired: ${r.pointsDeleted} points deleted, ${r.documentsRestored} documents restored ` +
+        `(${r.chunksEmbedded} chunks given vectors)`,
+    );
+    lines.push('after repair:', ...describeState(report.after));
+    for (const problem of report.after.problems) lines.push(`  - ${problem}`);
+  }
+  lines.push(report.ok ? 'OK: SQL and the vector index agree.' : 'NOT OK: SQL and the vector index disagree.');
+  return lines.join('\n');
+}

@@ -1,0 +1,211 @@
+import { embedChunks } from '../embed/embed-chunks.js';
+import { DEFAULT_MAX_EMBED_CHARS } from '../embed/prepare.js';
+import type { Logger } from '../engine/plugin.js';
+import { collectionMismatch } from '../vectors/collection-stamp.js';
+import { chunkPointId } from '../vectors/point-id.js';
+import { SqlVectorIndex } from '../vectors/sql-vector-index.js';
+import { storeDocumentPoints } from '../vectors/store-points.js';
+import type { RetrievalServices } from './search.js';
+
+export interface VerifyOptions {
+  repair?: boolean;
+  collection?: string;
+  /** used when repair has to embed chunks (default 800, as the embed step) */
+  maxEmbedChars?: number;
+  signal?: AbortSignal;
+  log?: Logger;
+}
+
+export interface VerifyCounts {
+  /** chunks of current documents (is_latest = 1, not deleted), not counting chunks marked failed */
+  expected: number;
+  /** points in the collection */
+  points: number;
+  /** expected chunks without a point */
+  missing: number;
+  /** of those, chunks that have no vector for the model yet */
+  unembedded: number;
+  /** points whose document or chunk does not exist in SQL */
+  orphans: number;
+  /** points of superseded versions or deleted documents */
+  stale: number;
+  /** points whose vector has the wrong size */
+  wrongSize: number;
+  /** chunks whose qdrant_id does not name their point */
+  wrongChunkRefs: number;
+  /** chunks the embedder rejected (status failed): reported, not counted as disagreement */
+  failedChunks: number;
+}
+
+export interface VerifyReport {
+  /** SQL and the index agree (after repair, when repairing) */
+  ok: boolean;
+  backend: 'embedded' | 'qdrant';
+  location: string;
+  collection: string;
+  model: string;
+  dimensions: number;
+  collectionExists: boolean;
+  collectionModel?: string;
+  collectionDimensions?: number;
+  /** a model or size mismatch: not repairable in place */
+  mismatch?: string;
+  counts: VerifyCounts;
+  /** one line per kind of disagreement */
+  problems: string[];
+  repaired?: { pointsDeleted: number; documentsRestored: number; chunksEmbedded: number };
+  /** the state after repair */
+  after?: VerifyReport;
+}
+
+const EXAMPLES = 5;
+
+/**
+ * Compares SQL (the truth) with the vector index: missing points, orphan points, points of stale versions,
+ * wrong vector sizes, a collection built with another model; with repair, makes them agree (deletes what should
+ * not be there, embeds and stores what is missing) and verifies again.
+ */
+export async function verifyIndex(services: RetrievalServices, options: VerifyOptions = {}): Promise<VerifyReport> {
+  const collection = options.collection ?? 'documents';
+  const [embedder, index] = await Promise.all([services.providers.embedder(), services.providers.vectors()]);
+  const info = await index.describeCollection(collection);
+  const report: VerifyReport = {
+    ok: true,
+    backend: index.kind,
+    location: index.location,
+    collection,
+    model: embedder.model,
+    dimensions: embedder.dimensions,
+    collectionExists: info.exists,
+    collectionModel: info.model,
+    collectionDimensions: info.dimensions,
+    counts: {
+      expected: 0,
+      points: 0,
+      missing: 0,
+      unembedded: 0,
+      orphans: 0,
+      stale: 0,
+      wrongSize: 0,
+      wrongChunkRefs: 0,
+      failedChunks: 0,
+    },
+    problems: [],
+  };
+  if (info.exists && ((info.model !== undefined && info.model !== embedder.model) || info.dimensions !== embedder.dimensions)) {
+    report.mismatch = collectionMismatch(index.kind, collection, info, {
+      model: embedder.model,
+      size: embedder.dimensions,
+      distance: 'Cosine',
+    }).message;
+    report.problems.push(report.mismatch);
+    report.ok = false;
+    return report;
+  }
+
+  const { db } = services;
+  const documents = await db.query<{ id: number; is_latest: number; status: string }>(
+    'SELECT id, is_latest, status FROM documents',
+  );
+  const current = new Set(documents.filter((d) => Number(d.is_latest) === 1 && d.status !== 'deleted').map((d) => Number(d.id)));
+  const known = new Set(documents.map((d) => Number(d.id)));
+  const chunks = await db.query<{
+    id: number;
+    document_id: number;
+    chunk_index: number;
+    status: string;
+    qdrant_id: string | null;
+    has_vector: number | null;
+  }>(
+    `SELECT c.id, c.document_id, c.chunk_index, c.status, c.qdrant_id, cv.chunk_id AS has_vector
+     FROM chunks c LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?`,
+    [embedder.model],
+  );
+  const expected = new Map<string, (typeof chunks)[number]>();
+  const allChunkIds = new Set<string>();
+  for (const chunk of chunks) {
+    const id = chunkPointId(Number(chunk.document_id), Number(chunk.chunk_index));
+    allChunkIds.add(id);
+    if (!current.has(Number(chunk.document_id))) continue;
+    if (chunk.status === 'failed') {
+      report.counts.failedChunks++;
+      continue;
+    }
+    expected.set(id, chunk);
+  }
+  const points = info.exists ? await index.listPoints(collection) : [];
+  const present = new Set(points.map((p) => p.id));
+  const wrongSize =
+    info.exists && index instanceof SqlVectorIndex ? await index.wrongSizePoints(collection, embedder.dimensions) : [];
+
+  const missing = [...expected.entries()].filter(([id]) => !present.has(id));
+  const orphans = points.filter((p) => !known.has(p.documentId) || !allChunkIds.has(p.id));
+  const stale = points.filter((p) => known.has(p.documentId) && allChunkIds.has(p.id) && !current.has(p.documentId));
+  const wrongRefs = [...expected.entries()].filter(([id, c]) => present.has(id) && c.qdrant_id !== id);
+  const c = report.counts;
+  c.expected = expected.size;
+  c.points = points.length;
+  c.missing = missing.length;
+  c.unembedded = missing.filter(([, chunk]) => chunk.has_vector === null || chunk.has_vector === undefined).length;
+  c.orphans = orphans.length;
+  c.stale = stale.length;
+  c.wrongSize = wrongSize.length;
+  c.wrongChunkRefs = wrongRefs.length;
+
+  const sample = (ids: string[]) => ids.slice(0, EXAMPLES).join(', ') + (ids.length > EXAMPLES ? ', …' : '');
+  if (!info.exists && expected.size > 0) report.problems.push(`collection '${collection}' does not exist`);
+  if (missing.length > 0) {
+    report.problems.push(
+      `${missing.length} chunks of current documents have no point (${c.unembedded} of them not embedded yet); ` +
+        `e.g. chunk ids ${sample(missing.map(([, chunk]) => String(chunk.id)))}`,
+    );
+  }
+  if (orphans.length > 0) {
+    report.problems.push(`${orphans.length} points belong to no chunk in SQL; e.g. ${sample(orphans.map((p) => p.id))}`);
+  }
+  if (stale.length > 0) {
+    report.problems.push(
+      `${stale.length} points belong to superseded or deleted document versions; e.g. documents ${sample([...new Set(stale.map((p) => String(p.documentId)))])}`,
+    );
+  }
+  if (wrongSize.length > 0) {
+    report.problems.push(`${wrongSize.length} points have vectors of the wrong size; e.g. ${sample(wrongSize)}`);
+  }
+  if (wrongRefs.length > 0) {
+    report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
+  }
+  report.ok = report.problems.length === 0;
+  if (report.ok || !options.repair) return report;
+
+  // repair: remove what should not be there, then restore documents that lack points
+  const doomed = [...new Set([...orphans.map((p) => p.id), ...stale.map((p) => p.id), ...wrongSize])];
+  await index.deletePoints(collection, doomed);
+  const toRestore = new Set<number>([
+    ...missing.map(([, chunk]) => Number(chunk.document_id)),
+    ...wrongRefs.map(([, chunk]) => Number(chunk.document_id)),
+  ]);
+  for (const id of wrongSize) {
+    const chunk = expected.get(id);
+    if (chunk) toRestore.add(Number(chunk.document_id));
+  }
+  let chunksEmbedded = 0;
+  for (const documentId of toRestore) {
+    options.signal?.throwIfAborted();
+    const docChunks = await db.query<{ id: number; content: string; status: string; embedding_model: string | null }>(
+      `SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? AND status <> 'failed' ORDER BY chunk_index`,
+      [documentId],
+    );
+    const embedded = await embedChunks(
+      db,
+      embedder,
+      docChunks.map((row) => ({ ...row, id: Number(row.id) })),
+      { maxEmbedChars: options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS, signal: options.signal, log: options.log },
+    );
+    chunksEmbedded += embedded.embedded + embedded.cached;
+    await storeDocumentPoints({ ...services, log: options.log }, documentId, { collection, model: embedder.model });
+  }
+  report.repaired = { pointsDeleted: doomed.length, documentsRestored: toRestore.size, chunksEmbedded };
+  report.after = await verifyIndex(services, { ...options, repair: false });
+  report.ok = report.after.ok;
+  return report;
+}

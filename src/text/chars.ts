@@ -1,0 +1,75 @@
+/**
+ * Character classes on UTF-16 code units, shared by the tokenizer, the sentence splitter and the quality
+ * figures. Code-unit tests instead of Unicode regexes keep the hot loops free of allocation.
+ */
+export function isAsciiLetter(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90);
+}
+
+/** Letters beyond ASCII: Latin-1/Latin Extended letters and everything from Greek upwards (scripts, CJK). */
+export function isOtherLetter(c: number): boolean {
+  if (c < 0xc0) return c === 0xaa || c === 0xb5 || c === 0xba;
+  if (c === 0xd7 || c === 0xf7) return false; // × ÷
+  if (c >= 0x2000 && c <= 0x2bff) return false; // general punctuation, symbols, arrows, box drawing
+  if (c >= 0x3000 && c <= 0x303f) return false; // CJK punctuation
+  if (c >= 0xfe30 && c <= 0xfe4f) return false;
+  if (c >= 0xff00 && c <= 0xff20) return false;
+  if (c >= 0xd800 && c <= 0xdfff) return false; // surrogates: emoji and the like count as symbols
+  return true;
+}
+
+export function isLetter(c: number): boolean {
+  return isAsciiLetter(c) || isOtherLetter(c);
+}
+
+export function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+
+/** Letters and digits: the characters a cut must not fall between. */
+export function isWordChar(c: number): boolean {
+  return isDigit(c) || isLetter(c);
+}
+
+export function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13 || c === 0xa0 || c === 0x202f || c === 0x2009;
+}
+
+/** Upper-case letter (ASCII fast path; other letters by case mapping). */
+export function isUpperAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c >= 65 && c <= 90) return true;
+  if (c < 0xc0 || !isOtherLetter(c)) return false;
+  const ch = text[i] as string;
+  return ch.toLowerCase() !== ch;
+}
+
+/** Lower-case letter (ASCII fast path; other letters by case mapping). */
+export function isLowerAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  if (c >= 97 && c <= 122) return true;
+  if (c < 0xc0 || !isOtherLetter(c)) return false;
+  const ch = text[i] as string;
+  return ch.toUpperCase() !== ch;
+}
+
+export const CLASS_OTHER = 0;
+export const CLASS_LETTER = 1;
+export const CLASS_DIGIT = 2;
+export const CLASS_SPACE = 3;
+export const CLASS_NEWLINE = 4;
+
+/**
+ * Class of every UTF-16 code unit (64 KiB, built once): one array read per character instead of a chain
+ * of range tests keeps the tokenizer and the quality scan at memory speed.
+ */
+export const CHAR_CLASS: Uint8Array = (() => {
+  const table = new Uint8Array(65536);
+  for (let c = 0; c < 65536; c++) {
+    if (c === 10) table[c] = CLASS_NEWLINE;
+    else if (isSpace(c)) table[c] = CLASS_SPACE;
+    else if (isDigit(c)) table[c] = CLASS_DIGIT;
+    else if (isLetter(c)) table[c] = CLASS_LETTER;
+  }
+  return table;
+})();

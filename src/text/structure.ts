@@ -1,0 +1,165 @@
+import type { Block, ExtractedDocument, PageInfo } from '../extract/types.js';
+
+/** One node of the heading tree (a row of `document_sections`). */
+export interface Section {
+  /** 0-based, in reading order */
+  index: number;
+  /** 0 = document title (or the untitled preamble), 1..6 = heading levels */
+  level: number;
+  /** heading text ('' for the preamble before the first heading) */
+  heading: string;
+  /**
+   * headings from the top down to this one, the document title left out (see buildSections); the title
+   * section itself has [title], the untitled preamble []
+   */
+  headingPath: string[];
+  /** offset of the heading (or the preamble's first character) in the extracted text */
+  start: number;
+  /** end of the section's own text: where the next section (of any level) starts, or the end of the text */
+  end: number;
+  pageStart: number;
+  pageEnd: number;
+  parentIndex: number | null;
+}
+
+export interface StructureOptions {
+  /**
+   * A document without a 'title' block whose first heading is its only level-1 heading (a Markdown file
+   * with one "# Name" on top, a law, a handbook chapter) gets that heading as its title. Default true.
+   */
+  singleH1AsTitle?: boolean;
+}
+
+export type StructureInput = Pick<ExtractedDocument, 'text' | 'blocks' | 'pages'>;
+
+/** The 1-based page holding `offset`; pages are sorted by start. Falls back to 1 without pages. */
+export function pageAt(pages: readonly PageInfo[], offset: number): number {
+  if (pages.length === 0) return 1;
+  let lo = 0;
+  let hi = pages.length - 1;
+  let found = 0;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if ((pages[mid] as PageInfo).start <= offset) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  // an empty page sitting at the same offset as the next text belongs before it; take the last page that
+  // starts at or before the offset and actually reaches it
+  let k = found;
+  while (k > 0 && (pages[k] as PageInfo).start === (pages[k] as PageInfo).end && (pages[k] as PageInfo).start === offset) k--;
+  return (pages[k] as PageInfo).number;
+}
+
+function isHeadingBlock(b: Block): boolean {
+  return b.type === 'title' || b.type === 'heading';
+}
+
+/** Heading text on one line, white space collapsed. */
+function headingText(text: string, b: Block): string {
+  return text.slice(b.start, b.end).replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Builds the heading tree of a document from its 'title' and 'heading' blocks.
+ *
+ * Decisions:
+ * - 'title' blocks are level 0; 'heading' blocks use their level (1..6, default 1). With
+ *   `singleH1AsTitle`, a lone first-level heading on top acts as the title (level 0).
+ * - Text before the first heading is a preamble section: level 0, heading '', headingPath [].
+ * - headingPath leaves the document title out: the title is stored on the document and sent with every
+ *   vector payload, and repeating it in every path adds noise to embeddings and prompts. The title's own
+ *   section (text right under the title) has headingPath [title], so that text is not nameless.
+ * - A heading's parent is the nearest earlier heading of a lower level number; skipped levels (an h2
+ *   followed by an h4) simply nest.
+ */
+export function buildSections(doc: StructureInput, opts: StructureOptions = {}): Section[] {
+  const singleH1AsTitle = opts.singleH1AsTitle ?? true;
+  const { text, pages } = doc;
+  const headings = doc.blocks.filter(isHeadingBlock);
+  const levelOf = new Map<Block, number>();
+  for (const b of headings) levelOf.set(b, b.type === 'title' ? 0 : Math.max(1, Math.min(6, b.level ?? 1)));
+  if (singleH1AsTitle && headings.length > 0 && !headings.some((b) => b.type === 'title')) {
+    const first = headings[0] as Block;
+    const h1s = headings.filter((b) => levelOf.get(b) === 1);
+    if (levelOf.get(first) === 1 && h1s.length === 1) levelOf.set(first, 0);
+  }
+
+  const sections: Section[] = [];
+  const firstVisible = text.search(/\S/);
+  const firstHeadingStart = headings.length > 0 ? (headings[0] as Block).start : text.length;
+  if (firstVisible >= 0 && firstVisible < firstHeadingStart) {
+    sections.push({
+      index: 0,
+      level: 0,
+      heading: '',
+      headingPath: [],
+      start: firstVisible,
+      end: firstHeadingStart,
+      pageStart: pageAt(pages, firstVisible),
+      pageEnd: pageAt(pages, firstVisible),
+      parentIndex: null,
+    });
+  }
+  // stack of open sections (by index) with strictly increasing levels
+  const stack: Section[] = [];
+  for (const b of headings) {
+    const level = levelOf.get(b) as number;
+    while (stack.length > 0 && (stack[stack.length - 1] as Section).level >= level) stack.pop();
+    const parent = stack.length > 0 ? (stack[stack.length - 1] as Section) : null;
+    const heading = headingText(text, b);
+    let headingPath: string[];
+    if (level === 0) headingPath = heading === '' ? [] : [heading];
+    else headingPath = parent && parent.level > 0 ? [...parent.headingPath, heading] : [heading];
+    const section: Section = {
+      index: sections.length,
+      level,
+      heading,
+      headingPath,
+      start: b.start,
+      end: text.length,
+      pageStart: b.page,
+      pageEnd: b.page,
+      parentIndex: parent ? parent.index : null,
+    };
+    sections.push(section);
+    stack.push(section);
+  }
+  for (let i = 0; i < sections.length; i++) {
+    const s = sections[i] as Section;
+    const next = sections[i + 1];
+    if (next) s.end = next.start;
+    // the page of the last visible character of the section's own text
+    let e = s.end;
+    while (e > s.start && /\s/.test(text[e - 1] as string)) e--;
+    s.pageEnd = Math.max(s.pageStart, pageAt(pages, Math.max(s.start, e - 1)));
+  }
+  return sections;
+}
+
+/** Index of the section holding `offset` (sections sorted by start); -1 before the first one. */
+export function sectionAt(sections: readonly Section[], offset: number): number {
+  let lo = 0;
+  let hi = sections.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if ((sections[mid] as Section).start <= offset) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/** Index of the top-level section a section belongs to: its ancestor just below the title, or itself. */
+export function topLevelIndex(sections: readonly Section[], index: number): number {
+  let s = sections[index] as Section;
+  while (s.parentIndex !== null) {
+    const parent = sections[s.parentIndex] as Section;
+    if (parent.level === 0) break;
+    s = parent;
+  }
+  return s.index;
+}

@@ -1,0 +1,82 @@
+import type { SqlExecutor } from '../db/sql.js';
+import { CpeError, ErrorCodes } from '../errors.js';
+import type { CollectionSpec } from './types.js';
+
+export interface CollectionStamp {
+  backend: 'embedded' | 'qdrant';
+  name: string;
+  location: string;
+  model: string;
+  dimensions: number;
+  distance: string;
+  revision: number;
+}
+
+export async function readStamp(
+  db: SqlExecutor,
+  backend: CollectionStamp['backend'],
+  name: string,
+): Promise<CollectionStamp | undefined> {
+  const [row] = await db.query<any>(
+    'SELECT backend, name, location, model, dimensions, distance, revision FROM vector_collections WHERE backend = ? AND name = ?',
+    [backend, name],
+  );
+  if (!row) return undefined;
+  return { ...row, dimensions: Number(row.dimensions), revision: Number(row.revision) };
+}
+
+/** Records (or replaces) the model and size a collection is built with. */
+export async function writeStamp(
+  db: SqlExecutor,
+  backend: CollectionStamp['backend'],
+  name: string,
+  location: string,
+  spec: CollectionSpec,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.run('DELETE FROM vector_collections WHERE backend = ? AND name = ?', [backend, name]);
+    await tx.run(
+      'INSERT INTO vector_collections (backend, name, location, model, dimensions, distance, revision) VALUES (?, ?, ?, ?, ?, ?, 0)',
+      [backend, name, location, spec.model, spec.size, spec.distance],
+    );
+  });
+}
+
+export async function deleteStamp(db: SqlExecutor, backend: CollectionStamp['backend'], name: string) {
+  await db.run('DELETE FROM vector_collections WHERE backend = ? AND name = ?', [backend, name]);
+}
+
+const slug = (model: string) => model.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+
+/**
+ * The refusal when the configured embedder does not match what a collection was built with, saying how to move
+ * on: vectors of two models (or sizes) in one collection would make every similarity score meaningless.
+ */
+export function collectionMismatch(
+  backend: CollectionStamp['backend'],
+  name: string,
+  built: { model?: string; dimensions?: number; distance?: string },
+  wanted: CollectionSpec,
+): CpeError {
+  const was = `${built.model ?? 'an unknown model'} (${built.dimensions ?? '?'} dimensions${built.distance && built.distance !== wanted.distance ? `, ${built.distance}` : ''})`;
+  const now = `${wanted.model} (${wanted.size} dimensions${built.distance && built.distance !== wanted.distance ? `, ${wanted.distance}` : ''})`;
+  const suggestion = `${name}_${slug(wanted.model)}`;
+  return new CpeError(
+    ErrorCodes.COLLECTION_MISMATCH,
+    `collection '${name}' (${backend}) was built with ${was}, but the configured embedder is ${now}. ` +
+      'Vectors of different models cannot share a collection. To move to the new model, use a new collection: ' +
+      `set config.collection to '${suggestion}' on the collection_setup, embed, vector_store and index_optimize ` +
+      `steps and run the pipeline again (the old collection stays usable until you drop it); or configure ` +
+      `${built.model ?? 'the old model'} again to keep using '${name}'.`,
+    { details: { collection: name, backend, built, wanted } },
+  );
+}
+
+export function checkStamp(
+  stamp: Pick<CollectionStamp, 'backend' | 'name' | 'model' | 'dimensions' | 'distance'>,
+  spec: CollectionSpec,
+): void {
+  if (stamp.model !== spec.model || stamp.dimensions !== spec.size || stamp.distance !== spec.distance) {
+    throw collectionMismatch(stamp.backend, stamp.name, stamp, spec);
+  }
+}

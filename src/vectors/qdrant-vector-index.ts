@@ -1,0 +1,313 @@
+import { QdrantClient } from '@qdrant/js-client-rest';
+import type { SqlExecutor } from '../db/sql.js';
+import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
+import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
+import type {
+  CollectionInfo,
+  CollectionSpec,
+  PointRef,
+  VectorIndex,
+  VectorPoint,
+  VectorSearchResult,
+} from './types.js';
+
+export interface QdrantIndexOptions {
+  url: string;
+  /** QDRANT_API_KEY; sent as a header, never logged or put into an error */
+  apiKey?: string;
+  /** ki_content, where collections are stamped with model and size */
+  db: SqlExecutor;
+  /** per request (default 60000) */
+  timeoutMs?: number;
+  /** retries on connection errors, timeouts, 429 and 5xx (default 4) */
+  maxRetries?: number;
+  retryDelayMs?: number;
+  /** points per upsert request (default 128) */
+  upsertBatch?: number;
+}
+
+/** Payload fields that get an index: the filters cpe uses (document_id) and what people filter by by hand. */
+export const PAYLOAD_INDEXES: ReadonlyArray<{ field: string; schema: 'integer' | 'keyword' }> = [
+  { field: 'document_id', schema: 'integer' },
+  { field: 'chunk_index', schema: 'integer' },
+  { field: 'source_path', schema: 'keyword' },
+];
+
+const SCROLL_PAGE = 1000;
+const DELETE_BATCH = 1000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The URL as shown to people: no user info, no trailing slash. */
+function displayUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * Qdrant through @qdrant/js-client-rest. The client itself does not retry; every call here is retried with
+ * capped exponential backoff on connection errors, timeouts, 429 and 5xx. Model and size are stamped in SQL
+ * (vector_collections, backend 'qdrant') and checked against the collection's own config.
+ */
+export class QdrantVectorIndex implements VectorIndex {
+  readonly kind = 'qdrant' as const;
+  readonly location: string;
+  private readonly client: QdrantClient;
+  private readonly db: SqlExecutor;
+  private readonly maxRetries: number;
+  private readonly retryDelayMs: number;
+  private readonly upsertBatch: number;
+  private readonly ensured = new Map<string, string>();
+
+  constructor(options: QdrantIndexOptions) {
+    this.location = displayUrl(options.url);
+    this.db = options.db;
+    this.maxRetries = options.maxRetries ?? 4;
+    this.retryDelayMs = options.retryDelayMs ?? 250;
+    this.upsertBatch = options.upsertBatch ?? 128;
+    const apiKey = options.apiKey || undefined;
+    const originalWarn = console.warn;
+    // the client warns on an API key over http (a local test setup); that warning is not for cpe's users
+    if (apiKey && options.url.startsWith('http:')) console.warn = () => undefined;
+    try {
+      this.client = new QdrantClient({
+        url: options.url,
+        apiKey,
+        checkCompatibility: false,
+        timeout: options.timeoutMs ?? 60_000,
+      });
+    } finally {
+      console.warn = originalWarn;
+    }
+  }
+
+  /** Runs one client call with retries; errors name the operation and the server, never the key. */
+  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        const status = (error as { status?: unknown }).status;
+        const cause = (error as { cause?: unknown }).cause;
+        const name = (error as Error).name;
+        const transient =
+          (typeof status === 'number' && (status === 429 || status >= 500)) ||
+          name === 'QdrantClientTimeoutError' ||
+          name === 'QdrantClientResourceExhaustedError' ||
+          isTransientNodeError(error) ||
+          isTransientNodeError(cause) ||
+          (error instanceof TypeError && /fetch failed/i.test(error.message));
+        const detail = describeQdrantError(error);
+        if (!transient) {
+          throw new ProviderError(`Qdrant ${this.location}: ${operation} failed: ${detail}`, {
+            cause: error,
+            retryable: false,
+            status: typeof status === 'number' ? status : undefined,
+          });
+        }
+        if (attempt >= this.maxRetries) {
+          throw new ProviderError(
+            `Qdrant ${this.location}: ${operation} failed after ${attempt + 1} attempts: ${detail}`,
+            { cause: error, status: typeof status === 'number' ? status : undefined },
+          );
+        }
+        const cap = Math.min(8000, this.retryDelayMs * 2 ** attempt);
+        await sleep(cap / 2 + Math.random() * (cap / 2));
+      }
+    }
+  }
+
+  private async exists(name: string): Promise<boolean> {
+    const result = await this.call(`collection exists '${name}'`, () => this.client.collectionExists(name));
+    return result.exists;
+  }
+
+  private async vectorConfig(name: string): Promise<{ size?: number; distance?: string; points: number }> {
+    const info = await this.call(`get collection '${name}'`, () => this.client.getCollection(name));
+    const vectors = info.config?.params?.vectors as { size?: number; distance?: string } | undefined;
+    return { size: vectors?.size, distance: vectors?.distance, points: Number(info.points_count ?? 0) };
+  }
+
+  async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
+    const key = `${spec.model}|${spec.size}|${spec.distance}`;
+    if (this.ensured.get(name) === key) return;
+    const stamp = await readStamp(this.db, 'qdrant', name);
+    if (!(await this.exists(name))) {
+      try {
+        await this.call(`create collection '${name}'`, () =>
+          this.client.createCollection(name, { vectors: { size: spec.size, distance: spec.distance } }),
+        );
+      } catch (error) {
+        // another worker may have created it a moment ago
+        if (!(await this.exists(name))) throw error;
+        return this.ensureCollection(name, spec);
+      }
+      await writeStamp(this.db, 'qdrant', name, this.location, spec);
+      this.ensured.set(name, key);
+      return;
+    }
+    const config = await this.vectorConfig(name);
+    if (config.size !== spec.size || (config.distance && config.distance !== spec.distance)) {
+      throw collectionMismatch(
+        'qdrant',
+        name,
+        { model: stamp?.model, dimensions: config.size, distance: config.distance },
+        spec,
+      );
+    }
+    if (stamp) checkStamp(stamp, spec);
+    // a collection made by someone else with the right size: adopt it under this model
+    else await writeStamp(this.db, 'qdrant', name, this.location, spec);
+    this.ensured.set(name, key);
+  }
+
+  async describeCollection(name: string): Promise<CollectionInfo> {
+    if (!(await this.exists(name))) return { name, exists: false, points: 0 };
+    const [config, stamp] = await Promise.all([this.vectorConfig(name), readStamp(this.db, 'qdrant', name)]);
+    return {
+      name,
+      exists: true,
+      model: stamp?.model,
+      dimensions: config.size,
+      distance: config.distance,
+      points: await this.count(name),
+    };
+  }
+
+  async upsert(collection: string, points: readonly VectorPoint[]): Promise<void> {
+    for (let start = 0; start < points.length; start += this.upsertBatch) {
+      const slice = points.slice(start, start + this.upsertBatch).map((p) => ({
+        id: p.id,
+        vector: Array.from(p.vector),
+        payload: p.payload,
+      }));
+      await this.call(`upsert ${slice.length} points into '${collection}'`, () =>
+        this.client.upsert(collection, { wait: true, points: slice }),
+      );
+    }
+  }
+
+  async deleteByDocument(
+    collection: string,
+    documentId: number,
+    options: { keepIds?: readonly string[] } = {},
+  ): Promise<void> {
+    const keep = options.keepIds ?? [];
+    const filter: Record<string, unknown> = { must: [{ key: 'document_id', match: { value: documentId } }] };
+    if (keep.length > 0) filter.must_not = [{ has_id: [...keep] }];
+    await ignoreMissingCollection(
+      this.call(`delete points of document ${documentId} from '${collection}'`, () =>
+        this.client.delete(collection, { wait: true, filter: filter as any }),
+      ),
+    );
+  }
+
+  async deletePoints(collection: string, ids: readonly string[]): Promise<void> {
+    for (let start = 0; start < ids.length; start += DELETE_BATCH) {
+      const slice = ids.slice(start, start + DELETE_BATCH);
+      await ignoreMissingCollection(
+        this.call(`delete ${slice.length} points from '${collection}'`, () =>
+          this.client.delete(collection, { wait: true, points: slice }),
+        ),
+      );
+    }
+  }
+
+  async search(
+    collection: string,
+    vector: Float32Array,
+    options: { limit: number; documentIds?: readonly number[] },
+  ): Promise<VectorSearchResult[]> {
+    const filter = options.documentIds
+      ? { must: [{ key: 'document_id', match: { any: [...options.documentIds] } }] }
+      : undefined;
+    const result = await this.call(`query '${collection}'`, () =>
+      this.client.query(collection, {
+        query: Array.from(vector),
+        limit: options.limit,
+        filter,
+        with_payload: true,
+      }),
+    );
+    return result.points.map((p) => ({
+      id: String(p.id),
+      score: p.score,
+      payload: (p.payload ?? {}) as Record<string, unknown>,
+    }));
+  }
+
+  async listPoints(collection: string): Promise<PointRef[]> {
+    const out: PointRef[] = [];
+    let offset: string | number | undefined | null;
+    do {
+      const page = await this.call(`scroll '${collection}'`, () =>
+        this.client.scroll(collection, {
+          limit: SCROLL_PAGE,
+          offset: offset ?? undefined,
+          with_payload: ['document_id'],
+          with_vector: false,
+        }),
+      );
+      for (const p of page.points) out.push({ id: String(p.id), documentId: Number(p.payload?.document_id) });
+      offset = page.next_page_offset as string | number | null | undefined;
+    } while (offset !== null && offset !== undefined);
+    return out;
+  }
+
+  async count(collection: string): Promise<number> {
+    const result = await this.call(`count '${collection}'`, () => this.client.count(collection, { exact: true }));
+    return result.count;
+  }
+
+  async optimize(collection: string): Promise<string[]> {
+    const done: string[] = [];
+    for (const index of PAYLOAD_INDEXES) {
+      await this.call(`create payload index ${index.field} on '${collection}'`, () =>
+        this.client.createPayloadIndex(collection, { field_name: index.field, field_schema: index.schema, wait: true }),
+      );
+      done.push(`payload index ${collection}.${index.field} (${index.schema})`);
+    }
+    return done;
+  }
+
+  async dropCollection(name: string): Promise<void> {
+    if (await this.exists(name)) {
+      await this.call(`delete collection '${name}'`, () => this.client.deleteCollection(name));
+    }
+    await deleteStamp(this.db, 'qdrant', name);
+    this.ensured.delete(name);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Deleting from a collection that does not exist leaves nothing behind: not an error. */
+async function ignoreMissingCollection(operation: Promise<unknown>): Promise<void> {
+  try {
+    await operation;
+  } catch (error) {
+    if ((error as { details?: { status?: number } }).details?.status === 404) return;
+    if (((error as { cause?: { status?: number } }).cause as { status?: number } | undefined)?.status === 404) return;
+    throw error;
+  }
+}
+
+/** The server's own message when it sent one ({status:{error}}), else the client's. */
+function describeQdrantError(error: unknown): string {
+  const data = (error as { data?: { status?: { error?: string } } }).data;
+  const serverMessage = data?.status?.error;
+  const status = (error as { status?: number }).status;
+  const base = serverMessage ?? (error as Error).message ?? String(error);
+  const code = (error as { cause?: { code?: string } }).cause?.code;
+  return [status ? `HTTP ${status}` : undefined, base, code].filter(Boolean).join(': ');
+}
+
+export function isCollectionMismatch(error: unknown): boolean {
+  return error instanceof CpeError && error.code === ErrorCodes.COLLECTION_MISMATCH;
+}

@@ -1,0 +1,402 @@
+import type { SqlExecutor } from '../db/sql.js';
+import { blobToVector, normalizeVector, vectorToBlob } from '../embed/vector-blob.js';
+import { CpeError, ErrorCodes } from '../errors.js';
+import { parseJsonColumn } from '../util/json.js';
+import { checkStamp, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
+import type {
+  CollectionInfo,
+  CollectionSpec,
+  PointRef,
+  VectorIndex,
+  VectorPoint,
+  VectorSearchResult,
+} from './types.js';
+
+const WRITE_BATCH = 100;
+const IN_BATCH = 200;
+const LOAD_PAGE = 5000;
+
+/**
+ * One collection held in memory: all vectors packed row by row in one Float32Array (unit length, so a search is
+ * one pass of dot products), the point ids and document ids beside it.
+ */
+class PackedCollection {
+  ids: string[] = [];
+  documentIds: number[] = [];
+  matrix: Float32Array;
+  readonly rowOf = new Map<string, number>();
+
+  constructor(
+    readonly dimensions: number,
+    public revision: number,
+    capacity = 1024,
+  ) {
+    this.matrix = new Float32Array(Math.max(1, capacity) * dimensions);
+  }
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  set(id: string, documentId: number, vector: Float32Array | Uint8Array): void {
+    let row = this.rowOf.get(id);
+    if (row === undefined) {
+      row = this.ids.length;
+      if ((row + 1) * this.dimensions > this.matrix.length) {
+        const grown = new Float32Array(Math.ceil((row + 1) * 1.5) * this.dimensions);
+        grown.set(this.matrix);
+        this.matrix = grown;
+      }
+      this.ids.push(id);
+      this.documentIds.push(documentId);
+      this.rowOf.set(id, row);
+    } else {
+      this.documentIds[row] = documentId;
+    }
+    if (vector instanceof Float32Array) {
+      this.matrix.set(vector, row * this.dimensions);
+    } else {
+      // raw BLOB bytes: copy byte-wise into the aligned matrix, no intermediate array
+      new Uint8Array(this.matrix.buffer, row * this.dimensions * 4, this.dimensions * 4).set(vector);
+    }
+  }
+
+  /** removes by moving the last row into the hole */
+  remove(id: string): void {
+    const row = this.rowOf.get(id);
+    if (row === undefined) return;
+    const last = this.ids.length - 1;
+    if (row !== last) {
+      const lastId = this.ids[last];
+      this.ids[row] = lastId;
+      this.documentIds[row] = this.documentIds[last];
+      this.matrix.copyWithin(row * this.dimensions, last * this.dimensions, (last + 1) * this.dimensions);
+      this.rowOf.set(lastId, row);
+    }
+    this.ids.pop();
+    this.documentIds.pop();
+    this.rowOf.delete(id);
+  }
+
+  /** the `limit` best rows by dot product with q (unit length), optionally only rows of some documents */
+  top(q: Float32Array, limit: number, allowed?: ReadonlySet<number>): Array<{ row: number; score: number }> {
+    const d = this.dimensions;
+    const m = this.matrix;
+    const n = this.ids.length;
+    // a small sorted list beats a heap for the limits a search uses (10-100)
+    const bestRows: number[] = [];
+    const bestScores: number[] = [];
+    let floor = -Infinity;
+    for (let row = 0; row < n; row++) {
+      if (allowed && !allowed.has(this.documentIds[row])) continue;
+      let base = row * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let i = 0;
+      for (; i + 3 < d; i += 4, base += 4) {
+        s0 += m[base] * q[i];
+        s1 += m[base + 1] * q[i + 1];
+        s2 += m[base + 2] * q[i + 2];
+        s3 += m[base + 3] * q[i + 3];
+      }
+      for (; i < d; i++, base++) s0 += m[base] * q[i];
+      const score = s0 + s1 + s2 + s3;
+      if (bestRows.length === limit && score <= floor) continue;
+      let at = bestScores.length;
+      while (at > 0 && bestScores[at - 1] < score) at--;
+      bestScores.splice(at, 0, score);
+      bestRows.splice(at, 0, row);
+      if (bestRows.length > limit) {
+        bestRows.pop();
+        bestScores.pop();
+      }
+      if (bestRows.length === limit) floor = bestScores[limit - 1];
+    }
+    return bestRows.map((row, k) => ({ row, score: bestScores[k] }));
+  }
+}
+
+/**
+ * The embedded vector index: points in ki_content.vector_points (SQLite or MariaDB, through SqlExecutor), vectors
+ * as float32 BLOBs normalised at write time, exact cosine search in process over a packed matrix loaded once
+ * per collection and kept current on this process's writes. Writes by other processes bump the collection's
+ * revision; a search that sees a newer revision reloads.
+ */
+export class SqlVectorIndex implements VectorIndex {
+  readonly kind = 'embedded' as const;
+  readonly location: string;
+  private readonly memory = new Map<string, PackedCollection>();
+  private readonly loading = new Map<string, Promise<PackedCollection>>();
+
+  constructor(
+    private readonly db: SqlExecutor,
+    location?: string,
+  ) {
+    this.location = location ?? `${db.dialect}:ki_content`;
+  }
+
+  async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
+    const stamp = await readStamp(this.db, 'embedded', name);
+    if (stamp) return checkStamp(stamp, spec);
+    await writeStamp(this.db, 'embedded', name, this.location, spec);
+  }
+
+  async describeCollection(name: string): Promise<CollectionInfo> {
+    const stamp = await readStamp(this.db, 'embedded', name);
+    if (!stamp) return { name, exists: false, points: 0 };
+    return {
+      name,
+      exists: true,
+      model: stamp.model,
+      dimensions: stamp.dimensions,
+      distance: stamp.distance,
+      points: await this.count(name),
+    };
+  }
+
+  private async requireStamp(collection: string) {
+    const stamp = await readStamp(this.db, 'embedded', collection);
+    if (!stamp) {
+      throw new CpeError(
+        ErrorCodes.COLLECTION_MISMATCH,
+        `collection '${collection}' does not exist in the embedded index (collection_setup, embed or vector_store creates it)`,
+      );
+    }
+    return stamp;
+  }
+
+  /** Runs a write, bumps the revision in the same transaction, then applies it to the loaded matrix if any. */
+  private async write(
+    collection: string,
+    work: (tx: SqlExecutor) => Promise<void>,
+    apply: (packed: PackedCollection) => void,
+  ): Promise<void> {
+    const revision = await this.db.transaction(async (tx) => {
+      await work(tx);
+      await tx.run(
+        `UPDATE vector_collections SET revision = revision + 1 WHERE backend = 'embedded' AND name = ?`,
+        [collection],
+      );
+      const [row] = await tx.query<{ revision: number }>(
+        `SELECT revision FROM vector_collections WHERE backend = 'embedded' AND name = ?`,
+        [collection],
+      );
+      return Number(row?.revision ?? 0);
+    });
+    const packed = this.memory.get(collection);
+    if (!packed) return;
+    if (packed.revision === revision - 1) {
+      apply(packed);
+      packed.revision = revision;
+    } else {
+      this.memory.delete(collection); // someone else wrote in between: reload on the next search
+    }
+  }
+
+  async upsert(collection: string, points: readonly VectorPoint[]): Promise<void> {
+    if (points.length === 0) return;
+    const stamp = await this.requireStamp(collection);
+    const rows = points.map((p) => {
+      if (p.vector.length !== stamp.dimensions) {
+        throw new CpeError(
+          ErrorCodes.COLLECTION_MISMATCH,
+          `point ${p.id}: ${p.vector.length}-dimensional vector for collection '${collection}' of ${stamp.dimensions} dimensions`,
+        );
+      }
+      const documentId = Number(p.payload.document_id);
+      if (!Number.isInteger(documentId)) {
+        throw new CpeError(ErrorCodes.STEP_FAILED, `point ${p.id}: payload.document_id must be an integer`);
+      }
+      const chunkId = p.payload.chunk_id === undefined ? null : Number(p.payload.chunk_id);
+      return { id: p.id, documentId, chunkId, vector: normalizeVector(p.vector), payload: JSON.stringify(p.payload) };
+    });
+    await this.write(
+      collection,
+      async (tx) => {
+        for (let start = 0; start < rows.length; start += WRITE_BATCH) {
+          const slice = rows.slice(start, start + WRITE_BATCH);
+          const values = slice.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
+          const params = slice.flatMap((r) => [
+            collection,
+            r.id,
+            r.documentId,
+            r.chunkId,
+            vectorToBlob(r.vector),
+            r.payload,
+          ]);
+          const sql =
+            tx.dialect === 'mysql'
+              ? `INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ${values}
+                 ON DUPLICATE KEY UPDATE document_id = VALUES(document_id), chunk_id = VALUES(chunk_id),
+                 vector = VALUES(vector), payload = VALUES(payload)`
+              : `INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ${values}
+                 ON CONFLICT (collection, point_id) DO UPDATE SET document_id = excluded.document_id,
+                 chunk_id = excluded.chunk_id, vector = excluded.vector, payload = excluded.payload,
+                 updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')`;
+          await tx.run(sql, params);
+        }
+      },
+      (packed) => {
+        for (const r of rows) packed.set(r.id, r.documentId, r.vector);
+      },
+    );
+  }
+
+  async deleteByDocument(
+    collection: string,
+    documentId: number,
+    options: { keepIds?: readonly string[] } = {},
+  ): Promise<void> {
+    const keep = new Set(options.keepIds ?? []);
+    const existing = await this.db.query<{ point_id: string }>(
+      'SELECT point_id FROM vector_points WHERE collection = ? AND document_id = ?',
+      [collection, documentId],
+    );
+    const doomed = existing.map((r) => r.point_id).filter((id) => !keep.has(id));
+    await this.deletePoints(collection, doomed);
+  }
+
+  async deletePoints(collection: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const stamp = await readStamp(this.db, 'embedded', collection);
+    if (!stamp) return;
+    await this.write(
+      collection,
+      async (tx) => {
+        for (let start = 0; start < ids.length; start += IN_BATCH) {
+          const slice = ids.slice(start, start + IN_BATCH);
+          await tx.run(
+            `DELETE FROM vector_points WHERE collection = ? AND point_id IN (${slice.map(() => '?').join(',')})`,
+            [collection, ...slice],
+          );
+        }
+      },
+      (packed) => {
+        for (const id of ids) packed.remove(id);
+      },
+    );
+  }
+
+  /** The collection's matrix, loaded on first use and reloaded when another process has written since. */
+  private async packed(collection: string): Promise<PackedCollection | undefined> {
+    const stamp = await readStamp(this.db, 'embedded', collection);
+    if (!stamp) {
+      this.memory.delete(collection);
+      return undefined;
+    }
+    const current = this.memory.get(collection);
+    if (current && current.revision === stamp.revision && current.dimensions === stamp.dimensions) return current;
+    let pending = this.loading.get(collection);
+    if (!pending) {
+      pending = this.load(collection, stamp.dimensions).finally(() => this.loading.delete(collection));
+      this.loading.set(collection, pending);
+    }
+    return pending;
+  }
+
+  private async load(collection: string, dimensions: number): Promise<PackedCollection> {
+    // the revision is read first: a write landing during the load makes the next search reload again
+    const [row] = await this.db.query<{ revision: number }>(
+      `SELECT revision FROM vector_collections WHERE backend = 'embedded' AND name = ?`,
+      [collection],
+    );
+    const [{ n }] = await this.db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM vector_points WHERE collection = ?',
+      [collection],
+    );
+    const packed = new PackedCollection(dimensions, Number(row?.revision ?? 0), Number(n) + 16);
+    let after = '';
+    for (;;) {
+      const page = await this.db.query<{ point_id: string; document_id: number; vector: Uint8Array }>(
+        'SELECT point_id, document_id, vector FROM vector_points WHERE collection = ? AND point_id > ? ORDER BY point_id LIMIT ?',
+        [collection, after, LOAD_PAGE],
+      );
+      for (const p of page) {
+        if (p.vector.byteLength !== dimensions * 4) continue; // a wrong-size row is reported by verify, not searched
+        packed.set(p.point_id, Number(p.document_id), p.vector);
+      }
+      if (page.length < LOAD_PAGE) break;
+      after = page[page.length - 1].point_id;
+    }
+    this.memory.set(collection, packed);
+    return packed;
+  }
+
+  async search(
+    collection: string,
+    vector: Float32Array,
+    options: { limit: number; documentIds?: readonly number[] },
+  ): Promise<VectorSearchResult[]> {
+    const packed = await this.packed(collection);
+    if (!packed || packed.size === 0 || options.limit <= 0) return [];
+    if (vector.length !== packed.dimensions) {
+      throw new CpeError(
+        ErrorCodes.COLLECTION_MISMATCH,
+        `query vector has ${vector.length} dimensions, collection '${collection}' ${packed.dimensions}`,
+      );
+    }
+    const allowed = options.documentIds ? new Set(options.documentIds.map(Number)) : undefined;
+    const best = packed.top(normalizeVector(vector), options.limit, allowed);
+    if (best.length === 0) return [];
+    const ids = best.map((b) => packed.ids[b.row]);
+    const rows = await this.db.query<{ point_id: string; payload: string }>(
+      `SELECT point_id, payload FROM vector_points WHERE collection = ? AND point_id IN (${ids.map(() => '?').join(',')})`,
+      [collection, ...ids],
+    );
+    const payloads = new Map(rows.map((r) => [r.point_id, parseJsonColumn<Record<string, unknown>>(r.payload, {})]));
+    return best
+      .map((b, k) => ({ id: ids[k], score: b.score, payload: payloads.get(ids[k]) }))
+      .filter((r): r is VectorSearchResult => r.payload !== undefined);
+  }
+
+  async listPoints(collection: string): Promise<PointRef[]> {
+    const rows = await this.db.query<{ point_id: string; document_id: number }>(
+      'SELECT point_id, document_id FROM vector_points WHERE collection = ?',
+      [collection],
+    );
+    return rows.map((r) => ({ id: r.point_id, documentId: Number(r.document_id) }));
+  }
+
+  /** Points whose stored vector does not have the collection's size (only possible after manual edits). */
+  async wrongSizePoints(collection: string, dimensions: number): Promise<string[]> {
+    const length = this.db.dialect === 'mysql' ? 'LENGTH(vector)' : 'length(vector)';
+    const rows = await this.db.query<{ point_id: string }>(
+      `SELECT point_id FROM vector_points WHERE collection = ? AND ${length} <> ?`,
+      [collection, dimensions * 4],
+    );
+    return rows.map((r) => r.point_id);
+  }
+
+  async count(collection: string): Promise<number> {
+    const [row] = await this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM vector_points WHERE collection = ?', [
+      collection,
+    ]);
+    return Number(row?.n ?? 0);
+  }
+
+  async optimize(collection: string): Promise<string[]> {
+    if (this.db.dialect === 'mysql') {
+      await this.db.query('ANALYZE TABLE vector_points');
+      await this.db.query('ANALYZE TABLE embedding_cache');
+      return [`ANALYZE TABLE vector_points, embedding_cache (collection '${collection}')`];
+    }
+    await this.db.run('ANALYZE vector_points');
+    await this.db.run('ANALYZE embedding_cache');
+    await this.db.run('PRAGMA optimize');
+    return [`ANALYZE vector_points, embedding_cache; PRAGMA optimize (collection '${collection}')`];
+  }
+
+  async dropCollection(name: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM vector_points WHERE collection = ?', [name]);
+      await deleteStamp(tx, 'embedded', name);
+    });
+    this.memory.delete(name);
+  }
+
+  async close(): Promise<void> {
+    this.memory.clear();
+  }
+}

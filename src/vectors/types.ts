@@ -1,0 +1,67 @@
+/** What a collection holds: vectors of one size from one model, compared by one distance. */
+export interface CollectionSpec {
+  size: number;
+  distance: 'Cosine';
+  /** the embedding model (stamped on the collection; a different model is refused) */
+  model: string;
+}
+
+export interface VectorPoint {
+  id: string;
+  vector: Float32Array;
+  payload: Record<string, unknown>;
+}
+
+export interface VectorSearchResult {
+  id: string;
+  /** cosine similarity, higher is closer */
+  score: number;
+  payload: Record<string, unknown>;
+}
+
+export interface CollectionInfo {
+  name: string;
+  exists: boolean;
+  /** from the stamp in SQL (undefined when the collection was made by something else) */
+  model?: string;
+  /** from the index itself where it knows (Qdrant), else from the stamp */
+  dimensions?: number;
+  distance?: string;
+  points: number;
+}
+
+/** A stored point as listed for `cpe verify`. */
+export interface PointRef {
+  id: string;
+  documentId: number;
+}
+
+/**
+ * The similarity index: never the truth (that is SQL), always rebuildable from it. Two implementations:
+ * SqlVectorIndex (vectors in ki_content, exact search in process) and QdrantVectorIndex.
+ */
+export interface VectorIndex {
+  readonly kind: 'embedded' | 'qdrant';
+  /** where the points live, without secrets ('sqlite:/x/ki_content.sqlite', 'http://qdrant:6333') */
+  readonly location: string;
+  /** creates the collection or checks that it matches spec; a different model or size is a COLLECTION_MISMATCH */
+  ensureCollection(name: string, spec: CollectionSpec): Promise<void>;
+  describeCollection(name: string): Promise<CollectionInfo>;
+  /** inserts or replaces points by id (idempotent) */
+  upsert(collection: string, points: readonly VectorPoint[]): Promise<void>;
+  /** removes the document's points, except keepIds (the ones just stored) */
+  deleteByDocument(collection: string, documentId: number, options?: { keepIds?: readonly string[] }): Promise<void>;
+  deletePoints(collection: string, ids: readonly string[]): Promise<void>;
+  search(
+    collection: string,
+    vector: Float32Array,
+    options: { limit: number; documentIds?: readonly number[] },
+  ): Promise<VectorSearchResult[]>;
+  listPoints(collection: string): Promise<PointRef[]>;
+  count(collection: string): Promise<number>;
+  /** payload indexes (Qdrant), ANALYZE (embedded); returns what it did, one line each */
+  optimize(collection: string): Promise<string[]>;
+  /** removes the collection, its points and its stamp */
+  dropCollection(name: string): Promise<void>;
+  close(): Promise<void>;
+}

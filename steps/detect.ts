@@ -1,0 +1,60 @@
+import { enqueue } from '../src/engine/queue.js';
+import type { StepPlugin } from '../src/engine/plugin.js';
+import { scanSource } from '../src/engine/scan.js';
+
+interface DetectConfig {
+  extensions: string[];
+  follow_symlinks: boolean;
+  max_attempts: number;
+}
+
+/**
+ * Scans the source folder and fills the queue: new and changed files, and delete items for files gone from
+ * the folder. Unchanged files are not queued, so they cost no step work.
+ */
+const detect: StepPlugin<DetectConfig> = {
+  type: 'detect',
+  description: 'Scan the source folder (recursive, hidden files ignored), hash every file and queue new, changed and deleted ones',
+  scope: 'run',
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      extensions: {
+        type: 'array',
+        items: { type: 'string', pattern: '^\\.[a-z0-9]+$' },
+        minItems: 1,
+        default: ['.pdf', '.docx', '.pptx', '.md', '.txt'],
+      },
+      follow_symlinks: { type: 'boolean', default: true, description: 'links that stay inside the folder' },
+      max_attempts: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
+    },
+  },
+  async run(ctx) {
+    if (!ctx.run.sourceDir) return ctx.skip('no source folder given (--source, CPE_SOURCE or the config file)');
+    const scan = await scanSource(ctx.db, ctx.run.sourceDir, {
+      extensions: ctx.config.extensions,
+      followSymlinks: ctx.config.follow_symlinks,
+    });
+    const counts = { new: 0, update: 0, unchanged: 0, delete: 0 };
+    for (const entry of scan.entries) {
+      counts[entry.decision]++;
+      if (entry.decision === 'unchanged') continue;
+      await enqueue(ctx.db, {
+        path: entry.path,
+        hash: entry.hash,
+        action: entry.decision,
+        documentId: entry.decision === 'delete' ? entry.documentId : null,
+        fileSize: entry.size,
+        maxAttempts: ctx.config.max_attempts,
+      });
+    }
+    for (const problem of scan.unreadable) ctx.log.warn(`${problem.path}: ${problem.reason}`);
+    ctx.report({ itemsIn: scan.entries.length, itemsOut: counts.new + counts.update + counts.delete, ...counts, ignored: scan.ignored });
+    ctx.log.info(
+      `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored`,
+    );
+  },
+};
+
+export default detect;

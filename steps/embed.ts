@@ -1,0 +1,109 @@
+import { embedChunks } from '../src/embed/embed-chunks.js';
+import { DEFAULT_MAX_EMBED_CHARS } from '../src/embed/prepare.js';
+import type { StepContext, StepPlugin } from '../src/engine/plugin.js';
+import { removeDocumentPoints, storeDocumentPoints } from '../src/vectors/store-points.js';
+
+export interface EmbedConfig {
+  model?: string;
+  batch_size: number;
+  max_embed_chars: number;
+  collection: string;
+}
+
+/**
+ * Embeddings for the document's chunks that lack one for the configured model, through the embedding cache.
+ * When the pipeline has no vector_store step (Standard), it also stores the points, as the original embed.py did.
+ */
+const embed: StepPlugin<EmbedConfig> = {
+  type: 'embed',
+  description:
+    'Embeddings for chunks that lack one for the configured model: dot leaders collapsed, capped at ' +
+    'max_embed_chars, batched, cached by text hash; stores the points too when the pipeline has no vector_store step',
+  scope: 'document',
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      model: {
+        type: 'string',
+        minLength: 1,
+        description: "embedding model; default: the configured embedder's (Ollama model, or local-hash-v1)",
+      },
+      batch_size: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 100000,
+        default: 256,
+        description: 'chunks looked up in the cache, embedded and written per round',
+      },
+      max_embed_chars: {
+        type: 'integer',
+        minimum: 50,
+        maximum: 100000,
+        default: DEFAULT_MAX_EMBED_CHARS,
+        description: 'the text sent to the embedder is cut at this many characters',
+      },
+      collection: {
+        type: 'string',
+        pattern: '^[A-Za-z0-9_-]{1,100}$',
+        default: 'documents',
+        description: 'collection the points go to when the pipeline has no vector_store step',
+      },
+    },
+  },
+
+  async run(ctx: StepContext<EmbedConfig>) {
+    const storesPoints = !ctx.pipeline.hasStepType('vector_store');
+    if (ctx.document.action === 'delete') {
+      if (!storesPoints) return ctx.skip('document deleted: vector_store removes its points');
+      const removed = await removeDocumentPoints(ctx, ctx.document.sourcePath, ctx.config.collection);
+      ctx.report({ itemsIn: 0, itemsOut: 0, versionsRemoved: removed.length });
+      return;
+    }
+    const chunks = await ctx.db.query<{ id: number; content: string; status: string; embedding_model: string | null }>(
+      'SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? ORDER BY chunk_index',
+      [ctx.document.id],
+    );
+    const embedder = await ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined);
+    const result = await embedChunks(
+      ctx.db,
+      embedder,
+      chunks.map((c) => ({ ...c, id: Number(c.id) })),
+      {
+        maxEmbedChars: ctx.config.max_embed_chars,
+        batchSize: ctx.config.batch_size,
+        signal: ctx.signal,
+        log: ctx.log,
+      },
+    );
+    let stored = 0;
+    let versionsRemoved = 0;
+    if (storesPoints) {
+      const points = await storeDocumentPoints(ctx, ctx.document.id, {
+        collection: ctx.config.collection,
+        model: embedder.model,
+      });
+      stored = points.stored;
+      versionsRemoved = points.removedVersions.length;
+    }
+    ctx.report({
+      itemsIn: chunks.length,
+      itemsOut: result.total - result.failed.length,
+      embedded: result.embedded,
+      cached: result.cached,
+      upToDate: result.upToDate,
+      failed: result.failed.length,
+      ...(storesPoints ? { pointsStored: stored, versionsRemoved } : {}),
+    });
+    ctx.log.info(`embedded ${chunks.length} chunks with ${embedder.model}`, {
+      model: embedder.model,
+      embedded: result.embedded,
+      cached: result.cached,
+      upToDate: result.upToDate,
+      failed: result.failed.length,
+      pointsStored: storesPoints ? stored : undefined,
+    });
+  },
+};
+
+export default embed;

@@ -1,0 +1,115 @@
+import { expect } from 'chai';
+import { CpeError } from '../../../src/errors.js';
+import { chunkPointId } from '../../../src/vectors/point-id.js';
+import { SqlVectorIndex } from '../../../src/vectors/sql-vector-index.js';
+import { backends, openTestDatabases, type TestDatabases } from './helpers.js';
+
+const spec = { size: 4, distance: 'Cosine' as const, model: 'test-model' };
+const v = (...values: number[]) => Float32Array.from(values);
+const point = (documentId: number, chunkIndex: number, vector: Float32Array) => ({
+  id: chunkPointId(documentId, chunkIndex),
+  vector,
+  payload: { document_id: documentId, chunk_index: chunkIndex, content: `doc ${documentId} chunk ${chunkIndex}` },
+});
+
+for (const backend of backends()) {
+  describe(`SqlVectorIndex on ${backend}`, () => {
+    let t: TestDatabases;
+    let index: SqlVectorIndex;
+
+    beforeEach(async () => {
+      t = await openTestDatabases(backend);
+      index = new SqlVectorIndex(t.db, `${backend}:test`);
+      await index.ensureCollection('documents', spec);
+    });
+    afterEach(async () => {
+      await t.cleanup();
+    });
+
+    it('stamps the collection and refuses another model or size with a way forward', async () => {
+      await index.ensureCollection('documents', spec); // same spec: fine
+      const info = await index.describeCollection('documents');
+      expect(info).to.include({ exists: true, model: 'test-model', dimensions: 4, points: 0 });
+      let error: unknown;
+      try {
+        await index.ensureCollection('documents', { ...spec, model: 'other-model' });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(CpeError);
+      expect((error as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      expect((error as Error).message).to.include("was built with test-model (4 dimensions)");
+      expect((error as Error).message).to.include("set config.collection to 'documents_other_model'");
+      try {
+        await index.ensureCollection('documents', { ...spec, size: 8 });
+        expect.fail('a different size must be refused');
+      } catch (e) {
+        expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      }
+    });
+
+    it('stores float32 BLOBs, searches by cosine, and re-upserting keeps the same points', async () => {
+      const points = [point(1, 0, v(1, 0, 0, 0)), point(1, 1, v(0, 1, 0, 0)), point(2, 0, v(1, 1, 0, 0))];
+      await index.upsert('documents', points);
+      await index.upsert('documents', points);
+      expect(await index.count('documents')).to.equal(3);
+      const [blob] = await t.db.query<{ n: number }>(
+        `SELECT ${backend === 'mysql' ? 'LENGTH' : 'length'}(vector) AS n FROM vector_points LIMIT 1`,
+      );
+      expect(Number(blob.n)).to.equal(16);
+
+      const hits = await index.search('documents', v(2, 0, 0, 0), { limit: 2 });
+      expect(hits.map((h) => h.id)).to.deep.equal([chunkPointId(1, 0), chunkPointId(2, 0)]);
+      expect(hits[0].score).to.be.closeTo(1, 1e-6);
+      expect(hits[1].score).to.be.closeTo(Math.SQRT1_2, 1e-6);
+      expect(hits[0].payload).to.deep.include({ document_id: 1, chunk_index: 0 });
+
+      const filtered = await index.search('documents', v(1, 0, 0, 0), { limit: 5, documentIds: [2] });
+      expect(filtered.map((h) => h.id)).to.deep.equal([chunkPointId(2, 0)]);
+    });
+
+    it('keeps the in-memory matrix current on its own writes and reloads after writes by another process', async () => {
+      await index.upsert('documents', [point(1, 0, v(1, 0, 0, 0))]);
+      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(chunkPointId(1, 0));
+      // own write after the load
+      await index.upsert('documents', [point(3, 0, v(0, 0, 1, 0))]);
+      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(chunkPointId(3, 0));
+      // a second index object on the same database stands for another process
+      const other = new SqlVectorIndex(t.db);
+      await other.upsert('documents', [point(4, 0, v(0, 0, 0, 1))]);
+      await other.deletePoints('documents', [chunkPointId(3, 0)]);
+      const hits = await index.search('documents', v(0, 0, 1, 1), { limit: 5 });
+      expect(hits.map((h) => h.id)).to.have.members([chunkPointId(4, 0), chunkPointId(1, 0)]);
+      expect(hits[0].id).to.equal(chunkPointId(4, 0));
+    });
+
+    it('deletes a document except the points to keep, lists, optimises and drops', async () => {
+      await index.upsert('documents', [
+        point(1, 0, v(1, 0, 0, 0)),
+        point(1, 1, v(0, 1, 0, 0)),
+        point(1, 2, v(0, 0, 1, 0)),
+        point(2, 0, v(0, 0, 0, 1)),
+      ]);
+      await index.search('documents', v(1, 0, 0, 0), { limit: 1 }); // load into memory first
+      await index.deleteByDocument('documents', 1, { keepIds: [chunkPointId(1, 0)] });
+      const listed = await index.listPoints('documents');
+      expect(listed.map((p) => p.id).sort()).to.deep.equal([chunkPointId(1, 0), chunkPointId(2, 0)].sort());
+      const hits = await index.search('documents', v(0, 1, 1, 0), { limit: 10 });
+      expect(hits.map((h) => h.id)).to.have.members([chunkPointId(1, 0), chunkPointId(2, 0)]);
+      expect((await index.optimize('documents'))[0]).to.match(/ANALYZE/);
+      await index.dropCollection('documents');
+      expect(await index.describeCollection('documents')).to.include({ exists: false });
+      expect(await index.search('documents', v(1, 0, 0, 0), { limit: 1 })).to.deep.equal([]);
+    });
+
+    it('refuses vectors of the wrong size', async () => {
+      try {
+        await index.upsert('documents', [point(1, 0, v(1, 0, 0))]);
+        expect.fail('expected a refusal');
+      } catch (e) {
+        expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
+        expect((e as Error).message).to.include('3-dimensional vector');
+      }
+    });
+  });
+}

@@ -1,0 +1,187 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { Document, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
+import { unzipSync } from 'fflate';
+import { type CpeError, ErrorCodes } from '../../../src/errors.js';
+import { extractDocx } from '../../../src/extract/docx.js';
+import type { ExtractedDocument } from '../../../src/extract/types.js';
+import {
+  buildZip,
+  editPackage,
+  extractOptions,
+  makeDocx,
+  type RawEntry,
+  zerosDeflate,
+} from './office-fixtures.js';
+
+const blockTexts = (doc: ExtractedDocument, type: string) =>
+  doc.blocks.filter((b) => b.type === type).map((b) => doc.text.slice(b.start, b.end));
+
+/** Inserts body XML just before the section properties (the end of the body). */
+const insertIntoBody = (xml: string) => (old: string) => {
+  const at = old.lastIndexOf('<w:sectPr');
+  return old.slice(0, at) + xml + old.slice(at);
+};
+
+async function extractError(bytes: Uint8Array, code: string, options = extractOptions): Promise<CpeError> {
+  try {
+    await extractDocx(bytes, 'test.docx', options);
+  } catch (error) {
+    expect((error as CpeError).code, (error as Error).message).to.equal(code);
+    expect((error as Error).message).to.contain('test.docx');
+    return error as CpeError;
+  }
+  return expect.fail(`expected ${code}`);
+}
+
+describe('extract/docx', () => {
+  let docx: Uint8Array;
+  let doc: ExtractedDocument;
+  before(async () => {
+    docx = await makeDocx();
+    doc = await extractDocx(docx, 'handbuch.docx', extractOptions);
+  });
+
+  it('turns Title and heading styles into title/heading blocks with levels', () => {
+    const headings = doc.blocks
+      .filter((b) => b.type === 'heading')
+      .map((b) => [doc.text.slice(b.start, b.end), b.level]);
+    expect(blockTexts(doc, 'title')).to.deep.equal(['Handbuch für Prüfer']);
+    expect(headings).to.deep.equal([
+      ['Einführung', 1],
+      ['Grundlagen', 2],
+      ['Anhang', 1],
+    ]);
+  });
+
+  it('keeps German text, list levels and table rows', () => {
+    expect(doc.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    const items = doc.blocks
+      .filter((b) => b.type === 'list_item')
+      .map((b) => [doc.text.slice(b.start, b.end), b.level]);
+    expect(items).to.deep.equal([
+      ['Erster Punkt', 0],
+      ['Unterpunkt', 1],
+    ]);
+    expect(blockTexts(doc, 'table')).to.deep.equal(['Begriff | Bedeutung\nAudit | Prüfung']);
+  });
+
+  it('keeps a nested table inside its cell with its own separators', async () => {
+    const cell = (...content: (Paragraph | Table)[]) => new TableCell({ children: content });
+    const row = (...cells: TableCell[]) => new TableRow({ children: cells });
+    const inner = new Table({
+      rows: [
+        row(cell(new Paragraph('i1')), cell(new Paragraph('i2'))),
+        row(cell(new Paragraph('i3')), cell(new Paragraph('i4'))),
+      ],
+    });
+    const outer = new Table({
+      rows: [
+        row(cell(new Paragraph('Außen'), inner), cell(new Paragraph('B'))),
+        row(cell(new Paragraph('C')), cell(new Paragraph('D'))),
+      ],
+    });
+    const bytes = new Uint8Array(await Packer.toBuffer(new Document({ sections: [{ children: [outer] }] })));
+    const result = await extractDocx(bytes, 'nested.docx', extractOptions);
+    expect(blockTexts(result, 'table')).to.deep.equal(['Außen i1; i2 / i3; i4 | B\nC | D']);
+  });
+
+  it('keeps footnotes as footnote blocks labelled like their reference', () => {
+    expect(doc.text).to.contain('überschaubar.[1]');
+    expect(blockTexts(doc, 'footnote')).to.deep.equal(['[1] Quelle: ISO 9001, Abschnitt 4.1']);
+  });
+
+  it('puts headers, footers and core properties into metadata, not into the text', () => {
+    expect(doc.metadata.headers).to.deep.equal(['Kopfzeile Schulung']);
+    expect(doc.metadata.footers).to.deep.equal(['Fußzeile Seite']);
+    expect(doc.text).not.to.contain('Kopfzeile');
+    expect(doc.metadata.title).to.equal('Handbuch Qualitätssicherung');
+    expect(doc.metadata.author).to.equal('Jürgen Müller');
+  });
+
+  it('starts a new logical page at an explicit page break', () => {
+    expect(doc.pages.map((p) => p.number)).to.deep.equal([1, 2]);
+    const anhang = doc.blocks.find((b) => doc.text.slice(b.start, b.end) === 'Anhang');
+    expect(anhang?.page).to.equal(2);
+    expect(doc.pages[0]!.metadata.tables).to.equal(1);
+  });
+
+  it('block offsets cut the text exactly', () => {
+    for (const block of doc.blocks) expect(doc.text.slice(block.start, block.end).trim()).to.not.equal('');
+    expect(doc.text.startsWith('Handbuch für Prüfer\n\nEinführung')).to.equal(true);
+  });
+
+  it('drops deleted text and keeps inserted text of tracked changes', async () => {
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        '<w:p><w:r><w:t xml:space="preserve">Stand: </w:t></w:r>' +
+          '<w:del w:id="901" w:author="A" w:date="2024-01-01T00:00:00Z"><w:r><w:delText>VERALTET</w:delText></w:r></w:del>' +
+          '<w:ins w:id="902" w:author="A" w:date="2024-01-01T00:00:00Z"><w:r><w:t>AKTUELL</w:t></w:r></w:ins></w:p>',
+      ),
+    });
+    const result = await extractDocx(edited, 'tracked.docx', extractOptions);
+    expect(result.text).to.contain('Stand: AKTUELL');
+    expect(result.text).not.to.contain('VERALTET');
+  });
+
+  it('keeps the text of a text box', async () => {
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        '<w:p><w:r><w:pict><v:shape><v:textbox><w:txbxContent><w:p><w:r><w:t>Text im Textfeld</w:t></w:r></w:p></w:txbxContent></v:textbox></v:shape></w:pict></w:r></w:p>',
+      ),
+    });
+    expect((await extractDocx(edited, 'box.docx', extractOptions)).text).to.contain('Text im Textfeld');
+  });
+
+  it('never resolves an external entity in document.xml', async () => {
+    const target = existsSync('/etc/hostname') ? '/etc/hostname' : '/etc/passwd';
+    const secret = readFileSync(target, 'utf8').trim().split('\n')[0]!;
+    const edited = editPackage(docx, {
+      'word/document.xml': (old) =>
+        insertIntoBody('<w:p><w:r><w:t>Geheim: [&xxe;]</w:t></w:r></w:p>')(old).replace(
+          '<w:document',
+          `<!DOCTYPE w:document [<!ENTITY xxe SYSTEM "file://${target}">]><w:document`,
+        ),
+    });
+    const result = await extractDocx(edited, 'xxe.docx', extractOptions);
+    expect(result.text).to.contain('Geheim: []');
+    expect(result.text).not.to.contain(secret);
+  });
+
+  it('counts embedded objects without opening them', async () => {
+    const edited = editPackage(docx, { 'word/embeddings/oleObject1.bin': 'PK not really a nested document' });
+    const result = await extractDocx(edited, 'embedded.docx', extractOptions);
+    expect(result.metadata.embeddedObjects).to.equal(1);
+    expect(result.warnings.join(' ')).to.contain('embedded object');
+    expect(result.text).to.contain('Einführung');
+  });
+
+  it('stops a document.xml that inflates beyond its declared size', async () => {
+    const files = unzipSync(docx);
+    const entries: RawEntry[] = Object.entries(files).map(([name, data]) =>
+      name === 'word/document.xml'
+        ? { name, data: zerosDeflate(100), method: 8, declaredSize: data.length }
+        : { name, data, method: 0, declaredSize: data.length },
+    );
+    await extractError(buildZip(entries), ErrorCodes.ARCHIVE_BOMB);
+  });
+
+  it('refuses more pages than allowed', async () => {
+    await extractError(docx, ErrorCodes.TOO_MANY_PAGES, { ...extractOptions, maxPages: 1 });
+  });
+
+  it('reports a broken document.xml as CORRUPT_FILE', async () => {
+    const edited = editPackage(docx, { 'word/document.xml': '<w:document xmlns:w="x"><w:body><w:p>' });
+    await extractError(edited, ErrorCodes.CORRUPT_FILE);
+  });
+
+  it('gives an empty success for a document without text', async () => {
+    const edited = editPackage(docx, {
+      'word/document.xml': (old) => old.replace(/<w:body>[\s\S]*<w:sectPr/, '<w:body><w:sectPr'),
+    });
+    const result = await extractDocx(edited, 'leer.docx', extractOptions);
+    expect(result.text).to.equal('');
+    expect(result.blocks).to.have.length(0);
+    expect(result.pages).to.have.length(1);
+  });
+});

@@ -1,0 +1,171 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { strFromU8, unzipSync } from 'fflate';
+import { type CpeError, ErrorCodes } from '../../../src/errors.js';
+import { extractPptx } from '../../../src/extract/pptx.js';
+import type { ExtractedDocument } from '../../../src/extract/types.js';
+import { editPackage, extractOptions, makePptx } from './office-fixtures.js';
+
+const blocksOf = (doc: ExtractedDocument) =>
+  doc.blocks.map((b) => ({
+    type: b.type,
+    text: doc.text.slice(b.start, b.end),
+    page: b.page,
+    level: b.level,
+  }));
+
+const NS =
+  'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"';
+const textShape = (text: string, ph = '') =>
+  `<p:sp><p:nvSpPr><p:cNvPr id="9" name="t"/><p:cNvSpPr/><p:nvPr>${ph}</p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:r><a:t>${text}</a:t></a:r></a:p></p:txBody></p:sp>`;
+const group = (inner: string) =>
+  `<p:grpSp><p:nvGrpSpPr><p:cNvPr id="8" name="g"/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${inner}</p:grpSp>`;
+const slideXml = (shapes: string, prolog = '') =>
+  `<?xml version="1.0" encoding="UTF-8"?>${prolog}<p:sld ${NS}><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld></p:sld>`;
+
+async function extractError(bytes: Uint8Array, code: string, options = extractOptions): Promise<CpeError> {
+  try {
+    await extractPptx(bytes, 'deck.pptx', options);
+  } catch (error) {
+    expect((error as CpeError).code, (error as Error).message).to.equal(code);
+    expect((error as Error).message).to.contain('deck.pptx');
+    return error as CpeError;
+  }
+  return expect.fail(`expected ${code}`);
+}
+
+describe('extract/pptx', () => {
+  let pptx: Uint8Array;
+  let doc: ExtractedDocument;
+  before(async () => {
+    pptx = await makePptx(3);
+    doc = await extractPptx(pptx, 'schulung.pptx', extractOptions);
+  });
+
+  it('makes one page per slide with the slide title as the first, level-1 heading', () => {
+    expect(doc.pages.map((p) => p.number)).to.deep.equal([1, 2, 3]);
+    expect(doc.pages.map((p) => p.metadata.slideTitle)).to.deep.equal([
+      'Einführung in die Qualitätssicherung',
+      'Begriffe',
+      'Folie 3',
+    ]);
+    const first = blocksOf(doc).filter((b) => b.page === 1);
+    // the title shape comes after a free text box in the slide XML, yet leads the page
+    expect(first[0]).to.deep.equal({
+      type: 'heading',
+      text: 'Einführung in die Qualitätssicherung',
+      page: 1,
+      level: 1,
+    });
+    expect(first.map((b) => b.text)).to.include('Freier Text vor dem Titel');
+  });
+
+  it('keeps bullets with their indent level, tables and speaker notes', () => {
+    const blocks = blocksOf(doc);
+    expect(blocks.filter((b) => b.type === 'list_item').map((b) => [b.text, b.level])).to.deep.equal([
+      ['Erster Punkt', 0],
+      ['Unterpunkt', 1],
+    ]);
+    expect(blocks.filter((b) => b.type === 'table')).to.deep.equal([
+      { type: 'table', text: 'Begriff | Bedeutung\nAudit | Prüfung', page: 2, level: undefined },
+    ]);
+    expect(blocks.filter((b) => b.type === 'notes')).to.deep.equal([
+      { type: 'notes', text: 'Sprechernotiz: Zeit für Fragen einplanen', page: 1, level: undefined },
+    ]);
+    expect(doc.pages.map((p) => [p.metadata.hasNotes, p.metadata.tables])).to.deep.equal([
+      [true, 0],
+      [false, 1],
+      [false, 0],
+    ]);
+  });
+
+  it('takes the document title from the first slide when core.xml has none worth keeping', async () => {
+    const edited = editPackage(pptx, {
+      'docProps/core.xml': (old) =>
+        old.replace(/<dc:title>[^<]*<\/dc:title>/, '<dc:title>PowerPoint Presentation</dc:title>'),
+    });
+    const result = await extractPptx(edited, 'deck.pptx', extractOptions);
+    expect(result.metadata.title).to.equal('Einführung in die Qualitätssicherung');
+    expect(result.metadata.slideCount).to.equal(3);
+  });
+
+  it('follows the slide order of presentation.xml, not the file names', async () => {
+    const files = unzipSync(pptx);
+    const presentation = strFromU8(files['ppt/presentation.xml']!);
+    const ids = presentation.match(/<p:sldId [^>]*\/>/g)!;
+    expect(ids).to.have.length(3);
+    const reversed = presentation.replace(ids.join(''), [...ids].reverse().join(''));
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/presentation.xml': reversed }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(result.pages.map((p) => p.metadata.slideTitle)).to.deep.equal([
+      'Folie 3',
+      'Begriffe',
+      'Einführung in die Qualitätssicherung',
+    ]);
+  });
+
+  it('reads text inside nested group shapes and leaves out slide numbers', async () => {
+    const shapes =
+      textShape('Oben') +
+      group(textShape('In Gruppe') + group(textShape('Tief verschachtelt'))) +
+      textShape('7', '<p:ph type="sldNum"/>');
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    const third = blocksOf(result).filter((b) => b.page === 3);
+    expect(third.map((b) => b.text)).to.deep.equal(['Oben', 'In Gruppe', 'Tief verschachtelt']);
+    expect(result.pages[2]!.metadata.slideTitle).to.equal(null);
+  });
+
+  it('keeps a footer once as text and always as page metadata', async () => {
+    const footer = textShape('© Akademie 2024', '<p:ph type="ftr"/>');
+    const edited = editPackage(pptx, {
+      'ppt/slides/slide2.xml': slideXml(textShape('Zwei') + footer),
+      'ppt/slides/slide3.xml': slideXml(textShape('Drei') + footer),
+    });
+    const result = await extractPptx(edited, 'deck.pptx', extractOptions);
+    expect(result.text.split('© Akademie 2024')).to.have.length(2);
+    expect(result.pages[2]!.metadata.footer).to.deep.equal(['© Akademie 2024']);
+  });
+
+  it('gives an empty success for a deck with zero slides', async () => {
+    const edited = editPackage(pptx, {
+      'ppt/presentation.xml': (old) => old.replace(/<p:sldIdLst>[\s\S]*<\/p:sldIdLst>/, ''),
+    });
+    const result = await extractPptx(edited, 'leer.pptx', extractOptions);
+    expect(result.text).to.equal('');
+    expect(result.pages).to.deep.equal([]);
+    expect(result.metadata.slideCount).to.equal(0);
+  });
+
+  it('skips a malformed slide with a warning and keeps the others', async () => {
+    const edited = editPackage(pptx, { 'ppt/slides/slide2.xml': '<p:sld><p:cSld x="1></p:sld>' });
+    const result = await extractPptx(edited, 'deck.pptx', extractOptions);
+    expect(result.pages).to.have.length(3);
+    expect(result.text).to.contain('Einführung in die Qualitätssicherung').and.contain('Folie 3');
+    expect(result.warnings.join('\n')).to.contain('slide 2 skipped');
+  });
+
+  it('never resolves an external entity in slide XML', async () => {
+    const target = existsSync('/etc/hostname') ? '/etc/hostname' : '/etc/passwd';
+    const secret = readFileSync(target, 'utf8').trim().split('\n')[0]!;
+    const prolog = `<!DOCTYPE p:sld [<!ENTITY xxe SYSTEM "file://${target}">]>`;
+    const edited = editPackage(pptx, {
+      'ppt/slides/slide3.xml': slideXml(textShape('Wert: [&xxe;]'), prolog),
+    });
+    const result = await extractPptx(edited, 'deck.pptx', extractOptions);
+    expect(result.text).to.contain('Wert: []');
+    expect(result.text).not.to.contain(secret);
+  });
+
+  it('refuses more slides than allowed and non-PowerPoint content', async () => {
+    await extractError(pptx, ErrorCodes.TOO_MANY_PAGES, { ...extractOptions, maxPages: 2 });
+    await extractError(new TextEncoder().encode('%PDF-1.4\n'), ErrorCodes.FORMAT_MISMATCH);
+    await extractError(pptx.subarray(0, 1000), ErrorCodes.CORRUPT_FILE);
+  });
+});

@@ -1,0 +1,237 @@
+import { expect } from 'chai';
+import { CpeError, ErrorCodes } from '../../../src/errors.js';
+import { AnthropicBackend } from '../../../src/llm/anthropic.js';
+import { RateLimiter } from '../../../src/llm/limiter.js';
+import { OllamaChatBackend } from '../../../src/llm/ollama-chat.js';
+import { StructuredLlmClient } from '../../../src/llm/structured.js';
+import type { ChatBackend } from '../../../src/llm/types.js';
+import { type AnthropicTestServer, startAnthropicServer } from '../../servers/anthropic-server.js';
+import { type OllamaChatTestServer, startOllamaChatServer } from '../../servers/ollama-chat.js';
+
+const ENTITY_SCHEMA = {
+  type: 'object',
+  properties: {
+    entities: {
+      type: 'array',
+      maxItems: 10,
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          type: { type: 'string', enum: ['PERSON', 'CONCEPT'] },
+          description: { type: 'string' },
+        },
+        required: ['name', 'type', 'description'],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ['entities'],
+  additionalProperties: false,
+};
+
+const prompt = (text: string) => `Finde Entitäten.\n\n<text>\n${text}\n</text>`;
+
+interface Entities {
+  entities: Array<{ name: string; type: string; description: string }>;
+}
+
+/** A client whose backoff sleeps are recorded instead of waited (no timing in tests). */
+function clientOver(backend: ChatBackend, maxRetries = 3) {
+  const delays: number[] = [];
+  let clock = 1_000_000;
+  const limiter = new RateLimiter(
+    { maxRetries },
+    {
+      now: () => clock,
+      sleep: async (ms) => {
+        delays.push(ms);
+        clock += ms;
+      },
+    },
+  );
+  return { client: new StructuredLlmClient(backend, limiter, undefined), delays };
+}
+
+describe('LLM providers over HTTP (test servers)', () => {
+  describe('Anthropic Messages API', () => {
+    let server: AnthropicTestServer;
+    beforeEach(async () => {
+      server = await startAnthropicServer();
+    });
+    afterEach(() => server.close());
+
+    const backend = (timeoutMs?: number) =>
+      new AnthropicBackend({ apiKey: 'test-key', baseUrl: server.url, model: 'claude-test', timeoutMs });
+
+    it('asks for structured output with the JSON schema and returns the validated answer with usage', async () => {
+      const { client } = clientOver(backend());
+      const result = await client.generate<Entities>({
+        system: 'System',
+        prompt: prompt('Die Ausbilderin prüft den Ausbildungsplan.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'entities',
+        maxTokens: 500,
+      });
+      expect(result.value.entities.map((e) => e.name)).to.deep.equal(['Ausbilderin', 'Ausbildungsplan']);
+      expect(result).to.include({ cached: false, repaired: false, provider: 'anthropic', model: 'claude-test' });
+      expect(result.tokensIn).to.equal(server.counters.tokensIn);
+      expect(result.tokensOut).to.equal(server.counters.tokensOut);
+      const sent = server.bodies[0];
+      expect(sent.output_config.format.type).to.equal('json_schema');
+      expect(sent.output_config.format.schema.properties.entities.type).to.equal('array');
+      expect(sent).to.include({ model: 'claude-test', max_tokens: 500, system: 'System' });
+    });
+
+    it('waits out a 429 for the Retry-After the server gave, then succeeds', async () => {
+      server.faults.failNext(1, 429, 7);
+      const { client, delays } = clientOver(backend());
+      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      expect(result.value.entities[0]!.name).to.equal('Kammer');
+      expect(delays).to.deep.equal([7000]);
+      expect(server.counters).to.include({ faults: 1, answered: 1 });
+    });
+
+    it('retries 529 overloaded and 500 with backoff', async () => {
+      server.faults.failNext(1, 529);
+      server.faults.failNext(1, 500);
+      const { client, delays } = clientOver(backend());
+      await client.generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      expect(delays).to.have.length(2);
+      expect(server.counters).to.include({ faults: 2, answered: 1 });
+    });
+
+    it('gives up after maxRetries with a retryable provider error', async () => {
+      server.faults.failNext(5, 529);
+      const { client, delays } = clientOver(backend(), 2);
+      const error = await client
+        .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' })
+        .catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(CpeError);
+      expect((error as CpeError).retryable).to.equal(true);
+      expect((error as CpeError).message).to.contain('529');
+      expect(delays).to.have.length(2);
+      expect(server.counters.requests).to.equal(3);
+    });
+
+    it('does not retry a 400 (permanent)', async () => {
+      server.faults.failNext(1, 400);
+      const { client, delays } = clientOver(backend());
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.retryable).to.equal(false);
+      expect(delays).to.deep.equal([]);
+      expect(server.counters.requests).to.equal(1);
+    });
+
+    it('retries a request that timed out', async () => {
+      server.faults.stallNext(1, 3000);
+      const { client, delays } = clientOver(backend(300));
+      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      expect(result.value.entities).to.have.length(1);
+      expect(delays).to.have.length(1);
+      expect(server.counters.answered).to.equal(1);
+    });
+
+    it('repairs an invalid answer once, showing the model the validation errors', async () => {
+      server.faults.invalidRate = 1;
+      const { client } = clientOver(backend());
+      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      expect(result.repaired).to.equal(true);
+      expect(result.value.entities[0]!.name).to.equal('Kammer');
+      expect(server.counters).to.include({ answered: 2, repairs: 1, invalidAnswers: 1 });
+      const repair = server.bodies[1];
+      expect(repair.messages.map((m: any) => m.role)).to.deep.equal(['user', 'assistant', 'user']);
+      expect(JSON.stringify(repair.messages[2])).to.contain('JSON-Schema');
+      expect(result.tokensIn).to.equal(server.counters.tokensIn);
+    });
+
+    it('fails with INVALID_ANSWER and the raw answer when the repair is invalid too', async () => {
+      server.faults.alwaysInvalid = true;
+      const { client } = clientOver(backend());
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'entities' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.code).to.equal(ErrorCodes.INVALID_ANSWER);
+      expect(error.retryable).to.equal(false);
+      expect(error.details.raw).to.be.a('string').and.not.equal('');
+      expect(server.counters.answered).to.equal(2);
+    });
+
+    it('sends images as base64 image blocks', async () => {
+      const { client } = clientOver(backend());
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
+      await client.generate({ prompt: prompt('Die Grafik.'), schema: ENTITY_SCHEMA, schemaName: 'e', images: [png] });
+      const block = server.bodies[0].messages[0].content[0];
+      expect(block.type).to.equal('image');
+      expect(block.source).to.deep.equal({ type: 'base64', media_type: 'image/png', data: Buffer.from(png).toString('base64') });
+    });
+  });
+
+  describe('Ollama chat API', () => {
+    let server: OllamaChatTestServer;
+    beforeEach(async () => {
+      server = await startOllamaChatServer(['llama-test']);
+    });
+    afterEach(() => server.close());
+
+    const backend = (model = 'llama-test') => new OllamaChatBackend({ hosts: [server.url], model });
+
+    it('sends format=<schema>, stream:false and returns the validated answer with token counts', async () => {
+      const { client } = clientOver(backend());
+      const result = await client.generate<Entities>({
+        system: 'System',
+        prompt: prompt('Der Betriebsrat berät die Kündigung.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'entities',
+      });
+      expect(result.value.entities.map((e) => e.name)).to.deep.equal(['Betriebsrat', 'Kündigung']);
+      expect(result.provider).to.equal('ollama');
+      const sent = server.state.bodies[0];
+      expect(sent.stream).to.equal(false);
+      expect(sent.format).to.deep.equal(ENTITY_SCHEMA);
+      expect(sent.messages[0]).to.deep.equal({ role: 'system', content: 'System' });
+      expect(result.tokensIn).to.equal(server.state.counters.tokensIn);
+    });
+
+    it('honours Retry-After on 429 and retries 503', async () => {
+      server.state.faults.failNext(1, 429, 2);
+      server.state.faults.failNext(1, 503);
+      const { client, delays } = clientOver(backend());
+      await client.generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      expect(delays[0]).to.equal(2000);
+      expect(delays).to.have.length(2);
+      expect(server.state.counters.answered).to.equal(1);
+    });
+
+    it('reports a missing model as a permanent error naming the model', async () => {
+      const { client, delays } = clientOver(backend('nope:1b'));
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.retryable).to.equal(false);
+      expect(error.message).to.contain('nope:1b');
+      expect(delays).to.deep.equal([]);
+    });
+
+    it('retries a refused connection (server down) and fails retryable at the end', async () => {
+      const url = server.url;
+      await server.close();
+      const { client, delays } = clientOver(new OllamaChatBackend({ hosts: [url], model: 'llama-test' }), 1);
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.retryable).to.equal(true);
+      expect(delays).to.have.length(1);
+      server = await startOllamaChatServer();
+    });
+
+    it('sends images base64-encoded in the message', async () => {
+      const { client } = clientOver(backend());
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 9]);
+      await client.generate({ prompt: prompt('Die Grafik.'), schema: ENTITY_SCHEMA, schemaName: 'e', images: [png] });
+      expect(server.state.bodies[0].messages[0].images).to.deep.equal([Buffer.from(png).toString('base64')]);
+    });
+  });
+});
