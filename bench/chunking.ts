@@ -22,7 +22,10 @@ const MIN_BYTES = 5 * 1024 * 1024;
 type MarkdownExtractor = (bytes: Uint8Array, file: string, options: unknown) => Promise<ExtractedDocument>;
 
 /** The project's Markdown extractor when it exists, else the small reader of the text-library tests. */
-async function markdownExtractor(): Promise<{ name: string; extract: (text: string, file: string) => Promise<ExtractedDocument> }> {
+async function markdownExtractor(): Promise<{
+  name: string;
+  extract: (text: string, file: string) => Promise<ExtractedDocument>;
+}> {
   const modulePath = path.join(projectRoot, 'src/extract/markdown.ts');
   if (existsSync(modulePath)) {
     const mod = (await import(pathToFileURL(modulePath).href)) as { extractMarkdown?: MarkdownExtractor };
@@ -42,9 +45,21 @@ async function markdownExtractor(): Promise<{ name: string; extract: (text: stri
 
 /** German filler in the style of a training handbook, used only when the corpus folder is absent. */
 function generatedCorpus(bytes: number): string[] {
-  const subjects = ['Die Auszubildende', 'Der Betrieb', 'Die Ausbilderin', 'Das Team', 'Die Prüfungskommission'];
+  const subjects = [
+    'Die Auszubildende',
+    'Der Betrieb',
+    'Die Ausbilderin',
+    'Das Team',
+    'Die Prüfungskommission',
+  ];
   const verbs = ['dokumentiert', 'bespricht', 'plant', 'bewertet', 'überprüft'];
-  const objects = ['den Ausbildungsnachweis', 'die Lernziele', 'den Arbeitsschutz', 'die Auftragsklärung', 'das Qualitätsmanagement'];
+  const objects = [
+    'den Ausbildungsnachweis',
+    'die Lernziele',
+    'den Arbeitsschutz',
+    'die Auftragsklärung',
+    'das Qualitätsmanagement',
+  ];
   const tails = [
     'gemäß § 14 Abs. 2 BBiG.',
     'z. B. am 1. Oktober 2024 im 2. Ausbildungsjahr.',
@@ -65,7 +80,9 @@ function generatedCorpus(bytes: number): string[] {
           const sentences: string[] = [];
           for (let q = 0; q < 5; q++) {
             const i = n + k * 7 + s * 3 + p * 5 + q;
-            sentences.push(`${subjects[i % 5]} ${verbs[(i >> 1) % 5]} ${objects[(i >> 2) % 5]} ${tails[(i * 3) % 5]}`);
+            sentences.push(
+              `${subjects[i % 5]} ${verbs[(i >> 1) % 5]} ${objects[(i >> 2) % 5]} ${tails[(i * 3) % 5]}`,
+            );
           }
           parts.push(sentences.join(' '));
         }
@@ -166,7 +183,9 @@ export async function benchChunking(
   for (const d of unique) {
     const sections = buildSections(d);
     const chunks = chunkDocument(d, { config, sections });
-    cpeParts.push(chunkQuality(d.text, chunks, { maxChars: config.maxChars, tinyChars, blocks: d.blocks, sections }));
+    cpeParts.push(
+      chunkQuality(d.text, chunks, { maxChars: config.maxChars, tinyChars, blocks: d.blocks, sections }),
+    );
     const contents = await splitter.splitText(d.text);
     const located = locateChunks(d.text, contents);
     const found = located.filter((x): x is { start: number; end: number } => x !== null);
@@ -190,7 +209,11 @@ export async function benchChunking(
       cpe: pct(cq.endsAtSentenceOrParagraph),
       langchain: pct(pq.endsAtSentenceOrParagraph),
     },
-    { metric: 'ends with a heading whose body follows (<= 1%)', cpe: pct(cq.headingAtEnd), langchain: pct(pq.headingAtEnd) },
+    {
+      metric: 'ends with a heading whose body follows (<= 1%)',
+      cpe: pct(cq.headingAtEnd),
+      langchain: pct(pq.headingAtEnd),
+    },
     { metric: `tiny chunks < ${tinyChars} chars (<= 5%)`, cpe: pct(cq.tiny), langchain: pct(pq.tiny) },
     { metric: 'over 1.1 x cap (2200 chars) (0)', cpe: cq.overCap, langchain: pq.overCap },
     {

@@ -80,8 +80,17 @@ export class ProviderError extends CpeError {
   }
 }
 
-export const isRetryable = (error: unknown): boolean =>
-  error instanceof CpeError ? error.retryable : isTransientNodeError(error);
+/**
+ * A cpe error by shape, not only by class: a custom plugin may bring its own copy of cpe (another module
+ * instance), and its errors must still be classified right.
+ */
+export function isCpeError(error: unknown): error is CpeError {
+  if (error instanceof CpeError) return true;
+  const e = error as { code?: unknown; retryable?: unknown } | null;
+  return error instanceof Error && typeof e?.code === 'string' && e.code in ErrorCodes && typeof e.retryable === 'boolean';
+}
+
+export const isRetryable = (error: unknown): boolean => (isCpeError(error) ? error.retryable : isTransientNodeError(error));
 
 /** Node socket errors that mean "try again later". */
 export function isTransientNodeError(error: unknown): boolean {
@@ -110,7 +119,8 @@ export function describeError(error: unknown, maxLength = 4000): string {
  * the source path, so messages must name that.
  */
 export function renameFileError(error: unknown, shownAs: string): unknown {
-  if (!(error instanceof FileError) || error.file === shownAs) return error;
-  const reason = error.message.startsWith(`${error.file}: `) ? error.message.slice(error.file.length + 2) : error.message;
+  if (!isCpeError(error) || typeof (error as FileError).file !== 'string' || (error as FileError).file === shownAs) return error;
+  const file = (error as FileError).file;
+  const reason = error.message.startsWith(`${file}: `) ? error.message.slice(file.length + 2) : error.message;
   return new FileError(error.code, shownAs, reason, { cause: error.cause, retryable: error.retryable, details: error.details });
 }

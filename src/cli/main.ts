@@ -3,6 +3,9 @@ import { hideBin } from 'yargs/helpers';
 import { configModule } from './commands/config.js';
 import { dbModule } from './commands/db.js';
 import { fileModule } from './commands/file.js';
+import { graphModule } from './commands/graph.js';
+import { reprocessModule } from './commands/reprocess.js';
+import { askModule, contextModule, searchModule, verifyModule } from './commands/retrieval.js';
 import { pipelinesModule } from './commands/pipelines.js';
 import { retryModule } from './commands/retry.js';
 import { allModule, processModule, runModule, scanModule } from './commands/run.js';
@@ -29,6 +32,12 @@ export async function main(argv: string[] = hideBin(process.argv)): Promise<void
       .command(retryModule)
       .command(workerModule)
       .command(watchModule)
+      .command(reprocessModule)
+      .command(searchModule)
+      .command(contextModule)
+      .command(askModule)
+      .command(verifyModule)
+      .command(graphModule)
       .command(statusModule)
       .command(runsModule)
       .command(logsModule)

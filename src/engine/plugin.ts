@@ -82,7 +82,7 @@ export interface Providers {
   /** an LLM for structured answers, or undefined with the reason when none is configured */
   llm(options?: { provider?: string; model?: string }): Promise<import('../llm/types.js').LlmResolution>;
   /** a vision model, or undefined with the reason */
-  vision(options?: { model?: string }): Promise<import('../llm/types.js').VisionResolution>;
+  vision(options?: { provider?: string; model?: string }): Promise<import('../llm/types.js').VisionResolution>;
 }
 
 export interface StepServices {
@@ -95,7 +95,8 @@ export interface StepServices {
 
 export interface RunStepContext<C = any> extends StepServices {
   config: C;
-  step: { id: number; name: string; type: string };
+  /** lineageHash: this step's config and upstream lineage, as stored in checkpoints and chunk lineage */
+  step: { id: number; name: string; type: string; lineageHash: string };
   pipeline: PipelineInfo;
   run: RunInfo;
   log: Logger;

@@ -17,7 +17,11 @@ export async function retractDocument(db: SqlExecutor, providers: Providers, doc
     const vectors = await providers.vectors();
     for (const collection of CHUNK_COLLECTIONS) await vectors.deleteByDocument(collection, documentId);
   }
-  await retractDocumentKnowledge(db, documentId);
+  const knowledge = await retractDocumentKnowledge(db, documentId);
+  if (knowledge.deletedEntityPointIds.length > 0) {
+    const vectors = await providers.vectors();
+    await vectors.deletePoints('entities', knowledge.deletedEntityPointIds);
+  }
   await db.transaction(async (tx) => {
     for (const table of ['chunks', 'document_pages', 'document_sections', 'document_segments', 'document_extracts', 'step_checkpoints']) {
       await tx.run(`DELETE FROM ${table} WHERE document_id = ?`, [documentId]);

@@ -110,7 +110,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
 
   const baseContext = (step: PlannedStep, documentId: number | null, counts: StepCounts, signal: AbortSignal): RunStepContext => ({
     config: step.config,
-    step: { id: step.id, name: step.name, type: step.type },
+    step: { id: step.id, name: step.name, type: step.type, lineageHash: step.lineageHash },
     pipeline: pipelineInfo,
     run: runInfo,
     db,
@@ -314,16 +314,14 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       tryStart();
     });
 
-    if (itemSignal.aborted && !firstFailure) {
+    if (itemSignal.aborted) {
+      // cancelled run or lost lease: whatever failed failed because of the abort. Give the item back untouched
+      // (a lost lease means another worker owns it now; releaseQueueItem only touches items we still hold).
       await releaseQueueItem(db, item.id, worker);
       return 'released';
     }
-    if (firstFailure || itemSignal.aborted) {
-      const error = firstFailure ?? new StepError('(engine)', ref.id, item.attempts, new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
-      if (runController.signal.aborted && error.causeCode === ErrorCodes.CANCELLED) {
-        await releaseQueueItem(db, item.id, worker);
-        return 'released';
-      }
+    if (firstFailure) {
+      const error = firstFailure;
       const now = Date.now();
       for (const step of documentSteps) {
         if (state.has(step.name)) continue;

@@ -1,4 +1,4 @@
-import { CpeError, type CpeErrorOptions, ErrorCodes, isRetryable } from '../errors.js';
+import { CpeError, type CpeErrorOptions, ErrorCodes, isCpeError, isRetryable } from '../errors.js';
 
 /** A plugin's error, wrapped exactly once by the engine with step, document and attempt; `cause` is the original. */
 export class StepError extends CpeError {
@@ -19,7 +19,7 @@ export class StepError extends CpeError {
     this.step = step;
     this.documentId = documentId;
     this.attempt = attempt;
-    this.causeCode = cause instanceof CpeError ? cause.code : ErrorCodes.STEP_FAILED;
+    this.causeCode = isCpeError(cause) ? cause.code : ErrorCodes.STEP_FAILED;
   }
 
   static wrap(step: string, documentId: number | null, attempt: number, error: unknown): StepError {

@@ -11,7 +11,7 @@
  */
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
-import { splitPages, decodeText } from './txt.js';
+import { decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
@@ -43,12 +43,12 @@ function isTableStart(lines: string[], i: number): boolean {
   const line = lines[i]!;
   if (GRID_TABLE.test(line)) return true;
   const next = lines[i + 1];
-  if (line.includes('|') && next !== undefined && next.includes('-') && TABLE_DELIMITER.test(next)) {
+  if (line.includes('|') && next?.includes('-') && TABLE_DELIMITER.test(next)) {
     // "a | b" over "---|---": the delimiter needs a pipe unless the header is a single column
     return next.includes('|') || !line.trim().startsWith('|');
   }
   // pandoc pipe tables without a delimiter line right below (multi-line cells): two rows starting with |
-  return line.trimStart().startsWith('|') && next !== undefined && next.trimStart().startsWith('|');
+  return line.trimStart().startsWith('|') && next?.trimStart().startsWith('|') === true;
 }
 
 interface FrontMatter {

@@ -11,7 +11,18 @@ export function normalizeText(raw: string): string {
 }
 
 /** German words after a suspended hyphen ("Ein- und Ausgang"): the hyphen there is not a line-end break. */
-const SUSPENDED_HYPHEN_FOLLOWERS = new Set(['und', 'oder', 'bzw', 'sowie', 'bis', 'als', 'wie', 'noch', 'and', 'or']);
+const SUSPENDED_HYPHEN_FOLLOWERS = new Set([
+  'und',
+  'oder',
+  'bzw',
+  'sowie',
+  'bis',
+  'als',
+  'wie',
+  'noch',
+  'and',
+  'or',
+]);
 
 /**
  * Joins words hyphenated at a line end ("Qualitäts-\nsicherung" -> "Qualitätssicherung") when the next line

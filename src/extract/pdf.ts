@@ -60,6 +60,8 @@ interface Paragraph {
   lines: TextLine[];
   size: number;
   bold: boolean;
+  /** leftmost x of its lines */
+  left: number;
   /** set when the outline or the heuristics make this paragraph a heading */
   heading?: number;
 }
@@ -76,7 +78,11 @@ interface OutlineEntry {
   page?: number;
 }
 
-export async function extractPdf(bytes: Uint8Array, file: string, options: ExtractOptions): Promise<ExtractedDocument> {
+export async function extractPdf(
+  bytes: Uint8Array,
+  file: string,
+  options: ExtractOptions,
+): Promise<ExtractedDocument> {
   if (bytes.length === 0) throw new FileError(ErrorCodes.FILE_EMPTY, file, 'empty file');
   const parser = new PDFParse({
     // pdf.js may take ownership of the buffer; the caller keeps its bytes
@@ -119,7 +125,11 @@ export async function extractPdf(bytes: Uint8Array, file: string, options: Extra
       page.cleanup();
     }
     if (pages.length === 0 && pageCount > 0) {
-      throw new FileError(ErrorCodes.CORRUPT_FILE, file, `corrupt PDF: none of its pages can be read (${warnings[0]})`);
+      throw new FileError(
+        ErrorCodes.CORRUPT_FILE,
+        file,
+        `corrupt PDF: none of its pages can be read (${warnings[0]})`,
+      );
     }
     markHeadings(pages, outline);
     return build(pages, info, outline, warnings);
@@ -143,7 +153,12 @@ function loadedDocument(parser: PDFParse, file: string): PDFDocumentProxy {
  * The number of pages to read. pdf.js already walks the tree when /Count and the real pages disagree; above
  * the limit we still check that the page after the limit really exists before refusing the file.
  */
-async function countPages(doc: PDFDocumentProxy, maxPages: number, file: string, warnings: string[]): Promise<number> {
+async function countPages(
+  doc: PDFDocumentProxy,
+  maxPages: number,
+  file: string,
+  warnings: string[],
+): Promise<number> {
   const claimed = doc.numPages;
   if (claimed <= maxPages) return claimed;
   try {
@@ -159,9 +174,14 @@ async function countPages(doc: PDFDocumentProxy, maxPages: number, file: string,
   });
 }
 
-/** Errors that concern the whole document, not one page. */
+/**
+ * Errors that concern the whole document, not one page: a password, and a cycle in the page tree (the page
+ * list itself cannot be trusted then, so partial text would hide a broken file).
+ */
 const isFatal = (error: unknown): boolean =>
-  error instanceof FileError || (error instanceof Error && error.name === 'PasswordException');
+  error instanceof FileError ||
+  (error instanceof Error &&
+    (error.name === 'PasswordException' || /circular reference/i.test(error.message)));
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -177,17 +197,30 @@ export function pdfError(error: unknown, file: string): Error {
     return new FileError(ErrorCodes.FILE_EMPTY, file, 'empty file', { cause: error });
   }
   if (/circular reference|cycle/i.test(message)) {
-    return new FileError(ErrorCodes.CORRUPT_FILE, file, `corrupt PDF: page tree contains a cycle (${message})`, {
+    return new FileError(
+      ErrorCodes.CORRUPT_FILE,
+      file,
+      `corrupt PDF: page tree contains a cycle (${message})`,
+      {
+        cause: error,
+      },
+    );
+  }
+  if (error instanceof RangeError && /call stack/i.test(message)) {
+    return new FileError(ErrorCodes.CORRUPT_FILE, file, 'corrupt PDF: structure nested too deeply', {
       cause: error,
     });
   }
-  if (error instanceof RangeError && /call stack/i.test(message)) {
-    return new FileError(ErrorCodes.CORRUPT_FILE, file, 'corrupt PDF: structure nested too deeply', { cause: error });
-  }
-  return new FileError(ErrorCodes.CORRUPT_FILE, file, `corrupt or truncated PDF (${message})`, { cause: error });
+  return new FileError(ErrorCodes.CORRUPT_FILE, file, `corrupt or truncated PDF (${message})`, {
+    cause: error,
+  });
 }
 
-async function readOutline(doc: PDFDocumentProxy, nodes: unknown[], warnings: string[]): Promise<OutlineEntry[]> {
+async function readOutline(
+  doc: PDFDocumentProxy,
+  nodes: unknown[],
+  warnings: string[],
+): Promise<OutlineEntry[]> {
   const entries: OutlineEntry[] = [];
   const seen = new Set<unknown>();
   const walk = async (list: unknown[], level: number): Promise<void> => {
@@ -195,7 +228,8 @@ async function readOutline(doc: PDFDocumentProxy, nodes: unknown[], warnings: st
       if (entries.length >= MAX_OUTLINE_ITEMS || level > MAX_OUTLINE_DEPTH || seen.has(node)) return;
       seen.add(node);
       const item = node as { title?: unknown; dest?: unknown; items?: unknown };
-      const title = typeof item.title === 'string' ? normalizeText(item.title).replace(/\s+/g, ' ').trim() : '';
+      const title =
+        typeof item.title === 'string' ? normalizeText(item.title).replace(/\s+/g, ' ').trim() : '';
       if (title !== '') entries.push({ title, level, page: await destinationPage(doc, item.dest) });
       if (Array.isArray(item.items)) await walk(item.items, level + 1);
     }
@@ -235,15 +269,17 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
     warnings.push(`page ${number}: drawing operations unreadable (${messageOf(error)})`);
   }
   let lines: TextLine[] = [];
+  let items: TextItem[] = [];
   try {
     const content = await page.getTextContent({ disableNormalization: false });
-    lines = groupLines(content.items.filter((item): item is TextItem => 'str' in item), page);
+    items = content.items.filter((item): item is TextItem => 'str' in item);
+    lines = groupLines(items, page);
   } catch (error) {
     warnings.push(`page ${number}: text unreadable (${messageOf(error)})`);
   }
   if (ops) {
     metadata.images = countImages(ops);
-    const tables = countRuledTables(ops, page);
+    const tables = countRuledTables(ops, page, items);
     if (tables > 0) metadata.tables = tables;
   }
   const hasText = lines.some((line) => line.text.trim() !== '');
@@ -278,7 +314,11 @@ function countImages(ops: { fnArray: number[]; argsArray: unknown[][] }): number
  * pdf-parse's LineStore, which finds grids of crossing lines. Only the count is kept; the cell text is in
  * the page text already.
  */
-function countRuledTables(ops: { fnArray: number[]; argsArray: unknown[][] }, page: PDFPageProxy): number {
+function countRuledTables(
+  ops: { fnArray: number[]; argsArray: unknown[][] },
+  page: PDFPageProxy,
+  items: TextItem[],
+): number {
   const store = new LineStore();
   const viewport = page.getViewport({ scale: 1 });
   let matrix = [1, 0, 0, 1, 0, 0];
@@ -302,22 +342,49 @@ function countRuledTables(ops: { fnArray: number[]; argsArray: unknown[][] }, pa
       if (!stroked && !hairline) continue;
       shapes++;
       if (w > 5 && h > 5 && stroked) {
-        store.addRectangle(new Rectangle(new Point(x0, y0), w, h).transform(matrix).transform(viewport.transform));
+        store.addRectangle(
+          new Rectangle(new Point(x0, y0), w, h).transform(matrix).transform(viewport.transform),
+        );
       } else if (w > 5 && h <= 2) {
         const y = (y0 + y1) / 2;
-        store.add(new PathLine(new Point(x0, y), new Point(x1, y)).transform(matrix).transform(viewport.transform));
+        store.add(
+          new PathLine(new Point(x0, y), new Point(x1, y)).transform(matrix).transform(viewport.transform),
+        );
       } else if (h > 5 && w <= 2) {
         const x = (x0 + x1) / 2;
-        store.add(new PathLine(new Point(x, y0), new Point(x, y1)).transform(matrix).transform(viewport.transform));
+        store.add(
+          new PathLine(new Point(x, y0), new Point(x, y1)).transform(matrix).transform(viewport.transform),
+        );
       }
     }
   }
   if (store.hLines.length < 3 || store.vLines.length < 2) return 0;
+  // a point inside each text run (viewport space, like the grid), to tell tables from line drawings
+  const points = items
+    .filter((item) => item.str.trim() !== '')
+    .map((item) => {
+      const size = fontSizeOf(item);
+      const [x, y] = viewport.convertToViewportPoint(
+        Number(item.transform[4]) + Math.min(Number(item.width) || 0, size) / 2,
+        Number(item.transform[5]) + size * 0.3,
+      ) as [number, number];
+      return { x, y };
+    });
   try {
     store.normalize();
-    return store.getTableData().filter((table) => table.rowCount >= 2 && table.cellCount >= 4).length;
+    // a grid of at least 2 x 2 cells, most of them holding text; figures drawn with lines hold none
+    return store.getTableData().filter((table) => {
+      const cells = table.rows.flat();
+      if (table.rows.length < 2 || Math.max(0, ...table.rows.map((row) => row.length)) < 2) return false;
+      const filled = cells.filter((cell) =>
+        points.some(
+          (p) => p.x >= cell.minXY.x && p.x <= cell.maxXY.x && p.y >= cell.minXY.y && p.y <= cell.maxXY.y,
+        ),
+      ).length;
+      return filled >= 3 && filled >= cells.length / 2;
+    }).length;
   } catch {
-    return 0;
+    return 0; // pdf-parse's grid builder throws on some broken grids: no table then
   }
 }
 
@@ -412,17 +479,18 @@ function groupParagraphs(lines: TextLine[]): Paragraph[] {
       const size = Math.max(previous.size, line.size);
       const gap = previous.y - line.y;
       const sizeChange = Math.abs(line.size - previous.size) > 0.15 * Math.min(line.size, previous.size);
-      const left = current.lines[0]!.x0;
+      const left = current.left;
       const indented =
         line.x0 - left > size * 0.8 && line.x0 - left < size * 6 && /[.!?:"“”]$/.test(previous.text.trim());
       split =
         gap < -size * 0.5 || gap > size * Math.max(spacing * 1.35, spacing + 0.45) || sizeChange || indented;
     }
     if (split || !current) {
-      current = { lines: [line], size: line.size, bold: line.bold };
+      current = { lines: [line], size: line.size, bold: line.bold, left: line.x0 };
       paragraphs.push(current);
     } else {
       current.lines.push(line);
+      current.left = Math.min(current.left, line.x0);
       current.bold &&= line.bold;
     }
   }
@@ -453,7 +521,8 @@ function markOutlineHeadings(pages: PageData[], outline: OutlineEntry[]): number
   for (const entry of outline) {
     const wanted = comparable(entry.title);
     if (wanted === '') continue;
-    const candidates = entry.page !== undefined ? [byNumber.get(entry.page)] : pages.filter((p) => p.number >= lastPage);
+    const candidates =
+      entry.page !== undefined ? [byNumber.get(entry.page)] : pages.filter((p) => p.number >= lastPage);
     search: for (const page of candidates) {
       if (!page) continue;
       for (let p = 0; p < page.paragraphs.length; p++) {
@@ -483,7 +552,12 @@ function splitHeading(page: PageData, index: number, count: number, level: numbe
   paragraph.lines = paragraph.lines.slice(0, count);
   paragraph.heading = level;
   if (rest.length > 0) {
-    page.paragraphs.splice(index + 1, 0, { lines: rest, size: rest[0]!.size, bold: rest.every((l) => l.bold) });
+    page.paragraphs.splice(index + 1, 0, {
+      lines: rest,
+      size: rest[0]!.size,
+      bold: rest.every((l) => l.bold),
+      left: Math.min(...rest.map((l) => l.x0)),
+    });
   }
 }
 
@@ -515,7 +589,7 @@ function markHeuristicHeadings(pages: PageData[]): void {
   const boldBody = bodyWeight.bold > bodyWeight.chars / 2;
   const looksLikeHeading = (text: string, maxWords: number): boolean =>
     text.length >= 3 &&
-    text.length <= 100 &&
+    text.length <= 250 &&
     text.split(/\s+/).length <= maxWords &&
     (text.match(/\p{L}/gu)?.length ?? 0) >= 3 &&
     !/[.,;:!?]$/.test(text) &&
@@ -523,14 +597,20 @@ function markHeuristicHeadings(pages: PageData[]): void {
   const ranked: Array<{ paragraph: Paragraph; key: number }> = [];
   for (const page of pages) {
     for (const paragraph of page.paragraphs) {
-      if (paragraph.lines.length !== 1) continue;
-      const text = paragraph.lines[0]!.text.trim();
       const size = paragraph.size;
+      // a title in a large font may wrap; anything else must be a single line
+      if (paragraph.lines.length > (size >= body * 1.5 ? 3 : 1)) continue;
+      const text = paragraph.lines.map((line) => line.text.trim()).join(' ');
       const emphasised = paragraph.bold && !boldBody;
       const numbered = NUMBERED_HEADING.exec(text);
-      if (numbered && looksLikeHeading(text, 12) && size >= body * 0.95 && (size >= body * 1.1 || emphasised)) {
+      if (
+        numbered &&
+        looksLikeHeading(text, 12) &&
+        size >= body * 0.95 &&
+        (size >= body * 1.1 || emphasised)
+      ) {
         paragraph.heading = Math.min(numbered[1]!.split('.').filter(Boolean).length, 6);
-      } else if (looksLikeHeading(text, 12) && size >= body * 1.3) {
+      } else if (looksLikeHeading(text, paragraph.lines.length * 12) && size >= body * 1.3) {
         ranked.push({ paragraph, key: Math.round(size * 2) / 2 + (emphasised ? 0.25 : 0) });
       } else if (looksLikeHeading(text, 8) && emphasised && size >= body * 0.95) {
         ranked.push({ paragraph, key: Math.round(size * 2) / 2 + 0.25 });
@@ -539,6 +619,16 @@ function markHeuristicHeadings(pages: PageData[]): void {
   }
   const ranks = [...new Set(ranked.map((r) => r.key))].sort((a, b) => b - a);
   for (const { paragraph, key } of ranked) paragraph.heading = Math.min(ranks.indexOf(key) + 1, 3);
+}
+
+/** Info titles that are really file names ("Microsoft Word - Katalog.doc", "main.tex") are not titles. */
+function usableTitle(title: string | undefined): string | undefined {
+  const value = title?.trim();
+  if (!value) return undefined;
+  if (/^(microsoft \w+ - |untitled|unbenannt)/i.test(value)) return undefined;
+  if (/\.(docx?|pptx?|xlsx?|odt|tex|dvi|pdf|indd|qxd|rtf|txt)$/i.test(value)) return undefined;
+  if (!/\s/.test(value) && /\d/.test(value)) return undefined; // a scanner or job id, not words
+  return value;
 }
 
 const isoDate = (value: unknown): string | undefined =>
@@ -560,7 +650,8 @@ function build(
       const raw = paragraph.lines.map((line) => line.text).join('\n');
       if (paragraph.heading !== undefined) {
         const block = builder.add('heading', raw.replace(/\s*\n\s*/g, ' '), paragraph.heading);
-        if (block && firstHeading === undefined) firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();
+        if (block && firstHeading === undefined)
+          firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();
       } else {
         // soft hyphens must still be there to be joined; NFC first so umlauts count as letters
         builder.add('paragraph', joinLineEndHyphenation(raw.normalize('NFC')));
@@ -575,7 +666,10 @@ function build(
   const dates = info.getDateNode();
   const xmpTitle = info.metadata?.get('dc:title');
   const metadata: Record<string, unknown> = {
-    title: text('Title') ?? (typeof xmpTitle === 'string' && xmpTitle.trim() ? xmpTitle.trim() : firstHeading),
+    title:
+      usableTitle(text('Title')) ??
+      usableTitle(typeof xmpTitle === 'string' ? xmpTitle : undefined) ??
+      firstHeading,
     author: text('Author'),
     subject: text('Subject'),
     keywords: text('Keywords'),
@@ -585,13 +679,15 @@ function build(
     created: isoDate(dates.CreationDate ?? dates.XmpCreateDate),
     modified: isoDate(dates.ModDate ?? dates.XmpModifyDate),
     pageCount: pages.length,
-    encrypted: pdfInfo.IsEncrypted === true || undefined,
   };
   if (outline.length > 0) metadata.outline = outline;
   const permissions = readPermissions(info.permission);
   if (permissions) {
+    // pdf.js reports permission flags only for encrypted files
+    metadata.encrypted = true;
     metadata.permissions = permissions;
-    if (!permissions.copy) builder.warnings.push('the PDF forbids copying text (copy:no); extracted for indexing');
+    if (!permissions.copy)
+      builder.warnings.push('the PDF forbids copying text (copy:no); extracted for indexing');
   }
   for (const key of Object.keys(metadata)) if (metadata[key] === undefined) delete metadata[key];
   return builder.build(metadata);
@@ -601,5 +697,12 @@ function build(
 function readPermissions(flags: number[] | null | undefined): Record<string, boolean> | undefined {
   if (!Array.isArray(flags)) return undefined;
   const has = (flag: number): boolean => flags.includes(flag);
-  return { print: has(0x04), modify: has(0x08), copy: has(0x10), annotate: has(0x20), fillForms: has(0x100) };
+  return {
+    print: has(0x04),
+    modify: has(0x08),
+    copy: has(0x10),
+    annotate: has(0x20),
+    fillForms: has(0x100),
+    copyForAccessibility: has(0x200),
+  };
 }

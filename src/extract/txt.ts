@@ -7,6 +7,7 @@
  * with ISO-8859-1 on every printable Latin-1 character (ä ö ü ß Ä Ö Ü), and the bytes where they differ
  * (0x80-0x9F) are C1 control codes in Latin-1 that no real text contains, but quotes, dashes and the euro
  * sign in Windows text. The reported name says which of the two the bytes actually needed.
+ * The UTF-16 heuristics need Latin script; UTF-16 CJK text without a BOM is not recognised.
  */
 import { DocumentBuilder } from './document-builder.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
@@ -40,8 +41,27 @@ export function decodeText(bytes: Uint8Array): DecodedText {
       break;
     }
   }
-  // WHATWG maps the label latin1 to windows-1252 as well; one decoder serves both
-  return { text: new TextDecoder('windows-1252').decode(bytes), encoding: c1 ? 'windows-1252' : 'iso-8859-1' };
+  return { text: decodeWindows1252(bytes), encoding: c1 ? 'windows-1252' : 'iso-8859-1' };
+}
+
+/**
+ * Windows-1252 0x80-0x9F (undefined positions stay C1 controls, which normalisation removes). Decoded by
+ * hand: Node's TextDecoder('windows-1252') takes a Latin-1 fast path and returns C1 controls for these bytes.
+ */
+const CP1252_HIGH =
+  '\u20AC\u0081\u201A\u0192\u201E\u2026\u2020\u2021\u02C6\u2030\u0160\u2039\u0152\u008D\u017D\u008F' +
+  '\u0090\u2018\u2019\u201C\u201D\u2022\u2013\u2014\u02DC\u2122\u0161\u203A\u0153\u009D\u017E\u0178';
+
+function decodeWindows1252(bytes: Uint8Array): string {
+  const parts: string[] = [];
+  const CHUNK = 8192;
+  for (let offset = 0; offset < bytes.length; offset += CHUNK) {
+    const codes = Array.from(bytes.subarray(offset, offset + CHUNK), (byte) =>
+      byte >= 0x80 && byte <= 0x9f ? CP1252_HIGH.charCodeAt(byte - 0x80) : byte,
+    );
+    parts.push(String.fromCharCode(...codes));
+  }
+  return parts.join('');
 }
 
 /** UTF-16 without BOM: NULs in (nearly) every other byte, all on the same side. */
@@ -90,7 +110,11 @@ function decodeUtf8(bytes: Uint8Array): string {
 }
 
 /** Splits text at form feeds (logical pages) and blank lines (paragraphs). */
-export function extractTxt(bytes: Uint8Array, _file: string, _options?: ExtractOptions): Promise<ExtractedDocument> {
+export function extractTxt(
+  bytes: Uint8Array,
+  _file: string,
+  _options?: ExtractOptions,
+): Promise<ExtractedDocument> {
   const { text, encoding } = decodeText(bytes);
   const builder = new DocumentBuilder('txt');
   const pages = splitPages(text);

@@ -82,22 +82,29 @@ export async function loadSections(db: SqlExecutor, documentId: number): Promise
 
 /** The document's title, else its file name. */
 export async function documentTitle(db: SqlExecutor, documentId: number): Promise<string> {
-  const rows = await db.query<{ title: string | null; filename: string }>('SELECT title, filename FROM documents WHERE id = ?', [
-    documentId,
-  ]);
+  const rows = await db.query<{ title: string | null; filename: string }>(
+    'SELECT title, filename FROM documents WHERE id = ?',
+    [documentId],
+  );
   const row = rows[0];
   return row?.title?.trim() || row?.filename || `document ${documentId}`;
 }
 
 /** The chunks that cover a page (by page range; chunks without page numbers belong to no page). */
 export function chunksOfPage(chunks: readonly ChunkRow[], page: number): ChunkRow[] {
-  return chunks.filter((c) => c.pageStart !== null && c.pageStart <= page && (c.pageEnd ?? c.pageStart) >= page);
+  return chunks.filter(
+    (c) => c.pageStart !== null && c.pageStart <= page && (c.pageEnd ?? c.pageStart) >= page,
+  );
 }
 
 /** The chunks of a section: by offsets when both sides have them, else by heading-path prefix. */
 export function chunksOfSection(chunks: readonly ChunkRow[], section: SectionRow): ChunkRow[] {
   const byOffset = chunks.filter(
-    (c) => c.startOffset !== null && c.endOffset !== null && c.startOffset < section.endOffset && c.endOffset > section.startOffset,
+    (c) =>
+      c.startOffset !== null &&
+      c.endOffset !== null &&
+      c.startOffset < section.endOffset &&
+      c.endOffset > section.startOffset,
   );
   if (byOffset.length > 0) return byOffset;
   const prefix = section.headingPath;
@@ -105,7 +112,8 @@ export function chunksOfSection(chunks: readonly ChunkRow[], section: SectionRow
 }
 
 /** "Kapitel > Abschnitt", or a placeholder for text before the first heading. */
-export const headingLabel = (path: readonly string[]): string => (path.length > 0 ? path.join(' > ') : '(ohne Überschrift)');
+export const headingLabel = (path: readonly string[]): string =>
+  path.length > 0 ? path.join(' > ') : '(ohne Überschrift)';
 
 /** Material for the model, tagged so it can cite it: <source id="C12">...</source>. */
 export function sourceBlock(id: string, text: string): string {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SqlExecutor } from '../db/sql.js';
-import { fillPrompt } from '../llm/prompts.js';
 import { describeError } from '../errors.js';
+import { fillPrompt } from '../llm/prompts.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
@@ -41,13 +41,18 @@ export const entityConfigProperties = {
     description: 'allowed entity types (upper case)',
   },
   max_entities_per_chunk: { type: 'integer', minimum: 1, maximum: 100, default: 15 },
-  embed_entities: { type: 'boolean', default: true, description: 'embed entities into the entities collection' },
+  embed_entities: {
+    type: 'boolean',
+    default: true,
+    description: 'embed entities into the entities collection',
+  },
   merge_similarity: {
     type: 'number',
     minimum: 0,
     maximum: 1,
     default: 0,
-    description: '0 = off; else cosine similarity at which a new entity is merged into an existing one of its type',
+    description:
+      '0 = off; else cosine similarity at which a new entity is merged into an existing one of its type',
   },
 } as const;
 
@@ -133,7 +138,13 @@ export async function extractEntityMentions(
       const normalized = normalizeEntityName(name, type);
       if (!normalized || seen.has(`${type}|${normalized}`)) continue;
       seen.add(`${type}|${normalized}`);
-      mentions.push({ chunkId: chunks[i]!.id, name: name.slice(0, 500), normalized, type, description: entity.description.trim() });
+      mentions.push({
+        chunkId: chunks[i]!.id,
+        name: name.slice(0, 500),
+        normalized,
+        type,
+        description: entity.description.trim(),
+      });
     }
   });
   return { mentions, chunks: chunks.length };
@@ -168,23 +179,19 @@ export async function writeEntityMentions(
             await tx.run('UPDATE entities SET description = ? WHERE id = ?', [mention.description, id]);
           }
         } else {
-          const result = await tx.run('INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)', [
-            mention.name,
-            mention.normalized,
-            mention.type,
-            mention.description || null,
-          ]);
+          const result = await tx.run(
+            'INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)',
+            [mention.name, mention.normalized, mention.type, mention.description || null],
+          );
           id = result.insertId;
           created++;
         }
         ids.set(key, id);
       }
-      await tx.run('INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text) VALUES (?, ?, ?, ?)', [
-        id,
-        documentId,
-        mention.chunkId,
-        mention.name,
-      ]);
+      await tx.run(
+        'INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text) VALUES (?, ?, ?, ?)',
+        [id, documentId, mention.chunkId, mention.name],
+      );
     }
     const orphans = await deleteOrphanEntities(tx);
     return { entityIds: [...new Set(ids.values())], created, deletedPointIds: orphans.pointIds };
@@ -203,12 +210,20 @@ export async function embedEntities(
   deletedPointIds: readonly string[],
   config: EntityConfig,
 ): Promise<{ embedded: number; merged: number }> {
-  if (!config.embed_entities || (entityIds.length === 0 && deletedPointIds.length === 0)) return { embedded: 0, merged: 0 };
+  if (!config.embed_entities || (entityIds.length === 0 && deletedPointIds.length === 0))
+    return { embedded: 0, merged: 0 };
   try {
     const vectors = await ctx.providers.vectors();
-    if (deletedPointIds.length > 0) await vectors.deletePoints(ENTITY_COLLECTION, deletedPointIds).catch(() => undefined);
+    if (deletedPointIds.length > 0)
+      await vectors.deletePoints(ENTITY_COLLECTION, deletedPointIds).catch(() => undefined);
     if (entityIds.length === 0) return { embedded: 0, merged: 0 };
-    const rows: Array<{ id: number; name: string; normalized_name: string; type: string; description: string | null }> = [];
+    const rows: Array<{
+      id: number;
+      name: string;
+      normalized_name: string;
+      type: string;
+      description: string | null;
+    }> = [];
     for (let i = 0; i < entityIds.length; i += 500) {
       const part = entityIds.slice(i, i + 500);
       rows.push(
@@ -223,7 +238,11 @@ export async function embedEntities(
     const embedder = await ctx.providers.embedder();
     const texts = rows.map((r) => `${r.name} (${r.type})${r.description ? `: ${r.description}` : ''}`);
     const embeddings = await embedder.embed(texts, ctx.signal);
-    await vectors.ensureCollection(ENTITY_COLLECTION, { size: embedder.dimensions, distance: 'Cosine', model: embedder.model });
+    await vectors.ensureCollection(ENTITY_COLLECTION, {
+      size: embedder.dimensions,
+      distance: 'Cosine',
+      model: embedder.model,
+    });
 
     let merged = 0;
     const keep: typeof rows = [];
@@ -233,10 +252,17 @@ export async function embedEntities(
       if (config.merge_similarity > 0) {
         const hits = await vectors.search(ENTITY_COLLECTION, embeddings[i]!, { limit: 5 });
         const target = hits.find(
-          (h) => h.score >= config.merge_similarity && h.payload.type === row.type && Number(h.payload.entity_id) !== Number(row.id),
+          (h) =>
+            h.score >= config.merge_similarity &&
+            h.payload.type === row.type &&
+            Number(h.payload.entity_id) !== Number(row.id),
         );
         if (target && (await mergeEntityInto(ctx.db, Number(row.id), Number(target.payload.entity_id)))) {
-          ctx.log.info('merged similar entity', { from: row.name, into: target.payload.name, score: target.score });
+          ctx.log.info('merged similar entity', {
+            from: row.name,
+            into: target.payload.name,
+            score: target.score,
+          });
           merged++;
           continue;
         }
@@ -247,7 +273,15 @@ export async function embedEntities(
     const points = keep.map((row, i) => ({
       id: entityPointId(row.normalized_name, row.type),
       vector: keepVectors[i]!,
-      payload: { entity_id: Number(row.id), name: row.name, type: row.type, description: row.description ?? '' },
+      // an entity belongs to no single document (it is shared); the index wants an integer document_id, and 0
+      // is no document's id, so deleteByDocument of a real document never touches entity points
+      payload: {
+        document_id: 0,
+        entity_id: Number(row.id),
+        name: row.name,
+        type: row.type,
+        description: row.description ?? '',
+      },
     }));
     if (points.length > 0) {
       await vectors.upsert(ENTITY_COLLECTION, points);
@@ -267,12 +301,24 @@ export async function embedEntities(
 /** Moves all mentions and relations of one entity to another and deletes it. False when either is gone. */
 export async function mergeEntityInto(db: SqlExecutor, fromId: number, intoId: number): Promise<boolean> {
   return db.transaction(async (tx) => {
-    const both = await tx.query<{ id: number }>('SELECT id FROM entities WHERE id IN (?, ?)', [fromId, intoId]);
+    const both = await tx.query<{ id: number }>('SELECT id FROM entities WHERE id IN (?, ?)', [
+      fromId,
+      intoId,
+    ]);
     if (both.length !== 2) return false;
     await tx.run('UPDATE entity_mentions SET entity_id = ? WHERE entity_id = ?', [intoId, fromId]);
-    await tx.run('UPDATE entity_relations SET source_entity_id = ? WHERE source_entity_id = ?', [intoId, fromId]);
-    await tx.run('UPDATE entity_relations SET target_entity_id = ? WHERE target_entity_id = ?', [intoId, fromId]);
-    await tx.run('DELETE FROM entity_relations WHERE source_entity_id = target_entity_id AND source_entity_id = ?', [intoId]);
+    await tx.run('UPDATE entity_relations SET source_entity_id = ? WHERE source_entity_id = ?', [
+      intoId,
+      fromId,
+    ]);
+    await tx.run('UPDATE entity_relations SET target_entity_id = ? WHERE target_entity_id = ?', [
+      intoId,
+      fromId,
+    ]);
+    await tx.run(
+      'DELETE FROM entity_relations WHERE source_entity_id = target_entity_id AND source_entity_id = ?',
+      [intoId],
+    );
     await tx.run('DELETE FROM entities WHERE id = ?', [fromId]);
     return true;
   });
@@ -283,5 +329,11 @@ export async function runEntityExtraction(ctx: KnowledgeContext, asker: Asker, c
   const { mentions, chunks } = await extractEntityMentions(ctx, asker, config);
   const written = await writeEntityMentions(ctx.db, ctx.document.id, mentions);
   const embedding = await embedEntities(ctx, written.entityIds, written.deletedPointIds, config);
-  return { chunks, mentions: mentions.length, entities: written.entityIds.length, created: written.created, ...embedding };
+  return {
+    chunks,
+    mentions: mentions.length,
+    entities: written.entityIds.length,
+    created: written.created,
+    ...embedding,
+  };
 }

@@ -30,7 +30,12 @@ export function promptOverhead(promptName: string, config: Record<string, any>):
 }
 
 /** One call per chunk: overhead + the chunk in, about `outPerCall` out. */
-export function perChunkEstimate(input: EstimateInput, promptName: string, outPerCall: number, extraInPerCall = 0): Estimate {
+export function perChunkEstimate(
+  input: EstimateInput,
+  promptName: string,
+  outPerCall: number,
+  extraInPerCall = 0,
+): Estimate {
   const overhead = promptOverhead(promptName, input.config) + extraInPerCall;
   return {
     calls: input.chunks.length,
@@ -40,8 +45,15 @@ export function perChunkEstimate(input: EstimateInput, promptName: string, outPe
 }
 
 export const sumEstimates = (...parts: Estimate[]): Estimate =>
-  parts.reduce((a, b) => ({ calls: a.calls + b.calls, tokensIn: a.tokensIn + b.tokensIn, tokensOut: a.tokensOut + b.tokensOut }), {
-    calls: 0,
-    tokensIn: 0,
-    tokensOut: 0,
-  });
+  parts.reduce(
+    (a, b) => ({
+      calls: a.calls + b.calls,
+      tokensIn: a.tokensIn + b.tokensIn,
+      tokensOut: a.tokensOut + b.tokensOut,
+    }),
+    {
+      calls: 0,
+      tokensIn: 0,
+      tokensOut: 0,
+    },
+  );

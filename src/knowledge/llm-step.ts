@@ -29,15 +29,34 @@ export interface LlmStepConfig {
 }
 
 export const llmConfigProperties = {
-  provider: { type: 'string', enum: ['anthropic', 'ollama'], description: 'LLM provider; default: the configured one' },
+  provider: {
+    type: 'string',
+    enum: ['anthropic', 'ollama'],
+    description: 'LLM provider; default: the configured one',
+  },
   model: { type: 'string', minLength: 1, description: "model name; default: the provider's default" },
-  prompt: { type: 'string', description: 'inline prompt template with {{placeholders}} (wins over prompt_file)' },
+  prompt: {
+    type: 'string',
+    description: 'inline prompt template with {{placeholders}} (wins over prompt_file)',
+  },
   prompt_file: { type: 'string', minLength: 1, description: 'prompt template file (Markdown)' },
-  max_tokens: { type: 'integer', minimum: 64, maximum: 64000, default: 2048, description: 'cap on one answer' },
+  max_tokens: {
+    type: 'integer',
+    minimum: 64,
+    maximum: 64000,
+    default: 2048,
+    description: 'cap on one answer',
+  },
   concurrency: { type: 'integer', minimum: 1, maximum: 64, default: 4, description: 'requests in flight' },
   requests_per_minute: { type: 'integer', minimum: 0, default: 0, description: '0 = unlimited' },
   tokens_per_minute: { type: 'integer', minimum: 0, default: 0, description: '0 = unlimited' },
-  max_retries: { type: 'integer', minimum: 0, maximum: 20, default: 5, description: 'retries of 429/529/5xx/timeouts' },
+  max_retries: {
+    type: 'integer',
+    minimum: 0,
+    maximum: 20,
+    default: 5,
+    description: 'retries of 429/529/5xx/timeouts',
+  },
   max_failed_items: {
     type: 'integer',
     minimum: 0,
@@ -48,7 +67,11 @@ export const llmConfigProperties = {
 
 /** The config schema of an LLM step: the common keys plus the step's own. */
 export function llmStepSchema(properties: Record<string, unknown>): Record<string, unknown> {
-  return { type: 'object', additionalProperties: false, properties: { ...llmConfigProperties, ...properties } };
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: { ...llmConfigProperties, ...properties },
+  };
 }
 
 /** The context the knowledge functions need (a StepContext fits; analyze passes its own). */
@@ -94,7 +117,9 @@ export interface Asker {
 }
 
 /** The LLM of a step, or the skip outcome with the reason when none is configured. */
-export async function openLlm(ctx: StepContext<LlmStepConfig>): Promise<{ llm: LlmClient } | { skipped: StepOutcome }> {
+export async function openLlm<C extends LlmStepConfig>(
+  ctx: StepContext<C>,
+): Promise<{ llm: LlmClient } | { skipped: StepOutcome }> {
   const resolution = await ctx.providers.llm({ provider: ctx.config.provider, model: ctx.config.model });
   if (!resolution.llm) return { skipped: ctx.skip(resolution.reason) };
   resolution.llm.withLimits({
@@ -119,14 +144,26 @@ export function stepTemplate(
   return template;
 }
 
-export function makeAsker(llm: LlmClient, config: LlmStepConfig, template: string, tally = new LlmTally()): Asker {
+export function makeAsker(
+  llm: LlmClient,
+  config: LlmStepConfig,
+  template: string,
+  tally = new LlmTally(),
+): Asker {
   return { llm, tally, config, system: builtinPrompt('system').trim(), template };
 }
 
 /** One structured call, tallied. */
-export async function ask<T>(asker: Asker, request: Omit<GenerateRequest, 'system' | 'maxTokens'>): Promise<T> {
+export async function ask<T>(
+  asker: Asker,
+  request: Omit<GenerateRequest, 'system' | 'maxTokens'>,
+): Promise<T> {
   try {
-    const result = await asker.llm.generate<T>({ ...request, system: asker.system, maxTokens: asker.config.max_tokens });
+    const result = await asker.llm.generate<T>({
+      ...request,
+      system: asker.system,
+      maxTokens: asker.config.max_tokens,
+    });
     asker.tally.add(result);
     return result.value;
   } catch (error) {
@@ -147,7 +184,7 @@ export async function ask<T>(asker: Asker, request: Omit<GenerateRequest, 'syste
  */
 export async function forEachItem<I, R>(
   ctx: Pick<KnowledgeContext, 'log' | 'signal'>,
-  asker: Asker,
+  asker: Pick<Asker, 'tally' | 'config'>,
   items: readonly I[],
   describe: (item: I) => Record<string, unknown>,
   work: (item: I) => Promise<R>,
@@ -181,7 +218,9 @@ export async function forEachItem<I, R>(
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(asker.config.concurrency, Math.max(1, items.length)) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.min(asker.config.concurrency, Math.max(1, items.length)) }, worker),
+  );
   if (fatal !== undefined) throw fatal;
   if (failed > asker.config.max_failed_items) {
     throw new CpeError(

@@ -13,7 +13,20 @@ export function cleanEntityName(name: string): string {
     .trim();
 }
 
-const ARTICLES = new Set(['der', 'die', 'das', 'des', 'dem', 'den', 'ein', 'eine', 'einer', 'eines', 'einem', 'einen']);
+const ARTICLES = new Set([
+  'der',
+  'die',
+  'das',
+  'des',
+  'dem',
+  'den',
+  'ein',
+  'eine',
+  'einer',
+  'eines',
+  'einem',
+  'einen',
+]);
 
 /** Types whose names are proper names: no article stripping, no inflection folding ("Hans", "Jens"). */
 const PROPER_NAME_TYPES = new Set(['PERSON']);

@@ -44,7 +44,9 @@ interface QuestionAnswer {
 
 /** Questions each chunk answers, with the answer. Replaces the document's questions atomically. */
 export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker, config: QuestionConfig) {
-  const chunks = (await loadChunks(ctx.db, ctx.document.id)).filter((c) => c.tokenCount >= config.min_chunk_tokens);
+  const chunks = (await loadChunks(ctx.db, ctx.document.id)).filter(
+    (c) => c.tokenCount >= config.min_chunk_tokens,
+  );
   const schema = questionSchema(config.questions_per_chunk);
   const answers = await forEachItem(
     ctx,
@@ -69,13 +71,10 @@ export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker,
     await tx.run('DELETE FROM generated_questions WHERE document_id = ?', [ctx.document.id]);
     for (const [i, answer] of answers.entries()) {
       for (const q of answer?.questions ?? []) {
-        await tx.run('INSERT INTO generated_questions (document_id, chunk_id, question, answer, model) VALUES (?, ?, ?, ?, ?)', [
-          ctx.document.id,
-          chunks[i]!.id,
-          q.question.trim(),
-          q.answer.trim(),
-          model,
-        ]);
+        await tx.run(
+          'INSERT INTO generated_questions (document_id, chunk_id, question, answer, model) VALUES (?, ?, ?, ?, ?)',
+          [ctx.document.id, chunks[i]!.id, q.question.trim(), q.answer.trim(), model],
+        );
         written++;
       }
     }

@@ -84,7 +84,13 @@ interface KnownEntity {
  */
 export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker, config: RelationConfig) {
   const chunks = await loadChunks(ctx.db, ctx.document.id);
-  const rows = await ctx.db.query<{ chunk_id: number; id: number; name: string; type: string; normalized_name: string }>(
+  const rows = await ctx.db.query<{
+    chunk_id: number;
+    id: number;
+    name: string;
+    type: string;
+    normalized_name: string;
+  }>(
     `SELECT DISTINCT m.chunk_id, e.id, e.name, e.type, e.normalized_name
        FROM entity_mentions m JOIN entities e ON e.id = m.entity_id
       WHERE m.document_id = ? AND m.chunk_id IS NOT NULL
@@ -120,7 +126,14 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
       }),
   );
 
-  const relations: Array<{ source: number; target: number; type: string; description: string; confidence: number; chunkId: number }> = [];
+  const relations: Array<{
+    source: number;
+    target: number;
+    type: string;
+    description: string;
+    confidence: number;
+    chunkId: number;
+  }> = [];
   let unmatched = 0;
   let belowConfidence = 0;
   answers.forEach((answer, i) => {
@@ -146,7 +159,14 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
       const key = `${source.id}|${target.id}|${r.type}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      relations.push({ source: source.id, target: target.id, type: r.type, description: r.description, confidence: r.confidence, chunkId: chunk.id });
+      relations.push({
+        source: source.id,
+        target: target.id,
+        type: r.type,
+        description: r.description,
+        confidence: r.confidence,
+        chunkId: chunk.id,
+      });
     }
   });
   if (unmatched > 0) ctx.log.info(`${unmatched} relations named unknown entities and were dropped`);

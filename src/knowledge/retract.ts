@@ -35,7 +35,10 @@ export async function deleteOrphanEntities(db: SqlExecutor): Promise<{ count: nu
     'entities',
     rows.map((r) => Number(r.id)),
   );
-  return { count: rows.length, pointIds: rows.map((r) => r.qdrant_id).filter((id): id is string => Boolean(id)) };
+  return {
+    count: rows.length,
+    pointIds: rows.map((r) => r.qdrant_id).filter((id): id is string => Boolean(id)),
+  };
 }
 
 /** Taxonomy terms with no documents and no child terms, leaves first, until none is left. */
@@ -68,7 +71,10 @@ export async function retractDocumentKnowledge(db: SqlExecutor, documentId: numb
     await tx.run('DELETE FROM entity_relations WHERE document_id = ?', [documentId]);
     await tx.run('DELETE FROM entity_mentions WHERE document_id = ?', [documentId]);
     await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [documentId]);
-    await tx.run('DELETE FROM chunk_semantics WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)', [documentId]);
+    await tx.run(
+      'DELETE FROM chunk_semantics WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)',
+      [documentId],
+    );
     await tx.run('DELETE FROM document_summaries WHERE document_id = ?', [documentId]);
     await tx.run('DELETE FROM generated_questions WHERE document_id = ?', [documentId]);
     await tx.run('DELETE FROM knowledge_items WHERE document_id = ?', [documentId]);

@@ -21,7 +21,11 @@ export function semanticSchema(maxKeywords: number, maxTopics: number) {
     type: 'object',
     properties: {
       summary: { type: 'string', minLength: 1, maxLength: 2000 },
-      keywords: { type: 'array', maxItems: maxKeywords, items: { type: 'string', minLength: 1, maxLength: 100 } },
+      keywords: {
+        type: 'array',
+        maxItems: maxKeywords,
+        items: { type: 'string', minLength: 1, maxLength: 100 },
+      },
       sentiment: { type: 'string', enum: [...SENTIMENTS] },
       topics: { type: 'array', maxItems: maxTopics, items: { type: 'string', minLength: 1, maxLength: 100 } },
     },
@@ -62,12 +66,22 @@ export async function runSemanticAnalysis(ctx: KnowledgeContext, asker: Asker, c
   const model = `${asker.llm.provider}:${asker.llm.model}`.slice(0, 100);
   let written = 0;
   await ctx.db.transaction(async (tx) => {
-    await tx.run('DELETE FROM chunk_semantics WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)', [ctx.document.id]);
+    await tx.run(
+      'DELETE FROM chunk_semantics WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)',
+      [ctx.document.id],
+    );
     for (const [i, answer] of answers.entries()) {
       if (!answer) continue;
       await tx.run(
         'INSERT INTO chunk_semantics (chunk_id, summary, keywords, sentiment, topics, analysis_model) VALUES (?, ?, ?, ?, ?, ?)',
-        [chunks[i]!.id, answer.summary, JSON.stringify(answer.keywords), answer.sentiment, JSON.stringify(answer.topics), model],
+        [
+          chunks[i]!.id,
+          answer.summary,
+          JSON.stringify(answer.keywords),
+          answer.sentiment,
+          JSON.stringify(answer.topics),
+          model,
+        ],
       );
       written++;
     }

@@ -1,4 +1,4 @@
-import { fillPrompt, resolvePromptTemplate, checkTemplate } from '../llm/prompts.js';
+import { checkTemplate, fillPrompt, resolvePromptTemplate } from '../llm/prompts.js';
 import { countTokens } from '../text/tokenizer.js';
 import { documentTitle, loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
@@ -18,7 +18,11 @@ export const summaryConfigProperties = {
   max_words: { type: 'integer', minimum: 20, maximum: 5000, default: 300 },
   map_max_words: { type: 'integer', minimum: 20, maximum: 2000, default: 150 },
   map_prompt_file: { type: 'string', minLength: 1, description: 'template of the partial summaries (map)' },
-  reduce_prompt_file: { type: 'string', minLength: 1, description: 'template that joins partial summaries (reduce)' },
+  reduce_prompt_file: {
+    type: 'string',
+    minLength: 1,
+    description: 'template that joins partial summaries (reduce)',
+  },
 } as const;
 
 export const SUMMARY_PROMPT_KEYS = ['title', 'text', 'max_words', 'part'] as const;
@@ -85,7 +89,9 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
   const title = await documentTitle(ctx.db, ctx.document.id);
   const total = chunks.reduce((n, c) => n + (c.tokenCount || countTokens(c.content)), 0);
   const mapTemplate = resolvePromptTemplate('summarize_map', { prompt_file: config.map_prompt_file });
-  const reduceTemplate = resolvePromptTemplate('summarize_reduce', { prompt_file: config.reduce_prompt_file });
+  const reduceTemplate = resolvePromptTemplate('summarize_reduce', {
+    prompt_file: config.reduce_prompt_file,
+  });
   checkTemplate('summarize map prompt', mapTemplate, SUMMARY_PROMPT_KEYS, ['text']);
   checkTemplate('summarize reduce prompt', reduceTemplate, SUMMARY_PROMPT_KEYS, ['text']);
   const summarise = (template: string, text: string, maxWords: number, part: string) =>
@@ -99,7 +105,14 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
   let summary: string;
   let parts = 1;
   if (total <= config.max_input_tokens) {
-    summary = (await summarise(asker.template, chunks.map((c) => c.content).join('\n\n'), config.max_words, 'ganzes Dokument')).summary;
+    summary = (
+      await summarise(
+        asker.template,
+        chunks.map((c) => c.content).join('\n\n'),
+        config.max_words,
+        'ganzes Dokument',
+      )
+    ).summary;
   } else {
     let level = groupByBudget(
       chunks.map((c) => c.content),
@@ -112,7 +125,13 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
         asker,
         level,
         (group) => ({ part: level.indexOf(group) + 1 }),
-        (group) => summarise(mapTemplate, group.join('\n\n'), config.map_max_words, `Teil ${level.indexOf(group) + 1} von ${level.length}`),
+        (group) =>
+          summarise(
+            mapTemplate,
+            group.join('\n\n'),
+            config.map_max_words,
+            `Teil ${level.indexOf(group) + 1} von ${level.length}`,
+          ),
       )
     )
       .filter((a): a is { summary: string } => a !== undefined)
@@ -137,7 +156,11 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
   const model = `${asker.llm.provider}:${asker.llm.model}`.slice(0, 100);
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_summaries WHERE document_id = ?', [ctx.document.id]);
-    await tx.run('INSERT INTO document_summaries (document_id, summary, model) VALUES (?, ?, ?)', [ctx.document.id, summary.trim(), model]);
+    await tx.run('INSERT INTO document_summaries (document_id, summary, model) VALUES (?, ?, ?)', [
+      ctx.document.id,
+      summary.trim(),
+      model,
+    ]);
   });
   return { written: true, parts, tokens: total };
 }

@@ -21,7 +21,14 @@ export const taxonomyConfigProperties = {
   existing_terms_limit: { type: 'integer', minimum: 0, maximum: 5000, default: 200 },
 } as const;
 
-export const TAXONOMY_PROMPT_KEYS = ['title', 'existing', 'outline', 'text', 'max_categories', 'max_depth'] as const;
+export const TAXONOMY_PROMPT_KEYS = [
+  'title',
+  'existing',
+  'outline',
+  'text',
+  'max_categories',
+  'max_depth',
+] as const;
 
 export const PATH_SEPARATOR = ' > ';
 
@@ -36,7 +43,12 @@ export function taxonomySchema(maxCategories: number, maxDepth: number) {
         items: {
           type: 'object',
           properties: {
-            path: { type: 'array', minItems: 1, maxItems: maxDepth, items: { type: 'string', minLength: 1, maxLength: 120 } },
+            path: {
+              type: 'array',
+              minItems: 1,
+              maxItems: maxDepth,
+              items: { type: 'string', minLength: 1, maxLength: 120 },
+            },
             confidence: { type: 'number', minimum: 0, maximum: 1 },
           },
           required: ['path', 'confidence'],
@@ -68,7 +80,11 @@ export async function ensureTermPath(db: SqlExecutor, names: readonly string[]):
     if (rows[0]) {
       parentId = Number(rows[0].id);
     } else {
-      const result = await db.run('INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)', [name, parentId, path]);
+      const result = await db.run('INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)', [
+        name,
+        parentId,
+        path,
+      ]);
       parentId = result.insertId;
     }
   }
@@ -80,7 +96,9 @@ async function outlineOf(ctx: KnowledgeContext, maxLines = 80): Promise<string> 
   const sections = await loadSections(ctx.db, ctx.document.id);
   const lines = sections.map((s) => `${'  '.repeat(Math.max(0, s.level - 1))}- ${s.heading}`);
   if (lines.length === 0) return '(keine Überschriften)';
-  return lines.length > maxLines ? [...lines.slice(0, maxLines), `  … (${lines.length - maxLines} weitere)`].join('\n') : lines.join('\n');
+  return lines.length > maxLines
+    ? [...lines.slice(0, maxLines), `  … (${lines.length - maxLines} weitere)`].join('\n')
+    : lines.join('\n');
 }
 
 /** The beginning of the document, whole chunks up to the token budget. */
@@ -105,10 +123,12 @@ export async function leadingText(ctx: KnowledgeContext, budget: number): Promis
 export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, config: TaxonomyConfig) {
   const text = await leadingText(ctx, config.max_input_tokens);
   if (text.trim() === '') return { categories: 0, terms: 0, empty: true };
+  // the categories other documents are filed under (not this document's own: a rerun must send the same
+  // prompt as the first run, or it would miss the response cache)
   const existing = await ctx.db.query<{ path: string }>(
-    `SELECT t.path FROM taxonomy_terms t
-      WHERE NOT EXISTS (SELECT 1 FROM taxonomy_terms c WHERE c.parent_id = t.id)
-      ORDER BY t.path LIMIT ${Math.floor(config.existing_terms_limit)}`,
+    `SELECT DISTINCT t.path FROM taxonomy_terms t JOIN document_taxonomy d ON d.term_id = t.id
+      WHERE d.document_id <> ? ORDER BY t.path LIMIT ${Math.floor(config.existing_terms_limit)}`,
+    [ctx.document.id],
   );
   const answer = await ask<TaxonomyAnswer>(asker, {
     prompt: fillPrompt(asker.template, {
@@ -129,7 +149,8 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
     if (names.length === 0) continue;
     const key = names.join(PATH_SEPARATOR);
     const previous = placements.get(key);
-    if (!previous || previous.confidence < category.confidence) placements.set(key, { names, confidence: category.confidence });
+    if (!previous || previous.confidence < category.confidence)
+      placements.set(key, { names, confidence: category.confidence });
   }
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [ctx.document.id]);
@@ -143,5 +164,9 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
     }
     await deleteOrphanTerms(tx);
   });
-  return { categories: placements.size, terms: [...placements.values()].reduce((n, p) => n + p.names.length, 0), empty: false };
+  return {
+    categories: placements.size,
+    terms: [...placements.values()].reduce((n, p) => n + p.names.length, 0),
+    empty: false,
+  };
 }

@@ -4,8 +4,8 @@ import { CpeError, ErrorCodes } from '../errors.js';
 import { httpFailure, networkFailure, parseRetryAfter } from './provider-errors.js';
 import type { ChatAnswer, ChatBackend, ChatRequest } from './types.js';
 
-/** A current Claude model that supports structured outputs; steps choose another with `model`. */
-export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+/** A current Claude model with structured outputs, not on the SDK's deprecation list (1.14); steps choose another with `model`. */
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
 
 export interface AnthropicBackendOptions {
   apiKey: string;
@@ -53,7 +53,11 @@ export class AnthropicBackend implements ChatBackend {
         ...(m.images ?? []).map(
           (image): Anthropic.ImageBlockParam => ({
             type: 'image',
-            source: { type: 'base64', media_type: imageMediaType(image), data: Buffer.from(image).toString('base64') },
+            source: {
+              type: 'base64',
+              media_type: imageMediaType(image),
+              data: Buffer.from(image).toString('base64'),
+            },
           }),
         ),
         { type: 'text' as const, text: m.text },

@@ -42,10 +42,12 @@ export class LlmCache {
   constructor(private readonly db: SqlExecutor) {}
 
   async get(key: string): Promise<CachedAnswer | undefined> {
-    const rows = await this.db.query<{ response: string; tokens_in: number; tokens_out: number; repaired: number }>(
-      'SELECT response, tokens_in, tokens_out, repaired FROM llm_cache WHERE cache_key = ?',
-      [key],
-    );
+    const rows = await this.db.query<{
+      response: string;
+      tokens_in: number;
+      tokens_out: number;
+      repaired: number;
+    }>('SELECT response, tokens_in, tokens_out, repaired FROM llm_cache WHERE cache_key = ?', [key]);
     const row = rows[0];
     if (!row) return undefined;
     let value: unknown;
@@ -58,7 +60,12 @@ export class LlmCache {
     await this.db
       .run('UPDATE llm_cache SET hits = hits + 1, last_hit_at = ? WHERE cache_key = ?', [sqlTime(), key])
       .catch(() => undefined);
-    return { value, tokensIn: Number(row.tokens_in), tokensOut: Number(row.tokens_out), repaired: Boolean(row.repaired) };
+    return {
+      value,
+      tokensIn: Number(row.tokens_in),
+      tokensOut: Number(row.tokens_out),
+      repaired: Boolean(row.repaired),
+    };
   }
 
   async put(
@@ -78,7 +85,10 @@ export class LlmCache {
     const columns = '(cache_key, provider, model, schema_name, response, tokens_in, tokens_out, repaired)';
     // two processes may answer the same prompt at once; both answers are valid, the later one replaces
     if (this.db.dialect === 'sqlite') {
-      await this.db.run(`INSERT OR REPLACE INTO llm_cache ${columns} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, params);
+      await this.db.run(
+        `INSERT OR REPLACE INTO llm_cache ${columns} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        params,
+      );
     } else {
       await this.db.run(
         `INSERT INTO llm_cache ${columns} VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -58,7 +58,11 @@ function clientFor(settings: LlmSettings, backend: ChatBackend): StructuredLlmCl
   const key = `${backend.endpointKey}|${backend.model}`;
   let client = perDb.get(key);
   if (!client) {
-    client = new StructuredLlmClient(backend, limiterFor(backend.endpointKey, settings), new LlmCache(settings.db));
+    client = new StructuredLlmClient(
+      backend,
+      limiterFor(backend.endpointKey, settings),
+      new LlmCache(settings.db),
+    );
     perDb.set(key, client);
   }
   return client;
@@ -66,7 +70,10 @@ function clientFor(settings: LlmSettings, backend: ChatBackend): StructuredLlmCl
 
 function checkProvider(provider: string): LlmProvider {
   if (provider !== 'anthropic' && provider !== 'ollama') {
-    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `unknown LLM provider '${provider}' (known: anthropic, ollama)`);
+    throw new ConfigError(
+      ErrorCodes.CONFIG_INVALID,
+      `unknown LLM provider '${provider}' (known: anthropic, ollama)`,
+    );
   }
   return provider;
 }
@@ -80,7 +87,8 @@ function backendFor(
   ollamaDefaultModel: string,
 ): BackendChoice {
   if (provider === 'anthropic') {
-    if (!settings.anthropicApiKey) return { backend: undefined, reason: 'provider anthropic chosen but ANTHROPIC_API_KEY is not set' };
+    if (!settings.anthropicApiKey)
+      return { backend: undefined, reason: 'provider anthropic chosen but ANTHROPIC_API_KEY is not set' };
     return {
       backend: new AnthropicBackend({
         apiKey: settings.anthropicApiKey,
@@ -90,9 +98,14 @@ function backendFor(
       }),
     };
   }
-  if (settings.ollamaHosts.length === 0) return { backend: undefined, reason: 'provider ollama chosen but CPE_OLLAMA_HOST is not set' };
+  if (settings.ollamaHosts.length === 0)
+    return { backend: undefined, reason: 'provider ollama chosen but CPE_OLLAMA_HOST is not set' };
   return {
-    backend: new OllamaChatBackend({ hosts: settings.ollamaHosts, model: model ?? ollamaDefaultModel, timeoutMs: settings.timeoutMs }),
+    backend: new OllamaChatBackend({
+      hosts: settings.ollamaHosts,
+      model: model ?? ollamaDefaultModel,
+      timeoutMs: settings.timeoutMs,
+    }),
   };
 }
 
@@ -103,7 +116,8 @@ function backendFor(
 export function resolveLlm(settings: LlmSettings, options: ResolveOptions = {}): LlmResolution {
   const provider = options.provider
     ? checkProvider(options.provider)
-    : (settings.defaultProvider ?? (settings.anthropicApiKey ? 'anthropic' : settings.ollamaHosts.length > 0 ? 'ollama' : undefined));
+    : (settings.defaultProvider ??
+      (settings.anthropicApiKey ? 'anthropic' : settings.ollamaHosts.length > 0 ? 'ollama' : undefined));
   if (!provider) return { llm: undefined, reason: NO_LLM_REASON };
   const choice = backendFor(settings, provider, options.model, DEFAULT_OLLAMA_CHAT_MODEL);
   if (!choice.backend) return { llm: undefined, reason: choice.reason };

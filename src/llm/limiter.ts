@@ -18,7 +18,12 @@ export interface LimiterOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   now?: () => number;
   /** called before each retry (for logging) */
-  onRetry?: (info: { attempt: number; delayMs: number; error: unknown; retryAfterMs: number | undefined }) => void;
+  onRetry?: (info: {
+    attempt: number;
+    delayMs: number;
+    error: unknown;
+    retryAfterMs: number | undefined;
+  }) => void;
 }
 
 const WINDOW_MS = 60_000;
@@ -98,7 +103,11 @@ export class RateLimiter {
    * Runs `call` under the limits, retrying retryable failures. `estimatedTokens` books the token budget up
    * front; `call` returns the real figure, which replaces the estimate in the window.
    */
-  async run<T>(estimatedTokens: number, call: () => Promise<{ value: T; tokens: number }>, signal?: AbortSignal): Promise<T> {
+  async run<T>(
+    estimatedTokens: number,
+    call: () => Promise<{ value: T; tokens: number }>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const entry = await this.acquire(estimatedTokens, signal);
       let delayMs: number;
@@ -112,7 +121,9 @@ export class RateLimiter {
         const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt);
         // jitter spreads the retries of concurrent requests; a server's Retry-After is taken as given
         delayMs =
-          retryAfterMs !== undefined ? Math.min(this.maxDelayMs, retryAfterMs) : backoff * (0.5 + Math.random() / 2);
+          retryAfterMs !== undefined
+            ? Math.min(this.maxDelayMs, retryAfterMs)
+            : backoff * (0.5 + Math.random() / 2);
         if (retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, this.now() + delayMs);
         this.onRetry?.({ attempt: attempt + 1, delayMs, error, retryAfterMs });
       } finally {
@@ -132,7 +143,8 @@ export class RateLimiter {
 
   private async acquire(tokens: number, signal?: AbortSignal): Promise<WindowEntry> {
     for (;;) {
-      if (signal?.aborted) throw new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting for a request slot');
+      if (signal?.aborted)
+        throw new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting for a request slot');
       const now = this.now();
       this.window = this.window.filter((e) => e.at > now - WINDOW_MS);
       const { concurrency, requestsPerMinute, tokensPerMinute } = this.limits;

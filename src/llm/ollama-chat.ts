@@ -79,9 +79,19 @@ export class OllamaChatBackend implements ChatBackend {
       const status = (error as { status_code?: unknown }).status_code;
       if (typeof status === 'number') {
         const message = error instanceof Error ? error.message : String(error);
-        throw httpFailure('ollama', status, `${host}: ${message}`, parseRetryAfter(lastResponse?.headers), error);
+        throw httpFailure(
+          'ollama',
+          status,
+          `${host}: ${message}`,
+          parseRetryAfter(lastResponse?.headers),
+          error,
+        );
       }
-      throw networkFailure('ollama', `${host}: ${error instanceof Error ? error.message : String(error)}`, error);
+      throw networkFailure(
+        'ollama',
+        `${host}: ${error instanceof Error ? error.message : String(error)}`,
+        error,
+      );
     }
   }
 }

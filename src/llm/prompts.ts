@@ -14,7 +14,9 @@ function readPromptFile(file: string): string {
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `prompt file ${file} cannot be read`, { cause: error });
+      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `prompt file ${file} cannot be read`, {
+        cause: error,
+      });
     }
     fileCache.set(file, text);
   }

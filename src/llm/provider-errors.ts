@@ -9,7 +9,9 @@ export function isRetryableStatus(status: number): boolean {
  * Retry-After as milliseconds: `retry-after-ms` (Anthropic), or `retry-after` in seconds or as an HTTP date.
  * Undefined when absent or unreadable.
  */
-export function parseRetryAfter(headers: { get(name: string): string | null } | undefined): number | undefined {
+export function parseRetryAfter(
+  headers: { get(name: string): string | null } | undefined,
+): number | undefined {
   if (!headers) return undefined;
   const ms = headers.get('retry-after-ms');
   if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));

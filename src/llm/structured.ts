@@ -147,7 +147,11 @@ export class StructuredLlmClient implements LlmClient {
       const repairText = fillPrompt(builtinPrompt('repair'), { errors: firstErrors });
       const answer2 = await this.call(
         request,
-        [first, { role: 'assistant', text: truncate(answer1.text, 8000) }, { role: 'user', text: repairText }],
+        [
+          first,
+          { role: 'assistant', text: truncate(answer1.text, 8000) },
+          { role: 'user', text: repairText },
+        ],
         maxTokens,
       );
       tokensIn += answer2.tokensIn;
@@ -175,13 +179,20 @@ export class StructuredLlmClient implements LlmClient {
     }
 
     const entry: CachedAnswer = { value: parsed.value, tokensIn, tokensOut, repaired };
-    await this.cache?.put(key, { ...entry, provider: this.backend.provider, model: this.backend.model, schemaName: request.schemaName });
+    await this.cache?.put(key, {
+      ...entry,
+      provider: this.backend.provider,
+      model: this.backend.model,
+      schemaName: request.schemaName,
+    });
     return { ...base, ...entry, cached: false };
   }
 
   private call(request: GenerateRequest, messages: ChatMessage[], maxTokens: number) {
     const estimate =
-      countTokens(request.system ?? '') + messages.reduce((sum, m) => sum + countTokens(m.text), 0) + maxTokens / 4;
+      countTokens(request.system ?? '') +
+      messages.reduce((sum, m) => sum + countTokens(m.text), 0) +
+      maxTokens / 4;
     return this.limiter.run(
       Math.ceil(estimate),
       async () => {

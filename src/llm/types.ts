@@ -81,7 +81,9 @@ export interface VisionClient {
 
 export type LlmResolution = { llm: LlmClient; reason?: undefined } | { llm: undefined; reason: string };
 
-export type VisionResolution = { vision: VisionClient; reason?: undefined } | { vision: undefined; reason: string };
+export type VisionResolution =
+  | { vision: VisionClient; reason?: undefined }
+  | { vision: undefined; reason: string };
 
 /** One message of a chat sent to a backend (the structured-output layer builds these). */
 export interface ChatMessage {

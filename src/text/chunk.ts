@@ -2,8 +2,8 @@ import { ConfigError, ErrorCodes } from '../errors.js';
 import type { ExtractedDocument } from '../extract/types.js';
 import { isSpace, isWordChar } from './chars.js';
 import { type Segment, segmentDocument } from './segment.js';
-import { type Section, buildSections, pageAt, sectionAt, topLevelIndex } from './structure.js';
-import { countTokens, countTokensInRange, tokenWeight, tokenizerName } from './tokenizer.js';
+import { buildSections, pageAt, type Section, sectionAt, topLevelIndex } from './structure.js';
+import { countTokens, countTokensInRange, tokenizerName, tokenWeight } from './tokenizer.js';
 
 /**
  * Chunk size rules.
@@ -30,7 +30,12 @@ export interface ChunkConfig {
   maxChars: number;
 }
 
-export const defaultChunkConfig: ChunkConfig = { targetTokens: 600, overlapRatio: 0.1, minChars: 100, maxChars: 2000 };
+export const defaultChunkConfig: ChunkConfig = {
+  targetTokens: 600,
+  overlapRatio: 0.1,
+  minChars: 100,
+  maxChars: 2000,
+};
 
 /** Characters per token of German text under cpe's tokenizer (see tokenizer.ts), used to turn token targets into sizes. */
 export const GERMAN_CHARS_PER_TOKEN = 3.3;
@@ -44,14 +49,16 @@ export const chunkConfigSchema = {
       minimum: 20,
       maximum: 32000,
       default: defaultChunkConfig.targetTokens,
-      description: 'token budget per chunk; chunks close at this many tokens or max_chars, whichever comes first',
+      description:
+        'token budget per chunk; chunks close at this many tokens or max_chars, whichever comes first',
     },
     overlap: {
       type: 'number',
       minimum: 0,
       maximum: 0.5,
       default: defaultChunkConfig.overlapRatio,
-      description: 'share of a chunk repeated (whole sentences) at the start of the next chunk of the same section',
+      description:
+        'share of a chunk repeated (whole sentences) at the start of the next chunk of the same section',
     },
     min_chars: {
       type: 'integer',
@@ -91,8 +98,10 @@ export function chunkConfigFromJson(json: Record<string, unknown>): ChunkConfig 
 
 /** Checks what the schema cannot express (relations between keys). */
 export function checkChunkConfig(config: ChunkConfig): void {
-  if (config.maxChars < 50) throw new ConfigError(ErrorCodes.CONFIG_INVALID, 'config.max_chars must be >= 50');
-  if (config.targetTokens < 20) throw new ConfigError(ErrorCodes.CONFIG_INVALID, 'config.target_tokens must be >= 20');
+  if (config.maxChars < 50)
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, 'config.max_chars must be >= 50');
+  if (config.targetTokens < 20)
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, 'config.target_tokens must be >= 20');
   if (config.overlapRatio < 0 || config.overlapRatio > 0.5) {
     throw new ConfigError(ErrorCodes.CONFIG_INVALID, 'config.overlap must be between 0 and 0.5');
   }
@@ -248,7 +257,12 @@ function splitOversized(
   return pieces;
 }
 
-function buildUnits(text: string, sections: readonly Section[], segments: readonly Segment[], config: ChunkConfig): Unit[] {
+function buildUnits(
+  text: string,
+  sections: readonly Section[],
+  segments: readonly Segment[],
+  config: ChunkConfig,
+): Unit[] {
   const units: Unit[] = [];
   let lastSection = -1;
   let prevEnd = 0;
@@ -283,14 +297,17 @@ function buildUnits(text: string, sections: readonly Section[], segments: readon
     headingLevel = seg.type === 'heading' ? (sections[seg.sectionIndex]?.level ?? 1) : -1;
     firstInSegment = true;
     for (const s of seg.sentences) {
-      const weight = tokenWeight(text, s.start, s.end);
+      const weight = s.weight ?? tokenWeight(text, s.start, s.end);
       if (s.end - s.start <= config.maxChars && weight <= config.targetTokens) {
         push(s.start, s.end, weight, false);
         continue;
       }
       const preferLines = seg.type === 'table' || seg.type === 'code';
       const pieces = splitOversized(text, s.start, s.end, config.maxChars, config.targetTokens, preferLines);
-      pieces.forEach(([ps, pe], k) => push(ps, pe, tokenWeight(text, ps, pe), k > 0));
+      for (let k = 0; k < pieces.length; k++) {
+        const [ps, pe] = pieces[k] as [number, number];
+        push(ps, pe, tokenWeight(text, ps, pe), k > 0);
+      }
     }
   }
   return units;
@@ -301,12 +318,19 @@ function buildUnits(text: string, sections: readonly Section[], segments: readon
  * both are tiny (and fit together); a group under min_chars joins its neighbour regardless, since a
  * chunk of a few words ("§ 3 (weggefallen)") helps no search.
  */
-function groupUnits(units: readonly Unit[], sections: readonly Section[], config: ChunkConfig): Array<[number, number]> {
+function groupUnits(
+  units: readonly Unit[],
+  sections: readonly Section[],
+  config: ChunkConfig,
+): Array<[number, number]> {
   const raw: Array<[number, number]> = [];
+  const topOf = new Int32Array(sections.length);
+  for (let k = 0; k < sections.length; k++) topOf[k] = topLevelIndex(sections, k);
   let from = 0;
   let top = -2;
   for (let i = 0; i < units.length; i++) {
-    const t = sections.length === 0 ? 0 : topLevelIndex(sections, (units[i] as Unit).section);
+    const sec = (units[i] as Unit).section;
+    const t = sec < topOf.length ? (topOf[sec] as number) : 0;
     if (t !== top) {
       if (i > from) raw.push([from, i]);
       from = i;
@@ -319,7 +343,12 @@ function groupUnits(units: readonly Unit[], sections: readonly Section[], config
   const merged: Array<[number, number]> = [];
   for (const g of raw) {
     const prev = merged[merged.length - 1];
-    if (prev && span(prev) < tiny && span(g) < tiny && (units[g[1] - 1] as Unit).end - (units[prev[0]] as Unit).start <= config.maxChars) {
+    if (
+      prev &&
+      span(prev) < tiny &&
+      span(g) < tiny &&
+      (units[g[1] - 1] as Unit).end - (units[prev[0]] as Unit).start <= config.maxChars
+    ) {
       prev[1] = g[1];
     } else merged.push([g[0], g[1]]);
   }
@@ -349,10 +378,16 @@ function boundaryBonus(units: readonly Unit[], j: number): number | null {
 }
 
 /** Packs one group's units into chunk plans. */
-function packGroup(units: readonly Unit[], from: number, to: number, config: ChunkConfig, prefixTokens: Float64Array, plans: Plan[]): void {
+function packGroup(
+  units: readonly Unit[],
+  from: number,
+  to: number,
+  config: ChunkConfig,
+  prefixTokens: Float64Array,
+  plans: Plan[],
+): void {
   const maxChars = config.maxChars;
   const tiny = tinyChunkChars(config);
-  const overlapBudget = config.overlapRatio * Math.min(maxChars, config.targetTokens * GERMAN_CHARS_PER_TOKEN);
   const groupEnd = (units[to - 1] as Unit).end;
   const tokensOf = (a: number, b: number) =>
     (prefixTokens[b + 1] as number) - (prefixTokens[a] as number) - (units[a] as Unit).gapTokens;
@@ -361,12 +396,20 @@ function packGroup(units: readonly Unit[], from: number, to: number, config: Chu
   while (first < to) {
     let cs = (units[ov] as Unit).start;
     // overlap must leave room for at least the first new unit
-    if (ov < first && ((units[first] as Unit).end - cs > maxChars || tokensOf(ov, first) > config.targetTokens)) {
+    if (
+      ov < first &&
+      ((units[first] as Unit).end - cs > maxChars || tokensOf(ov, first) > config.targetTokens)
+    ) {
       ov = first;
       cs = (units[ov] as Unit).start;
     }
     let k = first;
-    while (k + 1 < to && (units[k + 1] as Unit).end - cs <= maxChars && tokensOf(ov, k + 1) <= config.targetTokens) k++;
+    while (
+      k + 1 < to &&
+      (units[k + 1] as Unit).end - cs <= maxChars &&
+      tokensOf(ov, k + 1) <= config.targetTokens
+    )
+      k++;
     if (k === to - 1) {
       plans.push({ first, last: k, overlapFirst: ov, cut: 'end' });
       return;
@@ -399,16 +442,18 @@ function packGroup(units: readonly Unit[], from: number, to: number, config: Chu
           ? 'paragraph'
           : 'sentence';
     plans.push({ first, last: best, overlapFirst: ov, cut });
-    // overlap: whole sentences from the end of this chunk, only when the next chunk continues the same section
+    // overlap: whole sentences from the end of this chunk, only when the next chunk continues the same
+    // section; about overlapRatio of this chunk's length, the last sentence alone may run to twice that
+    // so that long legal sentences still carry context
     let nextOv = best + 1;
     if (!next.sectionStart && !next.continuesWord && config.overlapRatio > 0) {
+      const budget = config.overlapRatio * ((units[best] as Unit).end - cs);
       let m = best;
       while (m > first) {
         const u = units[m] as Unit;
         if (u.section !== next.section || u.headingLevel >= 0 || u.continuesWord) break;
         const len = (units[best] as Unit).end - u.start;
-        // the last sentence may run to twice the budget, so long legal sentences still carry context
-        if (len > (m === best ? 2 * overlapBudget : 1.2 * overlapBudget)) break;
+        if (len > (m === best ? 2 * budget : budget)) break;
         nextOv = m;
         m--;
       }
@@ -486,10 +531,12 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   const segments = opts.segments ?? segmentDocument(doc, sections);
   const units = buildUnits(text, sections, segments, config);
   const prefixTokens = new Float64Array(units.length + 1);
-  for (let i = 0; i < units.length; i++) prefixTokens[i + 1] = (prefixTokens[i] as number) + (units[i] as Unit).tokens;
+  for (let i = 0; i < units.length; i++)
+    prefixTokens[i + 1] = (prefixTokens[i] as number) + (units[i] as Unit).tokens;
 
   const plans: Plan[] = [];
-  for (const [from, to] of groupUnits(units, sections, config)) packGroup(units, from, to, config, prefixTokens, plans);
+  for (const [from, to] of groupUnits(units, sections, config))
+    packGroup(units, from, to, config, prefixTokens, plans);
 
   const drafts: ChunkDraft[] = [];
   let prevEnd = -1;
@@ -525,6 +572,7 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
     });
     prevEnd = end;
   }
-  if (opts.pageVisionText && opts.pageVisionText.size > 0) attachVision(drafts, text, doc, opts.pageVisionText, sections);
+  if (opts.pageVisionText && opts.pageVisionText.size > 0)
+    attachVision(drafts, text, doc, opts.pageVisionText, sections);
   return drafts;
 }

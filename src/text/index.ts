@@ -21,8 +21,14 @@ export {
   mergeChunkQuality,
   type QualityChunk,
 } from './quality.js';
-export { type Segment, type SegmentInput, type SegmentOptions, type SegmentType, segmentDocument } from './segment.js';
-export { splitSentences, type TextSpan } from './sentences.js';
+export {
+  type Segment,
+  type SegmentInput,
+  type SegmentOptions,
+  type SegmentType,
+  segmentDocument,
+} from './segment.js';
+export { type SentenceSpan, splitSentences, type TextSpan } from './sentences.js';
 export {
   buildSections,
   pageAt,
@@ -32,4 +38,10 @@ export {
   sectionAt,
   topLevelIndex,
 } from './structure.js';
-export { countTokens, countTokensInRange, estimateTokensByChars, tokenWeight, tokenizerName } from './tokenizer.js';
+export {
+  countTokens,
+  countTokensInRange,
+  estimateTokensByChars,
+  tokenizerName,
+  tokenWeight,
+} from './tokenizer.js';

@@ -101,7 +101,11 @@ function sameSection(sections: readonly Section[] | undefined, a: number, b: num
  * Quality figures of a chunking, for cpe's chunks and for any other splitter's (LangChain's chunks get
  * offsets from `locateChunks`). Used by the bench, the eval script and the tests.
  */
-export function chunkQuality(text: string, chunks: readonly QualityChunk[], opts: ChunkQualityOptions): ChunkQuality {
+export function chunkQuality(
+  text: string,
+  chunks: readonly QualityChunk[],
+  opts: ChunkQualityOptions,
+): ChunkQuality {
   const n = chunks.length;
   let exact = 0;
   let midStart = 0;
@@ -122,8 +126,14 @@ export function chunkQuality(text: string, chunks: readonly QualityChunk[], opts
     const len = c.end - c.start;
     chars += len;
     if (c.content === undefined || c.content === text.slice(c.start, c.end)) exact++;
-    if (c.start > 0 && isWordChar(text.charCodeAt(c.start - 1)) && isWordChar(text.charCodeAt(c.start))) midStart++;
-    if (c.end < text.length && c.end > 0 && isWordChar(text.charCodeAt(c.end - 1)) && isWordChar(text.charCodeAt(c.end))) {
+    if (c.start > 0 && isWordChar(text.charCodeAt(c.start - 1)) && isWordChar(text.charCodeAt(c.start)))
+      midStart++;
+    if (
+      c.end < text.length &&
+      c.end > 0 &&
+      isWordChar(text.charCodeAt(c.end - 1)) &&
+      isWordChar(text.charCodeAt(c.end))
+    ) {
       midEnd++;
     }
     if (endsAtSentence(text, c.end) || endsAtParagraph(text, c.end)) sentenceEnd++;
@@ -150,7 +160,11 @@ export function chunkQuality(text: string, chunks: readonly QualityChunk[], opts
     if (c.headingPath && opts.sections && opts.sections.length > 0) {
       pathChecked++;
       const s = opts.sections[Math.max(0, sectionAt(opts.sections, c.start))] as Section;
-      if (s.headingPath.length === c.headingPath.length && s.headingPath.every((h, i) => h === c.headingPath?.[i])) pathOk++;
+      if (
+        s.headingPath.length === c.headingPath.length &&
+        s.headingPath.every((h, i) => h === c.headingPath?.[i])
+      )
+        pathOk++;
     }
     if (k > 0) {
       const prev = chunks[k - 1] as QualityChunk;
@@ -190,7 +204,10 @@ export function chunkQuality(text: string, chunks: readonly QualityChunk[], opts
  * chunk is searched forward from just after the previous chunk's start; when the splitter changed white
  * space (trimmed or re-joined pieces), a white-space-insensitive match is tried. Unfound chunks are null.
  */
-export function locateChunks(text: string, contents: readonly string[]): Array<{ start: number; end: number } | null> {
+export function locateChunks(
+  text: string,
+  contents: readonly string[],
+): Array<{ start: number; end: number } | null> {
   const out: Array<{ start: number; end: number } | null> = [];
   let from = 0;
   for (const content of contents) {
@@ -237,7 +254,8 @@ function looseMatch(text: string, needle: string, from: number): { start: number
 /** Combines per-document figures into corpus figures (weighted by chunks, overlap by pairs). */
 export function mergeChunkQuality(parts: readonly ChunkQuality[]): ChunkQuality {
   const chunks = parts.reduce((a, p) => a + p.chunks, 0);
-  const w = (f: (p: ChunkQuality) => number) => (chunks === 0 ? 0 : parts.reduce((a, p) => a + f(p) * p.chunks, 0) / chunks);
+  const w = (f: (p: ChunkQuality) => number) =>
+    chunks === 0 ? 0 : parts.reduce((a, p) => a + f(p) * p.chunks, 0) / chunks;
   const pairs = parts.reduce((a, p) => a + Math.max(0, p.chunks - 1), 0);
   const contPairs = parts.reduce((a, p) => a + p.continuedPairs, 0);
   const checked = parts.filter((p) => p.headingPathCorrect !== null);
@@ -253,10 +271,15 @@ export function mergeChunkQuality(parts: readonly ChunkQuality[]): ChunkQuality 
     tiny: w((p) => p.tiny),
     overCap: parts.reduce((a, p) => a + p.overCap, 0),
     overlapContinued:
-      contPairs === 0 ? null : parts.reduce((a, p) => a + (p.overlapContinued ?? 0) * p.continuedPairs, 0) / contPairs,
-    overlapAll: pairs === 0 ? 0 : parts.reduce((a, p) => a + p.overlapAll * Math.max(0, p.chunks - 1), 0) / pairs,
+      contPairs === 0
+        ? null
+        : parts.reduce((a, p) => a + (p.overlapContinued ?? 0) * p.continuedPairs, 0) / contPairs,
+    overlapAll:
+      pairs === 0 ? 0 : parts.reduce((a, p) => a + p.overlapAll * Math.max(0, p.chunks - 1), 0) / pairs,
     continuedPairs: contPairs,
     headingPathCorrect:
-      checkedChunks === 0 ? null : checked.reduce((a, p) => a + (p.headingPathCorrect ?? 0) * p.chunks, 0) / checkedChunks,
+      checkedChunks === 0
+        ? null
+        : checked.reduce((a, p) => a + (p.headingPathCorrect ?? 0) * p.chunks, 0) / checkedChunks,
   };
 }

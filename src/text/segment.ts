@@ -1,9 +1,17 @@
 import type { Block, ExtractedDocument } from '../extract/types.js';
 import { isSpace } from './chars.js';
-import { type TextSpan, splitSentences } from './sentences.js';
-import { type Section, pageAt, sectionAt } from './structure.js';
+import { splitSentences, type TextSpan } from './sentences.js';
+import { pageAt, type Section, sectionAt } from './structure.js';
 
-export type SegmentType = 'paragraph' | 'list_item' | 'table' | 'code' | 'heading' | 'notes' | 'footnote' | 'caption';
+export type SegmentType =
+  | 'paragraph'
+  | 'list_item'
+  | 'table'
+  | 'code'
+  | 'heading'
+  | 'notes'
+  | 'footnote'
+  | 'caption';
 
 /** A unit of the text inside a section: one block, with its sentences. */
 export interface Segment {
@@ -15,8 +23,11 @@ export interface Segment {
   end: number;
   /** 1-based page of the segment's start */
   page: number;
-  /** sentence spans (offsets into the document text); tables and code are a single span */
-  sentences: TextSpan[];
+  /**
+   * sentence spans (offsets into the document text); tables and code are a single span. `weight` is the
+   * unrounded token weight (tokenizer.ts) when known; the chunker counts spans that lack it.
+   */
+  sentences: Array<TextSpan & { weight?: number }>;
 }
 
 export interface SegmentOptions {
@@ -49,7 +60,13 @@ function paragraphsOf(doc: SegmentInput): Block[] {
   let from = 0;
   const push = (s: number, e: number) => {
     const span = trimmed(doc.text, s, e);
-    if (span) blocks.push({ type: 'paragraph', start: span.start, end: span.end, page: pageAt(doc.pages, span.start) });
+    if (span)
+      blocks.push({
+        type: 'paragraph',
+        start: span.start,
+        end: span.end,
+        page: pageAt(doc.pages, span.start),
+      });
   };
   for (let m = re.exec(doc.text); m !== null; m = re.exec(doc.text)) {
     push(from, m.index);
@@ -65,7 +82,11 @@ function paragraphsOf(doc: SegmentInput): Block[] {
  * Tables and code are one unit each (a sentence splitter would cut them at every period); a list item is
  * one unit unless it is longer than `longListItemChars`.
  */
-export function segmentDocument(doc: SegmentInput, sections: readonly Section[], opts: SegmentOptions = {}): Segment[] {
+export function segmentDocument(
+  doc: SegmentInput,
+  sections: readonly Section[],
+  opts: SegmentOptions = {},
+): Segment[] {
   const longListItem = opts.longListItemChars ?? 300;
   const { text } = doc;
   const blocks = doc.blocks.length > 0 || text.trim() === '' ? doc.blocks : paragraphsOf(doc);
@@ -77,9 +98,13 @@ export function segmentDocument(doc: SegmentInput, sections: readonly Section[],
     // blocks come in reading order, so the section index only moves forward; sectionAt covers odd input
     while (sec + 1 < sections.length && (sections[sec + 1] as Section).start <= span.start) sec++;
     const sectionIndex =
-      sections.length === 0 ? 0 : (sections[sec] as Section).start <= span.start ? sec : Math.max(0, sectionAt(sections, span.start));
+      sections.length === 0
+        ? 0
+        : (sections[sec] as Section).start <= span.start
+          ? sec
+          : Math.max(0, sectionAt(sections, span.start));
     const type = segmentType(b);
-    let sentences: TextSpan[];
+    let sentences: Array<TextSpan & { weight?: number }>;
     if (type === 'paragraph' || type === 'notes' || type === 'footnote' || type === 'caption') {
       sentences = splitSentences(text, span.start, span.end);
     } else if (type === 'list_item' && span.end - span.start > longListItem) {
@@ -88,7 +113,15 @@ export function segmentDocument(doc: SegmentInput, sections: readonly Section[],
       sentences = [span];
     }
     if (sentences.length === 0) sentences = [span];
-    segments.push({ index: segments.length, sectionIndex, type, start: span.start, end: span.end, page: b.page, sentences });
+    segments.push({
+      index: segments.length,
+      sectionIndex,
+      type,
+      start: span.start,
+      end: span.end,
+      page: b.page,
+      sentences,
+    });
   }
   return segments;
 }

@@ -1,4 +1,16 @@
-import { isDigit, isLetter, isLowerAt, isSpace, isUpperAt } from './chars.js';
+import {
+  CHAR_CLASS,
+  CLASS_DIGIT,
+  CLASS_LETTER,
+  CLASS_NEWLINE,
+  CLASS_SPACE,
+  isDigit,
+  isLetter,
+  isLowerAt,
+  isSpace,
+  isUpperAt,
+} from './chars.js';
+import { digitRunWeight, letterRunWeight, spaceRunWeight, symbolRunWeight } from './tokenizer.js';
 
 /** A span of text: `start` inclusive, `end` exclusive, both offsets into the text given. */
 export interface TextSpan {
@@ -12,14 +24,121 @@ export interface TextSpan {
  * listed. Only words that rarely end a German sentence belong here.
  */
 const ABBREVIATIONS = new Set([
-  'usw', 'bzw', 'ca', 'nr', 'abs', 'art', 'vgl', 'etc', 'dr', 'prof', 'hr', 'fr', 'ggf', 'evtl', 'inkl',
-  'zzgl', 'sog', 'bspw', 'jh', 'jhd', 'jhdt', 'mio', 'mrd', 'st', 'str', 'bzgl', 'ff', 'gem', 'max',
-  'mind', 'ggü', 'lt', 'anm', 'abb', 'tab', 'kap', 'bd', 'bde', 'hrsg', 'aufl', 'tel', 'geb', 'gest',
-  'ehem', 'insb', 'einschl', 'zit', 'vs', 'allg', 'abschn', 'buchst', 'ziff', 'lit', 'dipl', 'ing',
-  'mag', 'med', 'phil', 'rer', 'nat', 'jur', 'verf', 'ausg', 'anh', 'bgbl', 'gvbl', 'nf', 'zb', 'dh',
-  'ua', 'uvm', 'od', 'sa', 'urt', 'az', 'mwst', 'ust', 'zt', 'tw', 'uu', 'idr', 'iv', 'vj', 'zi', 'pkt',
-  'std', 'min', 'sek', 'gr', 'kl', 'mrz', 'okt', 'dez', 'nov', 'sept', 'aug', 'jan', 'feb', 'apr', 'jun',
-  'jul', 'corp', 'inc', 'ltd', 'co', 'univ', 'techn', 'hsg', 'ref', 'vol', 'no', 'pp', 'ed', 'eds', 'bsp',
+  'usw',
+  'bzw',
+  'ca',
+  'nr',
+  'abs',
+  'art',
+  'vgl',
+  'etc',
+  'dr',
+  'prof',
+  'hr',
+  'fr',
+  'ggf',
+  'evtl',
+  'inkl',
+  'zzgl',
+  'sog',
+  'bspw',
+  'jh',
+  'jhd',
+  'jhdt',
+  'mio',
+  'mrd',
+  'st',
+  'str',
+  'bzgl',
+  'ff',
+  'gem',
+  'max',
+  'mind',
+  'ggü',
+  'lt',
+  'anm',
+  'abb',
+  'tab',
+  'kap',
+  'bd',
+  'bde',
+  'hrsg',
+  'aufl',
+  'tel',
+  'geb',
+  'gest',
+  'ehem',
+  'insb',
+  'einschl',
+  'zit',
+  'vs',
+  'allg',
+  'abschn',
+  'buchst',
+  'ziff',
+  'lit',
+  'dipl',
+  'ing',
+  'mag',
+  'med',
+  'phil',
+  'rer',
+  'nat',
+  'jur',
+  'verf',
+  'ausg',
+  'anh',
+  'bgbl',
+  'gvbl',
+  'nf',
+  'zb',
+  'dh',
+  'ua',
+  'uvm',
+  'od',
+  'sa',
+  'urt',
+  'az',
+  'mwst',
+  'ust',
+  'zt',
+  'tw',
+  'uu',
+  'idr',
+  'iv',
+  'vj',
+  'zi',
+  'pkt',
+  'std',
+  'min',
+  'sek',
+  'gr',
+  'kl',
+  'mrz',
+  'okt',
+  'dez',
+  'nov',
+  'sept',
+  'aug',
+  'jan',
+  'feb',
+  'apr',
+  'jun',
+  'jul',
+  'corp',
+  'inc',
+  'ltd',
+  'co',
+  'univ',
+  'techn',
+  'hsg',
+  'ref',
+  'vol',
+  'no',
+  'pp',
+  'ed',
+  'eds',
+  'bsp',
 ]);
 
 const MAX_ABBREVIATION = Math.max(...[...ABBREVIATIONS].map((a) => a.length));
@@ -28,42 +147,116 @@ const MAX_ABBREVIATION = Math.max(...[...ABBREVIATIONS].map((a) => a.length));
 const SENTENCE_FINAL_ABBREVIATIONS = new Set(['usw', 'etc', 'uvm']);
 
 const MONTHS = new Set([
-  'januar', 'jänner', 'februar', 'märz', 'april', 'mai', 'juni', 'juli', 'august', 'september', 'oktober',
-  'november', 'dezember',
+  'januar',
+  'jänner',
+  'februar',
+  'märz',
+  'april',
+  'mai',
+  'juni',
+  'juli',
+  'august',
+  'september',
+  'oktober',
+  'november',
+  'dezember',
 ]);
 
 /** Nouns that follow an ordinal number ("3. Kapitel", "2. Lehrjahr"). */
 const ORDINAL_NOUNS = new Set([
-  'kapitel', 'abschnitt', 'absatz', 'buch', 'teil', 'titel', 'jahrhundert', 'jahrtausend', 'auflage',
-  'lehrjahr', 'ausbildungsjahr', 'semester', 'quartal', 'halbjahr', 'klasse', 'stock', 'etage', 'mal',
-  'woche', 'tag', 'monat', 'jahr', 'lebensjahr', 'platz', 'rang', 'stufe', 'runde', 'schritt', 'fassung',
-  'änderung', 'verordnung', 'gesetz', 'durchführungsverordnung', 'sitzung', 'lektion', 'modul', 'einheit',
+  'kapitel',
+  'abschnitt',
+  'absatz',
+  'buch',
+  'teil',
+  'titel',
+  'jahrhundert',
+  'jahrtausend',
+  'auflage',
+  'lehrjahr',
+  'ausbildungsjahr',
+  'semester',
+  'quartal',
+  'halbjahr',
+  'klasse',
+  'stock',
+  'etage',
+  'mal',
+  'woche',
+  'tag',
+  'monat',
+  'jahr',
+  'lebensjahr',
+  'platz',
+  'rang',
+  'stufe',
+  'runde',
+  'schritt',
+  'fassung',
+  'änderung',
+  'verordnung',
+  'gesetz',
+  'durchführungsverordnung',
+  'sitzung',
+  'lektion',
+  'modul',
+  'einheit',
 ]);
 
 /** Words before a number that make it an ordinal ("am 1. Januar", "der 3. Abschnitt", "bis 5. Mai"). */
 const ORDINAL_PRECEDERS = new Set([
-  'am', 'im', 'vom', 'zum', 'zur', 'bis', 'ab', 'seit', 'der', 'die', 'das', 'den', 'dem', 'des', 'ein',
-  'eine', 'einer', 'eines', 'einem', 'einen', 'beim', 'jeder', 'jede', 'jedes', 'jeden', 'jedem', 'nach',
-  'vor', 'zum', 'ihr', 'ihre', 'ihrem', 'ihren', 'sein', 'seine', 'seinem', 'seinen', 'dieser', 'diese',
-  'dieses', 'diesem', 'diesen', 'spätestens', 'frühestens', 'bereits', 'erst', 'ihres', 'seines',
+  'am',
+  'im',
+  'vom',
+  'zum',
+  'zur',
+  'bis',
+  'ab',
+  'seit',
+  'der',
+  'die',
+  'das',
+  'den',
+  'dem',
+  'des',
+  'ein',
+  'eine',
+  'einer',
+  'eines',
+  'einem',
+  'einen',
+  'beim',
+  'jeder',
+  'jede',
+  'jedes',
+  'jeden',
+  'jedem',
+  'nach',
+  'vor',
+  'zum',
+  'ihr',
+  'ihre',
+  'ihrem',
+  'ihren',
+  'sein',
+  'seine',
+  'seinem',
+  'seinen',
+  'dieser',
+  'diese',
+  'dieses',
+  'diesem',
+  'diesen',
+  'spätestens',
+  'frühestens',
+  'bereits',
+  'erst',
+  'ihres',
+  'seines',
 ]);
-
-/**
- * Places that may end a sentence: a run of terminators with optional closing quotes/brackets, followed by
- * white space or the end of the text; and blank lines (always a break).
- */
-const CANDIDATE = /[.!?\u2026]+["'\u201c\u201d\u2019\u2018\u00bb\u00ab\u203a\u2039)\]}]*(?=\s|$)|\n[ \t\r]*\n/g;
 
 function isTerminator(c: number): boolean {
   return c === 46 || c === 33 || c === 63 || c === 0x2026; // . ! ? …
-}
-
-/** Characters that may follow the terminator and still belong to the sentence: quotes and brackets. */
-function isCloser(c: number): boolean {
-  return (
-    c === 34 || c === 39 || c === 41 || c === 93 || c === 125 || c === 0x201c || c === 0x201d ||
-    c === 0x2019 || c === 0x2018 || c === 0xbb || c === 0xab || c === 0x203a || c === 0x2039
-  );
 }
 
 /** Lower-cased word of letters ending right before `end` (at most 24 letters), and where it starts. */
@@ -98,7 +291,14 @@ function atLineStart(text: string, pos: number, floor: number): boolean {
  * Decides whether the terminator run text[first..last] (followed by closers up to `after`, then white
  * space, then the next visible character at `next`) ends a sentence.
  */
-function endsSentence(text: string, floor: number, first: number, last: number, next: number, limit: number): boolean {
+function endsSentence(
+  text: string,
+  floor: number,
+  first: number,
+  last: number,
+  next: number,
+  limit: number,
+): boolean {
   const term = text.charCodeAt(first);
   const nextIsLower = isLowerAt(text, next);
   const nextIsDigit = isDigit(text.charCodeAt(next));
@@ -144,47 +344,116 @@ function endsSentence(text: string, floor: number, first: number, last: number, 
   return !nextIsLower;
 }
 
+/** A sentence: its span and its unrounded token weight (tokenizer.ts rules), found in the same pass. */
+export interface SentenceSpan extends TextSpan {
+  weight: number;
+}
+
+function isCloser(c: number): boolean {
+  return (
+    c === 34 ||
+    c === 39 ||
+    c === 41 ||
+    c === 93 ||
+    c === 125 ||
+    c === 0x201c ||
+    c === 0x201d ||
+    c === 0x2019 ||
+    c === 0x2018 ||
+    c === 0xbb ||
+    c === 0xab ||
+    c === 0x203a ||
+    c === 0x2039
+  );
+}
+
 /**
  * Splits text[start, end) into sentences, German-aware: abbreviations ("z. B.", "Nr.", "Abs.", "ggf."),
  * ordinals ("3. Kapitel", "am 1. Januar 2024"), dates and numbers ("01.02.2024", "1.000"), enumeration
  * labels at the start of a line ("1."), ellipses and quotes/brackets after the period. A blank line always
  * ends a sentence; a single line break does not (hard-wrapped text). Spans are trimmed of white space and
- * together cover every visible character of the range, in order. One pass; abbreviation look-ups only at
- * periods followed by white space.
+ * together cover every visible character of the range, in order.
+ *
+ * One pass over the characters, run by run (letters, digits, white space, symbols) exactly as the
+ * tokenizer walks them, so each sentence comes with its token weight (`weight`, unrounded; round the sum
+ * of a chunk's sentences once) and the chunker needs no second pass. Abbreviation look-ups happen only at
+ * a period followed by white space and an upper-case letter.
  */
-export function splitSentences(text: string, start = 0, end: number = text.length): TextSpan[] {
-  const out: TextSpan[] = [];
-  const limit = Math.min(end, text.length);
+export function splitSentences(text: string, start = 0, end: number = text.length): SentenceSpan[] {
+  const out: SentenceSpan[] = [];
+  const n = Math.min(end, text.length);
   const from = Math.max(0, start);
-  let sStart = from;
-  const push = (e: number) => {
-    let s = sStart;
-    while (s < e && isSpace(text.charCodeAt(s))) s++;
-    let t = e;
-    while (t > s && isSpace(text.charCodeAt(t - 1))) t--;
-    if (t > s) out.push({ start: s, end: t });
-  };
-  // The regex engine finds the only places that need a decision (terminators followed by white space,
-  // blank lines) at native speed; "1.000", "01.02.2024" and "z.B." never match.
-  const re = CANDIDATE; // module-level: the loop below runs to completion, nothing else touches lastIndex
-  re.lastIndex = from;
-  for (let m = re.exec(text); m !== null && m.index < limit; m = re.exec(text)) {
-    const i = m.index;
-    const after = Math.min(limit, i + m[0].length);
-    if (text.charCodeAt(i) === 10) {
-      push(i);
-      sStart = after;
+  const table = CHAR_CLASS;
+  let sStart = -1; // first visible character of the current sentence
+  let sEnd = 0; // after its last visible character
+  let weight = 0; // weight from sStart to the current position
+  let visibleWeight = 0; // weight from sStart to sEnd
+  let pending = -1; // a decided sentence end that the walk has not reached yet
+  let i = from;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    const cls = table[c] as number;
+    const runStart = i;
+    if (cls === CLASS_SPACE || cls === CLASS_NEWLINE) {
+      // a decided sentence end always lies where white space begins
+      if (i === pending) {
+        out.push({ start: sStart, end: i, weight });
+        sStart = -1;
+        weight = 0;
+        pending = -1;
+      }
+      let newlines = cls === CLASS_NEWLINE ? 1 : 0;
+      i++;
+      for (; i < n; i++) {
+        const d = table[text.charCodeAt(i)];
+        if (d === CLASS_NEWLINE) newlines++;
+        else if (d !== CLASS_SPACE) break;
+      }
+      if (sStart < 0) continue;
+      if (newlines >= 2) {
+        // blank line: paragraph break
+        out.push({ start: sStart, end: sEnd, weight: visibleWeight });
+        sStart = -1;
+        weight = 0;
+        pending = -1;
+        continue;
+      }
+      weight += spaceRunWeight(i - runStart, newlines > 0);
       continue;
     }
-    let last = i;
-    while (last + 1 < after && isTerminator(text.charCodeAt(last + 1))) last++;
-    let next = after;
-    while (next < limit && isSpace(text.charCodeAt(next))) next++;
-    if (next >= limit || endsSentence(text, from, i, last, next, limit)) {
-      push(after);
-      sStart = after;
+    if (sStart < 0) sStart = runStart;
+    if (cls === CLASS_LETTER) {
+      i++;
+      while (i < n && table[text.charCodeAt(i)] === CLASS_LETTER) i++;
+      weight += letterRunWeight(i - runStart);
+    } else if (cls === CLASS_DIGIT) {
+      i++;
+      while (i < n && table[text.charCodeAt(i)] === CLASS_DIGIT) i++;
+      weight += digitRunWeight(i - runStart);
+    } else {
+      i++;
+      while (i < n && text.charCodeAt(i) === c) i++;
+      weight += symbolRunWeight(i - runStart);
+      // a terminator sequence starts here: decide once, where the sequence begins
+      if (
+        isTerminator(c) &&
+        pending < 0 &&
+        !(runStart > from && isTerminator(text.charCodeAt(runStart - 1)))
+      ) {
+        let last = runStart;
+        while (last + 1 < n && isTerminator(text.charCodeAt(last + 1))) last++;
+        let after = last + 1;
+        while (after < n && isCloser(text.charCodeAt(after))) after++;
+        if (after >= n || isSpace(text.charCodeAt(after))) {
+          let next = after;
+          while (next < n && isSpace(text.charCodeAt(next))) next++;
+          if (next >= n || endsSentence(text, from, runStart, last, next, n)) pending = after;
+        }
+      }
     }
+    sEnd = i;
+    visibleWeight = weight;
   }
-  push(limit);
+  if (sStart >= 0) out.push({ start: sStart, end: sEnd, weight: visibleWeight });
   return out;
 }

@@ -48,7 +48,12 @@ export function pageAt(pages: readonly PageInfo[], offset: number): number {
   // an empty page sitting at the same offset as the next text belongs before it; take the last page that
   // starts at or before the offset and actually reaches it
   let k = found;
-  while (k > 0 && (pages[k] as PageInfo).start === (pages[k] as PageInfo).end && (pages[k] as PageInfo).start === offset) k--;
+  while (
+    k > 0 &&
+    (pages[k] as PageInfo).start === (pages[k] as PageInfo).end &&
+    (pages[k] as PageInfo).start === offset
+  )
+    k--;
   return (pages[k] as PageInfo).number;
 }
 
@@ -58,7 +63,8 @@ function isHeadingBlock(b: Block): boolean {
 
 /** Heading text on one line, white space collapsed. */
 function headingText(text: string, b: Block): string {
-  return text.slice(b.start, b.end).replace(/\s+/g, ' ').trim();
+  const raw = text.slice(b.start, b.end);
+  return /\s\s|[\t\n\r\u00a0]|^\s|\s$/.test(raw) ? raw.replace(/\s+/g, ' ').trim() : raw;
 }
 
 /**

@@ -34,6 +34,31 @@ export function estimateTokensByChars(text: string): number {
 const SHORT_WORD = 4;
 const LETTERS_PER_EXTRA_TOKEN = 3;
 
+/*
+ * The weights of the four kinds of character runs. The sentence splitter (sentences.ts) walks the same
+ * runs and uses these functions, so it can hand every sentence its token weight without a second pass.
+ */
+
+/** A run of `len` letters: short words are one token, longer ones a token per further three letters. */
+export function letterRunWeight(len: number): number {
+  return len <= SHORT_WORD ? 1 : 1 + (len - SHORT_WORD) / LETTERS_PER_EXTRA_TOKEN;
+}
+
+/** A run of `len` digits: groups of three. */
+export function digitRunWeight(len: number): number {
+  return Math.ceil(len / 3);
+}
+
+/** A run of one punctuation/symbol character repeated `len` times. */
+export function symbolRunWeight(len: number): number {
+  return 1 + Math.floor((len - 1) / 4);
+}
+
+/** A run of white space: one space rides on the next word; a line break or an indentation run is a token. */
+export function spaceRunWeight(len: number, newline: boolean): number {
+  return newline || len > 1 ? 1 : 0;
+}
+
 /** Estimated token count of `text` (an integer >= 0; 0 only for text without visible characters). */
 export function countTokens(text: string): number {
   return countTokensInRange(text, 0, text.length);
@@ -60,13 +85,12 @@ export function tokenWeight(text: string, start: number, end: number): number {
       const from = i;
       i++;
       while (i < n && table[text.charCodeAt(i)] === CLASS_LETTER) i++;
-      const len = i - from;
-      tokens += len <= SHORT_WORD ? 1 : 1 + (len - SHORT_WORD) / LETTERS_PER_EXTRA_TOKEN;
+      tokens += letterRunWeight(i - from);
     } else if (cls === CLASS_DIGIT) {
       const from = i;
       i++;
       while (i < n && table[text.charCodeAt(i)] === CLASS_DIGIT) i++;
-      tokens += Math.ceil((i - from) / 3);
+      tokens += digitRunWeight(i - from);
     } else if (cls === CLASS_SPACE || cls === CLASS_NEWLINE) {
       const from = i;
       let newline = cls === CLASS_NEWLINE;
@@ -76,13 +100,12 @@ export function tokenWeight(text: string, start: number, end: number): number {
         if (d === CLASS_NEWLINE) newline = true;
         else if (d !== CLASS_SPACE) break;
       }
-      // one space rides on the next word; a line break or an indentation run is a token of its own
-      if (newline || i - from > 1) tokens += 1;
+      tokens += spaceRunWeight(i - from, newline);
     } else {
       const from = i;
       i++;
       while (i < n && text.charCodeAt(i) === c) i++;
-      tokens += 1 + Math.floor((i - from - 1) / 4);
+      tokens += symbolRunWeight(i - from);
     }
   }
   return tokens;

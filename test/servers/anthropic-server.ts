@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FaultPlan, type FakeMessage, newCounters, type ServerCounters, tokensOf } from './llm-answers.js';
+import { type FakeMessage, FaultPlan, newCounters, type ServerCounters, tokensOf } from './llm-answers.js';
 
 export interface AnthropicTestServer {
   url: string;
@@ -31,9 +31,18 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(parts).toString('utf8');
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -61,12 +70,18 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
     counters.requests++;
     const raw = await readBody(req);
     if (req.method !== 'POST' || !req.url?.startsWith('/v1/messages')) {
-      send(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url}` } });
+      send(res, 404, {
+        type: 'error',
+        error: { type: 'not_found_error', message: `no route ${req.method} ${req.url}` },
+      });
       return;
     }
     // SDK 1.x sends the key as a bearer token; older ones as x-api-key
     if (!req.headers['x-api-key'] && !req.headers.authorization?.startsWith('Bearer ')) {
-      send(res, 401, { type: 'error', error: { type: 'authentication_error', message: 'an API key is required' } });
+      send(res, 401, {
+        type: 'error',
+        error: { type: 'authentication_error', message: 'an API key is required' },
+      });
       return;
     }
     const fault = faults.takeFault();
@@ -81,7 +96,10 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
         send(
           res,
           fault.status,
-          { type: 'error', error: { type: ERROR_TYPES[fault.status] ?? 'api_error', message: `test fault ${fault.status}` } },
+          {
+            type: 'error',
+            error: { type: ERROR_TYPES[fault.status] ?? 'api_error', message: `test fault ${fault.status}` },
+          },
           headers,
         );
         return;
@@ -91,7 +109,10 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
     try {
       body = JSON.parse(raw);
     } catch {
-      send(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body is not JSON' } });
+      send(res, 400, {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'body is not JSON' },
+      });
       return;
     }
     bodies.push(body);
@@ -99,14 +120,19 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
     if (!body.model || !body.max_tokens || !Array.isArray(body.messages) || format?.type !== 'json_schema') {
       send(res, 400, {
         type: 'error',
-        error: { type: 'invalid_request_error', message: 'model, max_tokens, messages and output_config.format (json_schema) are required' },
+        error: {
+          type: 'invalid_request_error',
+          message: 'model, max_tokens, messages and output_config.format (json_schema) are required',
+        },
       });
       return;
     }
     const messages = messagesOf(body);
     const { text, invalid } = faults.answerText(format.schema, messages);
     const system = typeof body.system === 'string' ? body.system : '';
-    const tokensIn = tokensOf(system + messages.map((m) => m.text).join('\n')) + messages.reduce((n, m) => n + m.images * 800, 0);
+    const tokensIn =
+      tokensOf(system + messages.map((m) => m.text).join('\n')) +
+      messages.reduce((n, m) => n + m.images * 800, 0);
     const tokensOut = tokensOf(text);
     counters.answered++;
     if (messages.some((m) => m.role === 'assistant')) counters.repairs++;

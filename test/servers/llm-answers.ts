@@ -42,7 +42,10 @@ export function sources(text: string): Array<{ id: string; text: string }> {
     const idEnd = text.indexOf('"', open + 12);
     const bodyStart = text.indexOf('>', idEnd) + 1;
     const close = text.indexOf('</source>', bodyStart);
-    out.push({ id: text.slice(open + 12, idEnd), text: text.slice(bodyStart, close < 0 ? undefined : close).trim() });
+    out.push({
+      id: text.slice(open + 12, idEnd),
+      text: text.slice(bodyStart, close < 0 ? undefined : close).trim(),
+    });
     at = close < 0 ? text.length : close + 9;
   }
 }
@@ -107,7 +110,12 @@ export function fakeAnswer(schema: Schema, messages: FakeMessage[]): unknown {
   if (props.relations) {
     const listed = (section(prompt, 'entities') ?? '')
       .split('\n')
-      .map((line) => line.replace(/^-\s*/, '').replace(/\s*\([^)]*\)\s*$/, '').trim())
+      .map((line) =>
+        line
+          .replace(/^-\s*/, '')
+          .replace(/\s*\([^)]*\)\s*$/, '')
+          .trim(),
+      )
       .filter(Boolean);
     const types: string[] = props.relations.items?.properties?.type?.enum ?? ['RELATED_TO'];
     const relations = [];
@@ -128,7 +136,13 @@ export function fakeAnswer(schema: Schema, messages: FakeMessage[]): unknown {
   }
   if (props.verdict) {
     const statement = section(prompt, 'statement') ?? '';
-    const sourceWords = new Set(words(sources(prompt).map((s) => s.text).join(' ')));
+    const sourceWords = new Set(
+      words(
+        sources(prompt)
+          .map((s) => s.text)
+          .join(' '),
+      ),
+    );
     const statementWords = words(statement);
     const found = statementWords.filter((w) => sourceWords.has(w)).length;
     const grounded = statementWords.length > 0 && found / statementWords.length >= 0.6;
@@ -142,14 +156,19 @@ export function fakeAnswer(schema: Schema, messages: FakeMessage[]): unknown {
   if (props.statements) {
     const list = sources(prompt);
     return {
-      statements: list.slice(0, limit(props.statements, 10)).map((s) => ({ statement: firstSentence(s.text), sources: [s.id] })),
+      statements: list
+        .slice(0, limit(props.statements, 10))
+        .map((s) => ({ statement: firstSentence(s.text), sources: [s.id] })),
     };
   }
   if (props.questions) {
     return {
       questions: sentences(text)
         .slice(0, limit(props.questions, 3))
-        .map((s, i) => ({ question: `Was sagt der Text über ${nouns(s)[0] ?? `Punkt ${i + 1}`}?`, answer: s })),
+        .map((s, i) => ({
+          question: `Was sagt der Text über ${nouns(s)[0] ?? `Punkt ${i + 1}`}?`,
+          answer: s,
+        })),
     };
   }
   if (props.description && props.contents) {
@@ -222,7 +241,8 @@ export class FaultPlan {
     const isRepair = messages.some((m) => m.role === 'assistant');
     const prompt = messages.find((m) => m.role === 'user')?.text ?? '';
     const invalid =
-      this.alwaysInvalid || (!isRepair && this.invalidRate > 0 && (hashOf(prompt) % 1000) / 1000 < this.invalidRate);
+      this.alwaysInvalid ||
+      (!isRepair && this.invalidRate > 0 && (hashOf(prompt) % 1000) / 1000 < this.invalidRate);
     if (!invalid) return { text: JSON.stringify(fakeAnswer(schema, messages)), invalid: false };
     // half malformed JSON, half well-formed JSON of the wrong shape
     return hashOf(`${prompt}#kind`) % 2 === 0

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { FaultPlan, type FakeMessage, newCounters, type ServerCounters, tokensOf } from './llm-answers.js';
+import { type FakeMessage, FaultPlan, newCounters, type ServerCounters, tokensOf } from './llm-answers.js';
 
 export interface OllamaChatState {
   counters: ServerCounters;
@@ -24,9 +24,18 @@ export const newOllamaChatState = (models: string[] = []): OllamaChatState => ({
   models,
 });
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -83,7 +92,9 @@ export async function handleOllamaChat(
     .join('\n');
   const messages = all.filter((m) => m.role !== 'system');
   const { text, invalid } = faults.answerText(body.format, messages);
-  const tokensIn = tokensOf(system + messages.map((m) => m.text).join('\n')) + messages.reduce((n, m) => n + m.images * 600, 0);
+  const tokensIn =
+    tokensOf(system + messages.map((m) => m.text).join('\n')) +
+    messages.reduce((n, m) => n + m.images * 600, 0);
   const tokensOut = tokensOf(text);
   counters.answered++;
   if (messages.some((m) => m.role === 'assistant')) counters.repairs++;

@@ -25,6 +25,12 @@ export interface RouteResult {
 
 export type RouteHandler = (request: RouteRequest) => Promise<RouteResult> | RouteResult;
 
+/**
+ * A handler that writes the response itself (e.g. handleOllamaChat from ollama-chat.ts); returns false when the
+ * request is not its own. Raw handlers are tried before the routes and are not subject to fault injection.
+ */
+export type RawHandler = (req: IncomingMessage, res: ServerResponse, rawBody: string) => Promise<boolean> | boolean;
+
 export interface FaultState {
   /** the next N requests answer with `failStatus` */
   failNext: number;
@@ -65,6 +71,7 @@ export class TestHttpServer {
   /** requests seen, per 'METHOD /registered/:path' and in total */
   readonly counters = { total: 0, failed: 0, dropped: 0, byRoute: new Map<string, number>() };
   private readonly routes: Route[] = [];
+  private readonly rawHandlers: RawHandler[] = [];
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private port = 0;
@@ -87,6 +94,12 @@ export class TestHttpServer {
     return this;
   }
 
+  /** Mounts a raw handler, e.g. `server.mount((req, res, body) => handleOllamaChat(state, req, res, body))`. */
+  mount(handler: RawHandler): this {
+    this.rawHandlers.push(handler);
+    return this;
+  }
+
   private count(key: string) {
     this.counters.byRoute.set(key, (this.counters.byRoute.get(key) ?? 0) + 1);
   }
@@ -106,6 +119,9 @@ export class TestHttpServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    for (const raw of this.rawHandlers) {
+      if (await raw(req, res, Buffer.concat(chunks).toString('utf8'))) return;
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = (req.method ?? 'GET').toUpperCase();
     this.counters.total++;

@@ -74,7 +74,12 @@ describe('LLM providers over HTTP (test servers)', () => {
         maxTokens: 500,
       });
       expect(result.value.entities.map((e) => e.name)).to.deep.equal(['Ausbilderin', 'Ausbildungsplan']);
-      expect(result).to.include({ cached: false, repaired: false, provider: 'anthropic', model: 'claude-test' });
+      expect(result).to.include({
+        cached: false,
+        repaired: false,
+        provider: 'anthropic',
+        model: 'claude-test',
+      });
       expect(result.tokensIn).to.equal(server.counters.tokensIn);
       expect(result.tokensOut).to.equal(server.counters.tokensOut);
       const sent = server.bodies[0];
@@ -86,7 +91,11 @@ describe('LLM providers over HTTP (test servers)', () => {
     it('waits out a 429 for the Retry-After the server gave, then succeeds', async () => {
       server.faults.failNext(1, 429, 7);
       const { client, delays } = clientOver(backend());
-      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      const result = await client.generate<Entities>({
+        prompt: prompt('Die Kammer.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'e',
+      });
       expect(result.value.entities[0]!.name).to.equal('Kammer');
       expect(delays).to.deep.equal([7000]);
       expect(server.counters).to.include({ faults: 1, answered: 1 });
@@ -128,7 +137,11 @@ describe('LLM providers over HTTP (test servers)', () => {
     it('retries a request that timed out', async () => {
       server.faults.stallNext(1, 3000);
       const { client, delays } = clientOver(backend(300));
-      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      const result = await client.generate<Entities>({
+        prompt: prompt('Die Kammer.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'e',
+      });
       expect(result.value.entities).to.have.length(1);
       expect(delays).to.have.length(1);
       expect(server.counters.answered).to.equal(1);
@@ -137,7 +150,11 @@ describe('LLM providers over HTTP (test servers)', () => {
     it('repairs an invalid answer once, showing the model the validation errors', async () => {
       server.faults.invalidRate = 1;
       const { client } = clientOver(backend());
-      const result = await client.generate<Entities>({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' });
+      const result = await client.generate<Entities>({
+        prompt: prompt('Die Kammer.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'e',
+      });
       expect(result.repaired).to.equal(true);
       expect(result.value.entities[0]!.name).to.equal('Kammer');
       expect(server.counters).to.include({ answered: 2, repairs: 1, invalidAnswers: 1 });
@@ -162,10 +179,19 @@ describe('LLM providers over HTTP (test servers)', () => {
     it('sends images as base64 image blocks', async () => {
       const { client } = clientOver(backend());
       const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
-      await client.generate({ prompt: prompt('Die Grafik.'), schema: ENTITY_SCHEMA, schemaName: 'e', images: [png] });
+      await client.generate({
+        prompt: prompt('Die Grafik.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'e',
+        images: [png],
+      });
       const block = server.bodies[0].messages[0].content[0];
       expect(block.type).to.equal('image');
-      expect(block.source).to.deep.equal({ type: 'base64', media_type: 'image/png', data: Buffer.from(png).toString('base64') });
+      expect(block.source).to.deep.equal({
+        type: 'base64',
+        media_type: 'image/png',
+        data: Buffer.from(png).toString('base64'),
+      });
     });
   });
 
@@ -230,7 +256,12 @@ describe('LLM providers over HTTP (test servers)', () => {
     it('sends images base64-encoded in the message', async () => {
       const { client } = clientOver(backend());
       const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 9]);
-      await client.generate({ prompt: prompt('Die Grafik.'), schema: ENTITY_SCHEMA, schemaName: 'e', images: [png] });
+      await client.generate({
+        prompt: prompt('Die Grafik.'),
+        schema: ENTITY_SCHEMA,
+        schemaName: 'e',
+        images: [png],
+      });
       expect(server.state.bodies[0].messages[0].images).to.deep.equal([Buffer.from(png).toString('base64')]);
     });
   });

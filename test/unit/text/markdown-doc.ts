@@ -30,7 +30,8 @@ export function markdownDocument(markdown: string): ExtractedDocument {
       flush();
       const code: string[] = [];
       let j = i + 1;
-      while (j < lines.length && !(lines[j] as string).trim().startsWith(fence[1] as string)) code.push(lines[j++] as string);
+      while (j < lines.length && !(lines[j] as string).trim().startsWith(fence[1] as string))
+        code.push(lines[j++] as string);
       b.add('code', code.join('\n'));
       i = j;
       continue;

@@ -1,0 +1,52 @@
+import type { Argv, CommandModule } from 'yargs';
+import { getDocument } from '../../engine/documents.js';
+import { planPipeline } from '../../engine/plan.js';
+import { enqueue } from '../../engine/queue.js';
+import { assertRegistryHealthy } from '../../engine/registry.js';
+import { runPipeline } from '../../engine/runner.js';
+import { ConfigError, ErrorCodes } from '../../errors.js';
+import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { withEngine } from '../engine-options.js';
+import { createProgress } from '../progress.js';
+import { printSummary, type RunArgs, runOptions } from './run.js';
+
+/**
+ * Reprocesses one document version from its archived bytes, whether or not its source file still exists or
+ * has changed since. Every step runs again (caches of embeddings and LLM answers still apply).
+ */
+export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = {
+  command: 'reprocess <id>',
+  describe: 'reprocess a document version from the archive (its source file may have changed or vanished)',
+  builder: (y) => runOptions(y).positional('id', { type: 'number', demandOption: true, describe: 'documents.id' }) as unknown as Argv<
+    RunArgs & { id: number }
+  >,
+  handler: async (args) => {
+    process.exitCode = await withEngine(args, {}, async (engine) => {
+      assertRegistryHealthy(engine.registry);
+      const db = engine.dbs.content.sql;
+      const doc = await getDocument(db, args.id);
+      if (!doc) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.id}`);
+      const plan = await planPipeline(db, engine.registry, args.pipeline ?? engine.config.pipeline);
+      await enqueue(db, {
+        path: doc.source_path,
+        hash: doc.content_hash,
+        action: doc.version > 1 ? 'update' : 'new',
+        documentId: doc.id,
+        fileSize: doc.file_size,
+        maxAttempts: engine.config.maxAttempts,
+      });
+      const progress = createProgress(process.stderr, args.json);
+      const summary = await runPipeline(engine, {
+        plan,
+        concurrency: 1,
+        runPreSteps: false,
+        force: true,
+        onlyPaths: [doc.source_path],
+        onEvent: progress.onEvent,
+      });
+      progress.finish();
+      printSummary(summary, args.json);
+      return summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+    });
+  },
+};

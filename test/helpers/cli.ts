@@ -1,0 +1,37 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+export const projectRoot = path.resolve(import.meta.dirname, '../..');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `cpe` from the TypeScript sources as a user would run it; returns the child. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = projectRoot) {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli/bin.ts'), ...args], {
+    env: { ...env, CI: '1' },
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs `cpe ARGS` to the end and collects its output and exit code. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnCli(args, env, cwd);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}

@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { runCli, spawnCli } from '../../helpers/cli.js';
+import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
+
+const waitFor = async (check: () => Promise<boolean>, timeoutMs = 30000) => {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('condition not reached in time');
+};
+
+for (const backend of testBackends()) {
+  describe(`cpe command line (${backend})`, function () {
+    this.timeout(120000);
+    let setup: TestSetup;
+    before(async () => {
+      setup = createTestSetup(backend, { plugins: [fixturePlugins] });
+      const engine = await setup.open();
+      await insertPipeline(engine.dbs.content.sql, 'slow', [
+        { name: 'detect', type: 'detect' },
+        { name: 'nap', type: 'sleep', config: { ms: 400 } },
+        { name: 'double', type: 'double' },
+      ]);
+      await insertPipeline(engine.dbs.content.sql, 'bad', [{ name: 'x', type: 'double', config: { value: 'viel' } }]);
+      await engine.close();
+    });
+    after(async () => setup?.cleanup());
+
+    it('lists step types and validates pipelines (exit 2 with the row named)', async () => {
+      const steps = await runCli(['steps', '--json'], setup.env);
+      expect(steps.code).to.equal(0);
+      const listed = JSON.parse(steps.stdout).steps.map((s: { type: string }) => s.type);
+      expect(listed).to.include.members(['detect', 'validate', 'finalize', 'double', 'sleep']);
+      const bad = await runCli(['pipelines', 'validate', 'bad'], setup.env);
+      expect(bad.code).to.equal(2);
+      expect(bad.stdout).to.match(/pipeline_steps id=\d+ 'x': config\.value must be integer/);
+      const good = await runCli(['pipelines', 'validate', 'Schulungsunterlagen'], setup.env);
+      expect(good.code).to.equal(0);
+      const show = await runCli(['pipelines', 'show', 'Schulungsunterlagen'], setup.env);
+      expect(show.stdout).to.contain('per document:').and.to.contain('finalize  <- metadata_store, vector_store');
+    });
+
+    it('rejects unknown options and bad configuration with exit 2', async () => {
+      const unknown = await runCli(['run', '--pipelin=Standard'], setup.env);
+      expect(unknown.code).to.equal(2);
+      expect(unknown.stderr).to.match(/Unknown argument/i);
+      const badEnv = await runCli(['status'], { ...setup.env, CPE_CONCURRENCY: 'many' });
+      expect(badEnv.code).to.equal(2);
+      expect(badEnv.stderr).to.contain('environment CPE_CONCURRENCY: concurrency must be integer');
+    });
+
+    it('turns SIGINT into a cancelled run with nothing left locked', async () => {
+      const source = makeSourceFolder(generatedDocuments(6, 'sigint'));
+      const child = spawnCli(['run', '--pipeline=slow', `--source=${source}`, '--concurrency=2'], setup.env);
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      await waitFor(async () => stderr.includes('run '));
+      await new Promise((r) => setTimeout(r, 700));
+      child.kill('SIGINT');
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code).to.be.oneOf([0, 1]);
+      const engine = await setup.open();
+      try {
+        const [run] = await engine.dbs.log.sql.query<Record<string, any>>('SELECT status FROM pipeline_runs ORDER BY id DESC LIMIT 1');
+        expect(run.status).to.equal('cancelled');
+        const locked = await engine.dbs.content.sql.query("SELECT id FROM pipeline_queue WHERE status = 'processing' OR locked_by IS NOT NULL");
+        expect(locked).to.deep.equal([]);
+      } finally {
+        await engine.close();
+      }
+      const resume = await runCli(['run', '--pipeline=slow', `--source=${source}`], setup.env);
+      expect(resume.code).to.equal(0);
+    });
+
+    it('loses nothing to SIGKILL: the next run (after the lease expires) finishes everything without duplicates', async () => {
+      const source = makeSourceFolder(generatedDocuments(6, 'sigkill'));
+      const env = { ...setup.env, CPE_LEASE_SECONDS: '5' };
+      const child = spawnCli(['run', '--pipeline=slow', `--source=${source}`, '--concurrency=2'], env);
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+      });
+      child.stderr.on('data', (d) => {
+        out += d;
+      });
+      await waitFor(async () => /done\s+new/.test(out));
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.on('close', resolve));
+      await new Promise((r) => setTimeout(r, 5500)); // the killed run's leases expire
+      const rerun = await runCli(['run', '--pipeline=slow', `--source=${source}`], env);
+      expect(rerun.code, rerun.stderr).to.equal(0);
+      const engine = await setup.open();
+      try {
+        const docs = await engine.dbs.content.sql.query<Record<string, any>>(
+          "SELECT source_path, COUNT(*) AS n, MAX(status) AS status FROM documents WHERE filename LIKE 'sigkill%' GROUP BY source_path",
+        );
+        expect(docs).to.have.length(6);
+        expect(docs.every((d) => Number(d.n) === 1 && d.status === 'done')).to.equal(true);
+        const items = await engine.dbs.content.sql.query<Record<string, any>>("SELECT status FROM pipeline_queue WHERE path LIKE '%sigkill%'");
+        expect(items.map((i) => i.status)).to.deep.equal(new Array(6).fill('done'));
+      } finally {
+        await engine.close();
+      }
+    });
+
+    it('prints status, runs, logs and a document report', async () => {
+      const status = await runCli(['status', '--json'], setup.env);
+      expect(status.code).to.equal(0);
+      const report = JSON.parse(status.stdout);
+      expect(report.profile.vectors).to.contain('embedded');
+      expect(report.documents.done).to.be.at.least(6);
+      const runs = await runCli(['runs', '--last=3', '--json'], setup.env);
+      const [latest] = JSON.parse(runs.stdout);
+      const logs = await runCli(['logs', String(latest.id)], setup.env);
+      expect(logs.code).to.equal(0);
+      expect(logs.stdout).to.contain('detect');
+      const doc = await runCli(['status', `--doc=${report.runs.length ? 1 : 1}`], setup.env);
+      expect(doc.code).to.equal(0);
+      expect(doc.stdout).to.match(/document 1: .*\.md/);
+      expect(doc.stdout).to.match(/nap\s+ok/);
+    });
+  });
+}

@@ -1,0 +1,150 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Engine } from '../../../src/engine/engine.js';
+import { planPipeline } from '../../../src/engine/plan.js';
+import { loadPluginRegistry } from '../../../src/engine/registry.js';
+import { ConfigError } from '../../../src/errors.js';
+import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
+
+const fixtures = path.resolve(import.meta.dirname, '../../fixtures');
+
+async function planError(engine: Engine, name: string): Promise<string[]> {
+  try {
+    await planPipeline(engine.dbs.content.sql, engine.registry, name);
+  } catch (error) {
+    expect(error).to.be.instanceOf(ConfigError);
+    return (error as ConfigError).details.problems as string[];
+  }
+  throw new Error(`pipeline ${name} planned without error`);
+}
+
+for (const backend of testBackends()) {
+  describe(`planning pipelines from SQL rows (${backend})`, () => {
+    let setup: TestSetup;
+    let engine: Engine;
+    before(async () => {
+      setup = createTestSetup(backend, { plugins: [fixturePlugins] });
+      engine = await setup.open();
+    });
+    after(async () => {
+      await engine?.close();
+      await setup?.cleanup();
+    });
+
+    it('seeds Standard (default, 5 steps) and Schulungsunterlagen (20 steps, a DAG that branches after chunk)', async () => {
+      const standard = await planPipeline(engine.dbs.content.sql, engine.registry);
+      expect(standard.pipeline.name).to.equal('Standard');
+      expect(standard.steps.map((s) => s.type)).to.deep.equal(['detect', 'extract', 'chunk', 'embed', 'analyze']);
+      const training = await planPipeline(engine.dbs.content.sql, engine.registry, 'Schulungsunterlagen');
+      expect(training.steps).to.have.length(20);
+      const afterChunk = training.steps.filter((s) => s.dependsOn.includes('chunk')).map((s) => s.name);
+      expect(afterChunk).to.include.members(['embed', 'entity_extract', 'semantic_analyze', 'summarize', 'question_generate']);
+      expect(training.byName.get('finalize')!.dependsOn.length).to.be.greaterThan(3);
+      expect(training.byName.get('collection_setup')!.phase).to.equal('pre');
+      expect(training.byName.get('index_optimize')!.phase).to.equal('post');
+    });
+
+    it('plans a pipeline of custom plugins inserted with plain SQL, defaults filled and frozen', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'custom', [
+        { name: 'double', type: 'double' },
+        { name: 'nap', type: 'sleep', config: { ms: 1 } },
+      ]);
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'custom');
+      expect(plan.steps.map((s) => [s.name, s.dependsOn])).to.deep.equal([
+        ['double', []],
+        ['nap', ['double']],
+      ]);
+      expect(plan.byName.get('double')!.config).to.deep.equal({ value: 21 });
+      expect(Object.isFrozen(plan.byName.get('double')!.config)).to.equal(true);
+      expect(plan.versionHash).to.match(/^[0-9a-f]{16}$/);
+    });
+
+    it('reports every bad SQL edit at once, each naming its row', async () => {
+      const db = engine.dbs.content.sql;
+      const id = await insertPipeline(db, 'broken', [
+        { name: 'a', type: 'double' },
+        { name: 'b', type: 'no_such_type' },
+        { name: 'c', type: 'double', config: '{"value": 1,' },
+        { name: 'd', type: 'double', config: { value: -1 } },
+        { name: 'e', type: 'double', dependsOn: ['nope'] },
+        { name: 'a', type: 'sleep' },
+        { name: 'f', type: 'double', config: { valu: 2 } },
+      ]);
+      const rows = await db.query<{ id: number; name: string }>('SELECT id, name FROM pipeline_steps WHERE pipeline_id = ? ORDER BY id', [id]);
+      const rowId = (name: string, nth = 0) => Number(rows.filter((r) => r.name === name)[nth]!.id);
+      const problems = await planError(engine, 'broken');
+      expect(problems).to.include.members([
+        `pipeline_steps id=${rowId('b')} 'b': unknown step type 'no_such_type' (known types: ${engine.registry
+          .all()
+          .map((r) => r.plugin.type)
+          .join(', ')})`,
+        `pipeline_steps id=${rowId('d')} 'd': config.value must be >= 0`,
+        `pipeline_steps id=${rowId('e')} 'e': depends_on names unknown step 'nope'`,
+        `pipeline_steps id=${rowId('a', 1)} 'a': duplicate step name 'a' (also pipeline_steps id=${rowId('a')})`,
+        `pipeline_steps id=${rowId('f')} 'f': config has unknown key 'valu'`,
+      ]);
+      expect(problems.find((p) => p.startsWith(`pipeline_steps id=${rowId('c')} 'c': config is not valid JSON`))).to.be.a('string');
+    });
+
+    it('refuses a cycle and names it', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'cyclic', [
+        { name: 'x', type: 'double', dependsOn: ['z'] },
+        { name: 'y', type: 'double', dependsOn: ['x'] },
+        { name: 'z', type: 'double', dependsOn: ['y'] },
+      ]);
+      const problems = await planError(engine, 'cyclic');
+      expect(problems).to.have.length(1);
+      expect(problems[0]).to.match(/^pipeline 'cyclic': steps form a cycle: (x|y|z) -> (x|y|z) -> (x|y|z) -> (x|y|z)$/);
+    });
+
+    it('names an unknown pipeline and lists the known ones', async () => {
+      try {
+        await planPipeline(engine.dbs.content.sql, engine.registry, 'Nope');
+        expect.fail('planned');
+      } catch (error) {
+        expect((error as Error).message).to.match(/pipeline 'Nope' not found; known pipelines: .*Schulungsunterlagen.*Standard/);
+      }
+    });
+
+    it('changes the version hash, and only the lineage of the changed step and its dependants, on a config edit', async () => {
+      const db = engine.dbs.content.sql;
+      const id = await insertPipeline(db, 'lineage', [
+        { name: 'one', type: 'double' },
+        { name: 'two', type: 'double' },
+        { name: 'side', type: 'double', dependsOn: ['one'] },
+      ]);
+      const before = await planPipeline(db, engine.registry, 'lineage');
+      await db.run(`UPDATE pipeline_steps SET config = '{"value": 5}' WHERE pipeline_id = ? AND name = 'two'`, [id]);
+      const after = await planPipeline(db, engine.registry, 'lineage');
+      expect(after.versionHash).to.not.equal(before.versionHash);
+      expect(after.byName.get('one')!.lineageHash).to.equal(before.byName.get('one')!.lineageHash);
+      expect(after.byName.get('side')!.lineageHash).to.equal(before.byName.get('side')!.lineageHash);
+      expect(after.byName.get('two')!.lineageHash).to.not.equal(before.byName.get('two')!.lineageHash);
+    });
+  });
+}
+
+describe('plugin registry', () => {
+  it('names a module that breaks the contract', async () => {
+    const registry = await loadPluginRegistry([path.join(fixtures, 'bad-plugins')]);
+    expect(registry.problems).to.have.length(1);
+    expect(registry.problems[0]).to.contain(path.join(fixtures, 'bad-plugins', 'bad_export.ts'));
+    expect(registry.problems[0]).to.contain("scope must be 'document' or 'run'");
+    expect(registry.problems[0]).to.contain('run must be a function');
+    expect(registry.get('bad_export')).to.equal(undefined);
+  });
+
+  it('does not let a custom plugin silently replace a built-in type', async () => {
+    const registry = await loadPluginRegistry([path.join(fixtures, 'shadow-plugins')]);
+    expect(registry.get('detect')!.source).to.equal('builtin');
+    expect(registry.problems[0]).to.match(/my_detect\.ts: type 'detect' is a built-in step type; a custom plugin may not replace it/);
+  });
+
+  it('loads built-ins from steps/ with type = basename, and fixture plugins with their file as source', async () => {
+    const registry = await loadPluginRegistry([fixturePlugins]);
+    expect(registry.problems).to.deep.equal([]);
+    expect(registry.get('detect')!.source).to.equal('builtin');
+    expect(registry.get('double')!.source).to.equal(path.join(fixturePlugins, 'double.ts'));
+  });
+});

@@ -1,0 +1,463 @@
+import { expect } from 'chai';
+import { CpeError, ErrorCodes } from '../../../src/errors.js';
+import { exportGraph } from '../../../src/knowledge/graph-export.js';
+import { retractDocumentKnowledge } from '../../../src/knowledge/retract.js';
+import { NO_LLM_REASON, NO_VISION_REASON } from '../../../src/llm/factory.js';
+import { parseJsonColumn } from '../../../src/util/json.js';
+import analyze from '../../../steps/analyze.js';
+import entityExtract from '../../../steps/entity_extract.js';
+import knowledgeDocument from '../../../steps/knowledge_document.js';
+import knowledgePage from '../../../steps/knowledge_page.js';
+import knowledgeSection from '../../../steps/knowledge_section.js';
+import knowledgeValidate from '../../../steps/knowledge_validate.js';
+import questionGenerate from '../../../steps/question_generate.js';
+import relationExtract from '../../../steps/relation_extract.js';
+import semanticAnalyze from '../../../steps/semantic_analyze.js';
+import summarize from '../../../steps/summarize.js';
+import taxonomyBuild from '../../../steps/taxonomy_build.js';
+import visionAnalyze from '../../../steps/vision_analyze.js';
+import { type AnthropicTestServer, startAnthropicServer } from '../../servers/anthropic-server.js';
+import { type OllamaChatTestServer, startOllamaChatServer } from '../../servers/ollama-chat.js';
+import { insertDocument, openTestDb, runStep, type TestDb, testProviders } from './harness.js';
+
+const CHUNKS = [
+  {
+    content:
+      'Der Ausbildungsvertrag wird vor Beginn der Berufsausbildung geschlossen. Die Kammer prüft den Ausbildungsvertrag.',
+    headingPath: ['Ausbildung', 'Vertrag'],
+    page: 1,
+  },
+  {
+    content:
+      'Die Probezeit dauert mindestens einen Monat. Während der Probezeit kann der Ausbildungsvertrag gekündigt werden.',
+    headingPath: ['Ausbildung', 'Probezeit'],
+    page: 1,
+  },
+  {
+    content:
+      'Der Ausbilder vermittelt die Fertigkeiten. Das Berichtsheft dokumentiert den Fortschritt der Auszubildenden.',
+    headingPath: ['Ausbildung', 'Pflichten'],
+    page: 2,
+  },
+];
+
+const count = async (t: TestDb, sql: string, params: unknown[] = []) =>
+  Number((await t.db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${sql}`, params))[0]!.n);
+
+const SCHULUNG_STEPS = [
+  entityExtract,
+  relationExtract,
+  taxonomyBuild,
+  semanticAnalyze,
+  summarize,
+  questionGenerate,
+  knowledgePage,
+  knowledgeSection,
+  knowledgeDocument,
+  knowledgeValidate,
+];
+
+describe('LLM steps on a real database', function () {
+  this.timeout(60000);
+  let t: TestDb;
+  let anthropic: AnthropicTestServer;
+
+  beforeEach(async () => {
+    t = await openTestDb();
+    anthropic = await startAnthropicServer();
+  });
+  afterEach(async () => {
+    await anthropic.close();
+    await t.close();
+  });
+
+  const claude = (extra: { embedFails?: boolean } = {}) =>
+    testProviders(t.db, { anthropicApiKey: 'test-key', anthropicBaseUrl: anthropic.url }, extra);
+
+  it('every LLM step ends skipped with the reason when no provider is configured, writing nothing', async () => {
+    const doc = await insertDocument(t.db, {
+      filename: 'a.md',
+      chunks: CHUNKS,
+      pageMetadata: { 1: { images: 2 } },
+    });
+    const none = testProviders(t.db, {});
+    for (const plugin of [...SCHULUNG_STEPS, analyze]) {
+      const run = await runStep(plugin, t.db, doc.ref, none);
+      expect(run.outcome, plugin.type).to.deep.equal({ status: 'skipped', reason: NO_LLM_REASON });
+    }
+    const vision = await runStep(visionAnalyze, t.db, doc.ref, none);
+    expect(vision.outcome).to.deep.equal({ status: 'skipped', reason: NO_VISION_REASON });
+    for (const table of [
+      'entities',
+      'entity_relations',
+      'taxonomy_terms',
+      'chunk_semantics',
+      'document_summaries',
+      'generated_questions',
+      'knowledge_items',
+      'llm_cache',
+    ]) {
+      expect(await count(t, table), table).to.equal(0);
+    }
+  });
+
+  it('entity_extract stores normalised entities with their mentions and merges them across documents', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    const b = await insertDocument(t.db, {
+      filename: 'b.md',
+      chunks: [
+        {
+          content:
+            'Jeder Ausbildungsvertrag nennt die Probezeit. Die Vergütung steht im Ausbildungsvertrages-Anhang.',
+        },
+      ],
+    });
+    const runA = await runStep(entityExtract, t.db, a.ref, claude());
+    expect(runA.outcome).to.equal(undefined);
+    await runStep(entityExtract, t.db, b.ref, claude());
+
+    const vertrag = await t.db.query<{ id: number; name: string; type: string; qdrant_id: string | null }>(
+      "SELECT id, name, type, qdrant_id FROM entities WHERE normalized_name = 'ausbildungsvertrag'",
+    );
+    expect(vertrag).to.have.length(1);
+    expect(vertrag[0]!.type).to.equal('CONCEPT');
+    expect(vertrag[0]!.qdrant_id, 'embedded into the entities collection').to.be.a('string');
+    const docs = await t.db.query<{ document_id: number }>(
+      'SELECT DISTINCT document_id FROM entity_mentions WHERE entity_id = ? ORDER BY document_id',
+      [vertrag[0]!.id],
+    );
+    expect(docs.map((d) => Number(d.document_id))).to.deep.equal([a.ref.id, b.ref.id]);
+    // chunk 0 of A mentions Ausbildungsvertrag, Beginn, Berufsausbildung, Kammer
+    const names = await t.db.query<{ name: string }>(
+      'SELECT e.name FROM entity_mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? ORDER BY e.name',
+      [a.chunkIds[0]],
+    );
+    expect(names.map((n) => n.name)).to.deep.equal([
+      'Ausbildungsvertrag',
+      'Beginn',
+      'Berufsausbildung',
+      'Kammer',
+    ]);
+    expect(runA.counts.llmCalls).to.equal(3);
+    expect(runA.counts.tokensIn).to.be.greaterThan(0);
+    expect(runA.counts.entitiesEmbedded).to.be.greaterThan(0);
+    const vectors = await claude().vectors();
+    expect(await vectors.count('entities')).to.equal(await count(t, 'entities'));
+  });
+
+  it('entity_extract still stores entities when embedding fails, with a warning', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    const run = await runStep(entityExtract, t.db, a.ref, claude({ embedFails: true }));
+    expect(run.outcome).to.equal(undefined);
+    expect(await count(t, 'entities')).to.be.greaterThan(3);
+    expect(run.logs.some((l) => l.level === 'warn' && l.message.includes('not embedded'))).to.equal(true);
+  });
+
+  it('a rerun is answered from the cache: zero calls to the server, the same rows, no duplicates', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    for (const plugin of SCHULUNG_STEPS) await runStep(plugin, t.db, a.ref, claude());
+    const callsAfterFirst = anthropic.counters.requests;
+    expect(callsAfterFirst).to.be.greaterThan(10);
+    const snapshot = async () => ({
+      entities: await count(t, 'entities'),
+      mentions: await count(t, 'entity_mentions'),
+      relations: await count(t, 'entity_relations'),
+      semantics: await count(t, 'chunk_semantics'),
+      questions: await count(t, 'generated_questions'),
+      knowledge: await count(t, 'knowledge_items'),
+      summaries: await count(t, 'document_summaries'),
+      taxonomy: await count(t, 'document_taxonomy'),
+    });
+    const before = await snapshot();
+    let cached = 0;
+    for (const plugin of SCHULUNG_STEPS) {
+      const run = await runStep(plugin, t.db, a.ref, claude());
+      expect(run.counts.llmCalls ?? 0, plugin.type).to.equal(0);
+      expect(run.counts.tokensIn ?? 0, plugin.type).to.equal(0);
+      cached += run.counts.llmCached ?? 0;
+    }
+    expect(anthropic.counters.requests).to.equal(callsAfterFirst);
+    expect(cached).to.be.greaterThan(10);
+    expect(await snapshot()).to.deep.equal(before);
+    expect(before.relations).to.be.greaterThan(0);
+    expect(before.knowledge).to.be.greaterThan(0);
+  });
+
+  it('the Schulungsunterlagen steps write their rows with provenance', async () => {
+    const a = await insertDocument(t.db, {
+      filename: 'a.md',
+      title: 'Ausbildung im Betrieb',
+      chunks: CHUNKS,
+    });
+    for (const plugin of SCHULUNG_STEPS) {
+      const run = await runStep(plugin, t.db, a.ref, claude());
+      expect(run.outcome, plugin.type).to.equal(undefined);
+    }
+    const relations = await t.db.query<{
+      s: string;
+      t: string;
+      relation_type: string;
+      chunk_id: number;
+      document_id: number;
+    }>(
+      `SELECT s.name AS s, tg.name AS t, r.relation_type, r.chunk_id, r.document_id FROM entity_relations r
+         JOIN entities s ON s.id = r.source_entity_id JOIN entities tg ON tg.id = r.target_entity_id ORDER BY r.id`,
+    );
+    expect(relations[0]).to.deep.include({
+      s: 'Ausbildungsvertrag',
+      t: 'Beginn',
+      relation_type: 'RELATED_TO',
+    });
+    expect(
+      relations.every((r) => Number(r.document_id) === a.ref.id && a.chunkIds.includes(Number(r.chunk_id))),
+    ).to.equal(true);
+
+    const terms = await t.db.query<{ path: string; parent_id: number | null }>(
+      'SELECT path, parent_id FROM taxonomy_terms ORDER BY id',
+    );
+    expect(terms.map((x) => x.path)).to.deep.equal(['Schulung', 'Schulung > Ausbildungsvertrag']);
+    expect(terms[1]!.parent_id).to.not.equal(null);
+    const placement = await t.db.query<{ confidence: number }>(
+      'SELECT confidence FROM document_taxonomy WHERE document_id = ?',
+      [a.ref.id],
+    );
+    expect(Number(placement[0]!.confidence)).to.equal(0.9);
+
+    const semantics = await t.db.query<{
+      chunk_id: number;
+      keywords: string;
+      sentiment: string;
+      analysis_model: string;
+    }>('SELECT chunk_id, keywords, sentiment, analysis_model FROM chunk_semantics ORDER BY chunk_id');
+    expect(semantics).to.have.length(3);
+    expect(parseJsonColumn<string[]>(semantics[0]!.keywords, [])).to.include('Ausbildungsvertrag');
+    expect(semantics[0]).to.include({ sentiment: 'neutral', analysis_model: 'anthropic:claude-sonnet-4-6' });
+
+    const summary = await t.db.query<{ summary: string }>(
+      'SELECT summary FROM document_summaries WHERE document_id = ?',
+      [a.ref.id],
+    );
+    expect(summary[0]!.summary).to.contain('Ausbildungsvertrag');
+    const questions = await t.db.query<{ question: string; answer: string; chunk_id: number }>(
+      'SELECT * FROM generated_questions ORDER BY id',
+    );
+    expect(questions.length).to.be.greaterThan(2);
+    expect(questions[0]!.answer).to.equal(
+      'Der Ausbildungsvertrag wird vor Beginn der Berufsausbildung geschlossen.',
+    );
+
+    const items = await t.db.query<{
+      level: string;
+      page_number: number | null;
+      section_index: number | null;
+      sources: string;
+      validation: string;
+      validation_reason: string;
+    }>(
+      'SELECT level, page_number, section_index, sources, validation, validation_reason FROM knowledge_items ORDER BY id',
+    );
+    const levels = new Set(items.map((i) => i.level));
+    expect([...levels].sort()).to.deep.equal(['document', 'page', 'section']);
+    const pageItems = items.filter((i) => i.level === 'page');
+    expect(pageItems.map((i) => Number(i.page_number))).to.deep.equal([1, 1, 2]);
+    expect(parseJsonColumn<number[]>(pageItems[2]!.sources, [])).to.deep.equal([a.chunkIds[2]]);
+    expect(
+      items.every((i) => parseJsonColumn<number[]>(i.sources, []).every((id) => a.chunkIds.includes(id))),
+    ).to.equal(true);
+    expect(items.every((i) => i.validation === 'grounded' && i.validation_reason.length > 0)).to.equal(true);
+  });
+
+  it('knowledge_validate marks a statement its sources do not support as unsupported, with the reason', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    await t.db.run(
+      "INSERT INTO knowledge_items (document_id, level, statement, sources) VALUES (?, 'document', 'Mondraketen benötigen flüssigen Sauerstoff zum Betrieb.', ?)",
+      [a.ref.id, JSON.stringify([a.chunkIds[0]])],
+    );
+    await t.db.run(
+      "INSERT INTO knowledge_items (document_id, level, statement, sources) VALUES (?, 'document', 'Die Kammer prüft den Ausbildungsvertrag.', ?)",
+      [a.ref.id, JSON.stringify([a.chunkIds[0]])],
+    );
+    const run = await runStep(knowledgeValidate, t.db, a.ref, claude());
+    expect(run.counts).to.include({ grounded: 1, unsupported: 1 });
+    const rows = await t.db.query<{ validation: string; validation_reason: string }>(
+      'SELECT validation, validation_reason FROM knowledge_items ORDER BY id',
+    );
+    expect(rows[0]!.validation).to.equal('unsupported');
+    expect(rows[0]!.validation_reason).to.match(/Begriffen/);
+    expect(rows[1]!.validation).to.equal('grounded');
+  });
+
+  it("a new version: retraction removes the old version's knowledge and entities nobody mentions any more", async () => {
+    const v1 = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    const other = await insertDocument(t.db, {
+      filename: 'b.md',
+      chunks: [{ content: 'Die Kammer berät Betriebe.' }],
+    });
+    for (const doc of [v1, other]) {
+      for (const plugin of [entityExtract, relationExtract, taxonomyBuild, semanticAnalyze, knowledgePage])
+        await runStep(plugin, t.db, doc.ref, claude());
+    }
+    expect(await count(t, "entities WHERE normalized_name = 'probezeit'")).to.equal(1);
+    const v2 = await insertDocument(t.db, {
+      filename: 'a.md',
+      version: 2,
+      previousVersionId: v1.ref.id,
+      chunks: [{ content: 'Die Kammer prüft jeden Ausbildungsvertrag neu.' }],
+    });
+    const result = await retractDocumentKnowledge(t.db, v1.ref.id);
+    expect(result.deletedEntities).to.be.greaterThan(0);
+    expect(result.deletedEntityPointIds.length).to.equal(result.deletedEntities);
+    for (const table of ['entity_mentions', 'entity_relations', 'document_taxonomy', 'knowledge_items']) {
+      expect(await count(t, `${table} WHERE document_id = ?`, [v1.ref.id]), table).to.equal(0);
+    }
+    expect(
+      await count(t, 'chunk_semantics WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)', [
+        v1.ref.id,
+      ]),
+    ).to.equal(0);
+    expect(await count(t, "entities WHERE normalized_name = 'probezeit'"), 'only v1 mentioned it').to.equal(
+      0,
+    );
+    expect(await count(t, "entities WHERE normalized_name = 'kammer'"), 'b.md still mentions it').to.equal(1);
+    expect(await count(t, 'taxonomy_terms')).to.be.greaterThan(0);
+
+    await runStep(entityExtract, t.db, v2.ref, claude());
+    const kammer = await t.db.query<{ document_id: number }>(
+      "SELECT DISTINCT m.document_id FROM entity_mentions m JOIN entities e ON e.id = m.entity_id WHERE e.normalized_name = 'kammer' ORDER BY m.document_id",
+    );
+    expect(kammer.map((k) => Number(k.document_id))).to.deep.equal([other.ref.id, v2.ref.id]);
+    expect(await retractDocumentKnowledge(t.db, v1.ref.id)).to.deep.equal({
+      deletedEntities: 0,
+      deletedEntityPointIds: [],
+      deletedTerms: 0,
+    });
+  });
+
+  it('an answer that stays invalid after the repair fails the item: logged with the raw answer, nothing written', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    anthropic.faults.alwaysInvalid = true;
+    const error = await runStep(semanticAnalyze, t.db, a.ref, claude()).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(CpeError);
+    expect((error as CpeError).code).to.equal(ErrorCodes.INVALID_ANSWER);
+    expect((error as CpeError).retryable).to.equal(false);
+    expect(await count(t, 'chunk_semantics')).to.equal(0);
+    expect(anthropic.counters.answered).to.equal(6); // 3 chunks x (answer + one repair)
+
+    // tolerated failures: the step ends ok, the failures are counted and logged with the raw answer
+    anthropic.faults.alwaysInvalid = false;
+    anthropic.faults.invalidRate = 0;
+    const b = await insertDocument(t.db, { filename: 'b.md', chunks: [{ content: 'Die Kammer berät.' }] });
+    anthropic.faults.alwaysInvalid = true;
+    const logs: string[] = [];
+    const run = await runStep(semanticAnalyze, t.db, b.ref, claude(), { max_failed_items: 5 }).catch(
+      (e: unknown) => {
+        throw e;
+      },
+    );
+    logs.push(...run.logs.filter((l) => l.level === 'error').map((l) => String(l.context?.raw)));
+    expect(run.counts.itemsFailed).to.equal(1);
+    expect(logs[0]).to.contain('ergebnis');
+  });
+
+  it('repairs invalid answers and counts the repairs', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    anthropic.faults.invalidRate = 1;
+    const run = await runStep(questionGenerate, t.db, a.ref, claude());
+    expect(run.counts.llmRepaired).to.equal(3);
+    expect(anthropic.counters.repairs).to.equal(3);
+    expect(await count(t, 'generated_questions')).to.be.greaterThan(0);
+  });
+
+  it('a 429 with Retry-After and a 529 are waited out inside the step', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS.slice(0, 1) });
+    anthropic.faults.failNext(1, 429, 1);
+    anthropic.faults.failNext(1, 529);
+    const run = await runStep(semanticAnalyze, t.db, a.ref, claude());
+    expect(run.outcome).to.equal(undefined);
+    expect(anthropic.counters.faults).to.equal(2);
+    expect(await count(t, 'chunk_semantics')).to.equal(1);
+  });
+
+  it('summarize map-reduces a document longer than max_input_tokens', async () => {
+    const long = Array.from({ length: 12 }, (_, i) => ({
+      content: `Abschnitt ${i + 1}: Die Prüfung umfasst Theorie und Praxis. ${'Der Prüfungsausschuss bewertet die Leistungen sorgfältig. '.repeat(12)}`,
+    }));
+    const a = await insertDocument(t.db, { filename: 'long.md', chunks: long });
+    const run = await runStep(summarize, t.db, a.ref, claude(), { max_input_tokens: 600 });
+    expect(run.counts.itemsIn).to.be.greaterThan(1);
+    expect(run.counts.llmCalls).to.be.greaterThan(run.counts.itemsIn!);
+    expect(
+      summarize.estimate({
+        config: { max_input_tokens: 600 },
+        chunks: long.map(() => ({ tokenCount: 140 })),
+        pages: 1,
+      }).calls,
+    ).to.be.greaterThan(1);
+    expect(await count(t, 'document_summaries')).to.equal(1);
+  });
+
+  it('analyze runs entities, relations, taxonomy and chunk semantics in one step', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    const run = await runStep(analyze, t.db, a.ref, claude());
+    expect(run.outcome).to.equal(undefined);
+    expect(await count(t, 'entity_mentions')).to.be.greaterThan(0);
+    expect(await count(t, 'entity_relations')).to.be.greaterThan(0);
+    expect(await count(t, 'document_taxonomy')).to.equal(1);
+    expect(await count(t, 'chunk_semantics')).to.equal(3);
+    expect(run.counts.llmCalls).to.equal(3 + 3 + 1 + 3);
+    const estimate = analyze.estimate({
+      config: {},
+      chunks: [{ tokenCount: 30 }, { tokenCount: 30 }, { tokenCount: 30 }],
+      pages: 2,
+    });
+    expect(estimate.calls).to.equal(10);
+  });
+
+  it('exports the graph as JSON and GraphML', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', title: 'Ausbildung', chunks: CHUNKS });
+    for (const plugin of [entityExtract, relationExtract, taxonomyBuild])
+      await runStep(plugin, t.db, a.ref, claude());
+    const json = JSON.parse(await exportGraph(t.db, 'json'));
+    const entities = json.nodes.filter((n: any) => n.kind === 'entity');
+    expect(entities.length).to.equal(await count(t, 'entities'));
+    expect(json.nodes.filter((n: any) => n.kind === 'term').map((n: any) => n.path)).to.deep.equal([
+      'Schulung',
+      'Schulung > Ausbildungsvertrag',
+    ]);
+    expect(json.nodes.find((n: any) => n.kind === 'document').label).to.equal('Ausbildung');
+    expect(json.edges.filter((e: any) => e.kind === 'relation').length).to.equal(
+      await count(t, 'entity_relations'),
+    );
+    expect(json.edges.filter((e: any) => e.kind === 'broader')).to.have.length(1);
+    const graphml = await exportGraph(t.db, 'graphml');
+    expect(graphml).to.contain('<graphml');
+    expect(graphml.match(/<node /g)?.length).to.equal(json.nodes.length);
+    expect(graphml.match(/<edge /g)?.length).to.equal(json.edges.length);
+    expect(graphml).to.contain('<data key="n_label">Ausbildungsvertrag</data>');
+  });
+
+  describe('with Ollama chat', () => {
+    let ollama: OllamaChatTestServer;
+    beforeEach(async () => {
+      ollama = await startOllamaChatServer();
+    });
+    afterEach(() => ollama.close());
+
+    it('a step config can choose provider ollama and a model', async () => {
+      const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+      const providers = testProviders(t.db, {
+        anthropicApiKey: 'k',
+        anthropicBaseUrl: anthropic.url,
+        ollamaHosts: [ollama.url],
+      });
+      await runStep(semanticAnalyze, t.db, a.ref, providers, { provider: 'ollama', model: 'qwen-test:7b' });
+      expect(anthropic.counters.requests).to.equal(0);
+      expect(ollama.state.counters.answered).to.equal(3);
+      expect(ollama.state.bodies[0].model).to.equal('qwen-test:7b');
+      const models = await t.db.query<{ analysis_model: string }>(
+        'SELECT DISTINCT analysis_model FROM chunk_semantics',
+      );
+      expect(models.map((m) => m.analysis_model)).to.deep.equal(['ollama:qwen-test:7b']);
+    });
+  });
+});

@@ -1,0 +1,161 @@
+import { expect } from 'chai';
+import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
+import { CpeError } from '../../../src/errors.js';
+import { searchChunks } from '../../../src/retrieval/search.js';
+import { verifyIndex } from '../../../src/retrieval/verify.js';
+import { createVectorIndex } from '../../../src/vectors/create-vector-index.js';
+import { chunkPointId } from '../../../src/vectors/point-id.js';
+import { QdrantVectorIndex } from '../../../src/vectors/qdrant-vector-index.js';
+import embed from '../../../steps/embed.js';
+import indexOptimize from '../../../steps/index_optimize.js';
+import { QdrantTestServer } from '../../servers/qdrant-server.js';
+import {
+  backends,
+  insertChunks,
+  insertDocument,
+  makeCtx,
+  makeProviders,
+  newVersion,
+  openTestDatabases,
+  type TestDatabases,
+} from './helpers.js';
+
+const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
+
+for (const backend of backends()) {
+  describe(`Qdrant index (real client, fake Qdrant) with stamps on ${backend}`, () => {
+    let t: TestDatabases;
+    let server: QdrantTestServer;
+    let url: string;
+    let index: QdrantVectorIndex;
+
+    beforeEach(async () => {
+      t = await openTestDatabases(backend);
+      server = new QdrantTestServer();
+      url = (await server.start()).url;
+      index = createVectorIndex({ qdrantUrl: url, db: t.db }) as QdrantVectorIndex;
+      (index as any).retryDelayMs = 5;
+    });
+    afterEach(async () => {
+      await server.close();
+      await t.cleanup();
+    });
+
+    it('creates collections with size and distance, stamps them, refuses another model or size', async () => {
+      const spec = { size: 1024, distance: 'Cosine' as const, model: 'local-hash-v1' };
+      await index.ensureCollection('documents', spec);
+      expect(server.collections.get('documents')).to.include({ size: 1024, distance: 'Cosine' });
+      const [stamp] = await t.db.query<any>(`SELECT * FROM vector_collections WHERE backend = 'qdrant'`);
+      expect(stamp).to.include({ name: 'documents', model: 'local-hash-v1', location: url });
+
+      const fresh = createVectorIndex({ qdrantUrl: url, db: t.db });
+      const error = await fresh.ensureCollection('documents', { ...spec, model: 'mxbai-embed-large' }).catch((e) => e);
+      expect((error as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      expect((error as Error).message).to.include("collection 'documents' (qdrant) was built with local-hash-v1");
+
+      // a collection someone else made with another size
+      server.collections.set('mail', { size: 768, distance: 'Cosine', points: new Map(), payloadIndexes: new Map() });
+      const sizeError = await fresh.ensureCollection('mail', spec).catch((e) => e);
+      expect((sizeError as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      expect((sizeError as Error).message).to.include('768 dimensions');
+      // ... and one with the right size is adopted
+      server.collections.set('entities', { size: 1024, distance: 'Cosine', points: new Map(), payloadIndexes: new Map() });
+      await fresh.ensureCollection('entities', spec);
+      expect((await fresh.describeCollection('entities')).model).to.equal('local-hash-v1');
+    });
+
+    it('embed stores points idempotently; a new version replaces; a delete removes; index_optimize indexes payload', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const v1 = await insertDocument(t.db, { sourcePath: '/src/q.md', title: 'Qualität' });
+      await insertChunks(t.db, v1, [
+        { content: 'Qualitätssicherung beginnt beim Wareneingang.', headingPath: ['QS'], page: 2 },
+        'Reklamationen werden binnen 48 Stunden bearbeitet.',
+      ]);
+      const run = (id: number, action: 'new' | 'update' | 'delete' = 'new') =>
+        embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/q.md', action } }));
+      await run(v1);
+      const first = server.points('documents').map((p) => ({ id: p.id, payload: p.payload }));
+      expect(first.map((p) => p.id).sort()).to.deep.equal([chunkPointId(v1, 0), chunkPointId(v1, 1)].sort());
+      expect(first.find((p) => p.id === chunkPointId(v1, 0))?.payload).to.deep.include({
+        document_id: v1,
+        document_title: 'Qualität',
+        chunk_index: 0,
+        content: 'Qualitätssicherung beginnt beim Wareneingang.',
+        heading_path: ['QS'],
+        source_path: '/src/q.md',
+      });
+      await run(v1);
+      expect(server.points('documents').map((p) => ({ id: p.id, payload: p.payload }))).to.deep.equal(first);
+
+      const v2 = await newVersion(t.db, v1, '/src/q.md', 'Qualität');
+      await insertChunks(t.db, v2, ['Qualitätssicherung beginnt beim Wareneingang.']);
+      await run(v2, 'update');
+      expect(server.points('documents').map((p) => p.id)).to.deep.equal([chunkPointId(v2, 0)]);
+
+      const hits = await searchChunks({ db: t.db, providers }, 'Wareneingang Qualitätssicherung', { limit: 5 });
+      expect(hits.map((h) => [h.document_id, h.chunk_index])).to.deep.equal([[v2, 0]]);
+
+      const optimize = makeCtx({ db: t.db, providers, config: { collections: ['documents'] }, type: 'index_optimize' });
+      await indexOptimize.run(optimize as any);
+      expect([...server.collections.get('documents')!.payloadIndexes.entries()]).to.deep.include.members([
+        ['document_id', 'integer'],
+        ['chunk_index', 'integer'],
+        ['source_path', 'keyword'],
+      ]);
+
+      await t.db.run(`UPDATE documents SET status = 'deleted' WHERE id = ?`, [v2]);
+      await run(v2, 'delete');
+      expect(server.points('documents')).to.have.length(0);
+    });
+
+    it('retries through 500s on every third request and through dropped connections', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const id = await insertDocument(t.db, { sourcePath: '/src/f.txt' });
+      await insertChunks(t.db, id, Array.from({ length: 300 }, (_, i) => `Absatz ${i} über Fehlertoleranz.`));
+      server.faults.failEvery = 3;
+      server.faults.dropNext = 1;
+      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/f.txt' } }));
+      expect(server.points('documents')).to.have.length(300);
+      expect(server.counters.failed).to.be.greaterThan(0);
+      expect(server.counters.dropped).to.equal(1);
+    });
+
+    it('sends the API key and never shows it in errors', async () => {
+      await server.close();
+      server = new QdrantTestServer({ apiKey: 'geheim-123' });
+      url = (await server.start()).url;
+      const good = createVectorIndex({ qdrantUrl: url, qdrantApiKey: 'geheim-123', db: t.db });
+      await good.ensureCollection('documents', { size: 4, distance: 'Cosine', model: 'm' });
+      expect(server.apiKeysSeen).to.include('geheim-123');
+      const bad = createVectorIndex({ qdrantUrl: url, qdrantApiKey: 'falsch-456', db: t.db });
+      const error = await bad.count('documents').catch((e) => e);
+      expect(error).to.be.instanceOf(CpeError);
+      expect((error as CpeError).retryable).to.equal(false);
+      expect((error as Error).message).to.include('401');
+      expect(JSON.stringify({ m: (error as Error).message, d: (error as CpeError).details })).to.not.include('falsch-456');
+    });
+
+    it('verify finds missing and orphan points and repair makes Qdrant agree with SQL', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const id = await insertDocument(t.db, { sourcePath: '/src/v.md', title: 'V' });
+      await insertChunks(t.db, id, ['Eins zwei drei.', 'Vier fünf sechs.', 'Sieben acht neun.']);
+      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/v.md' } }));
+      server.collections.get('documents')!.points.delete(chunkPointId(id, 2));
+      const stray = chunkPointId(4242, 0);
+      server.collections.get('documents')!.points.set(stray, {
+        id: stray,
+        vector: Array.from((await createLocalEmbedder().embed(['x']))[0]),
+        payload: { document_id: 4242, chunk_index: 0 },
+      });
+      const services = { db: t.db, providers };
+      const report = await verifyIndex(services);
+      expect(report).to.include({ ok: false, backend: 'qdrant' });
+      expect(report.counts).to.include({ expected: 3, points: 3, missing: 1, orphans: 1 });
+      const repaired = await verifyIndex(services, { repair: true });
+      expect(repaired.ok).to.equal(true);
+      expect(server.points('documents').map((p) => p.id).sort()).to.deep.equal(
+        [0, 1, 2].map((i) => chunkPointId(id, i)).sort(),
+      );
+    });
+  });
+}

@@ -1,0 +1,187 @@
+import { expect } from 'chai';
+import { createEmbedder } from '../../../src/embed/create-embedder.js';
+import { createOllamaEmbedder } from '../../../src/embed/ollama.js';
+import { EmbedInputError } from '../../../src/embed/types.js';
+import { CpeError, ProviderError } from '../../../src/errors.js';
+import { hashedVector, OllamaTestServer } from '../../servers/ollama-server.js';
+
+const texts = (n: number, prefix = 'Text') => Array.from({ length: n }, (_, i) => `${prefix} Nummer ${i}`);
+const expectVectorOf = (vector: Float32Array, text: string, dims: number) => {
+  const expected = hashedVector(text, dims);
+  expect(vector.length).to.equal(dims);
+  for (let i = 0; i < dims; i++) expect(vector[i]).to.be.closeTo(expected[i], 1e-6);
+};
+
+describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)', () => {
+  let server: OllamaTestServer;
+  let url: string;
+
+  beforeEach(async () => {
+    server = new OllamaTestServer({ dimensions: 8 });
+    url = (await server.start()).url;
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  const embedder = (options: Partial<Parameters<typeof createOllamaEmbedder>[0]> = {}) =>
+    createOllamaEmbedder({ hosts: [url], model: 'mxbai-embed-large', dimensions: 8, retryDelayMs: 5, ...options });
+
+  it('returns one vector per text in order, in batches bounded by count and characters', async () => {
+    const input = texts(50);
+    const vectors = await embedder({ batchSize: 16, concurrency: 2 }).embed(input);
+    expect(vectors).to.have.length(50);
+    vectors.forEach((v, i) => expectVectorOf(v, input[i], 8));
+    expect(Math.max(...server.batchSizes)).to.be.at.most(16);
+    expect(server.batchSizes.reduce((a, b) => a + b, 0)).to.equal(50);
+    expect(server.stats.maxInFlight).to.be.at.most(2);
+
+    server.batchSizes.length = 0;
+    const long = Array.from({ length: 10 }, (_, i) => `${'x'.repeat(95)} ${i}`.padEnd(100, '.'));
+    await embedder({ batchSize: 100, maxBatchChars: 300 }).embed(long);
+    expect(server.batchSizes.every((n) => n <= 3)).to.equal(true);
+  });
+
+  it('spreads a small job over the request slots instead of one request', async () => {
+    await embedder({ concurrency: 4, batchSize: 256 }).embed(texts(40));
+    expect(server.batchSizes).to.have.length(4);
+  });
+
+  it('retries 429 and 500 answers and dropped connections, then succeeds', async () => {
+    server.faults.failNext = 2;
+    server.faults.failStatus = 429;
+    const a = await embedder().embed(['eins']);
+    expectVectorOf(a[0], 'eins', 8);
+    expect(server.requests('POST /api/embed')).to.equal(3);
+
+    server.resetCounters();
+    server.faults.failNext = 1;
+    server.faults.failStatus = 500;
+    server.faults.dropNext = 0;
+    await embedder().embed(['zwei']);
+    expect(server.requests('POST /api/embed')).to.equal(2);
+
+    server.resetCounters();
+    server.faults.dropNext = 2;
+    const c = await embedder().embed(['drei']);
+    expectVectorOf(c[0], 'drei', 8);
+    expect(server.counters.dropped).to.equal(2);
+  });
+
+  it('gives up after maxRetries with a retryable ProviderError that names the host', async () => {
+    server.faults.failNext = 100;
+    server.faults.failStatus = 503;
+    try {
+      await embedder({ maxRetries: 2 }).embed(['eins', 'zwei']);
+      expect.fail('expected failure');
+    } catch (e) {
+      expect(e).to.be.instanceOf(ProviderError);
+      expect((e as ProviderError).retryable).to.equal(true);
+      expect((e as Error).message).to.include(`${url} answered 503`);
+    }
+    expect(server.requests('POST /api/embed')).to.equal(3);
+  });
+
+  it('times out a request that does not answer, and retries it', async () => {
+    server.faults.delayMs = 2000;
+    try {
+      await embedder({ timeoutMs: 100, maxRetries: 1 }).embed(['langsam']);
+      expect.fail('expected a timeout');
+    } catch (e) {
+      expect(e).to.be.instanceOf(ProviderError);
+      expect((e as Error).message).to.include('no answer within 100 ms');
+    }
+    expect(server.requests('POST /api/embed')).to.equal(2);
+  });
+
+  it('survives the server going down and coming back', async () => {
+    await server.down();
+    setTimeout(() => void server.up(), 300);
+    const vectors = await embedder({ maxRetries: 6, retryDelayMs: 100 }).embed(['wieder da']);
+    expectVectorOf(vectors[0], 'wieder da', 8);
+  });
+
+  it('splits a failing batch to find the one bad input; the others come back', async () => {
+    server.badInput = 'KAPUTT';
+    const input = texts(12);
+    input[7] = 'Dieser Text ist KAPUTT';
+    try {
+      await embedder({ batchSize: 12, concurrency: 1, maxRetries: 1 }).embed(input);
+      expect.fail('expected an EmbedInputError');
+    } catch (e) {
+      expect(e).to.be.instanceOf(EmbedInputError);
+      const error = e as EmbedInputError;
+      expect(error.failures.map((f) => f.index)).to.deep.equal([7]);
+      expect(error.vectors[7]).to.equal(undefined);
+      error.vectors.forEach((v, i) => {
+        if (i !== 7) expectVectorOf(v!, input[i], 8);
+      });
+    }
+    // a 400 (input rejected) is split at once, without retrying the whole batch
+    server.resetCounters();
+    server.badInputStatus = 400;
+    const failed = await embedder({ batchSize: 4, concurrency: 1, maxRetries: 3 })
+      .embed(['a', 'KAPUTT', 'c', 'd'])
+      .catch((e) => e);
+    expect((failed as EmbedInputError).failures.map((f) => f.index)).to.deep.equal([1]);
+    expect(server.requests('POST /api/embed')).to.equal(1 + 2 + 2);
+  });
+
+  it('an unknown model fails at once with how to fix it', async () => {
+    await server.close();
+    server = new OllamaTestServer({ dimensions: 8, models: ['mxbai-embed-large'] });
+    url = (await server.start()).url;
+    try {
+      await embedder({ model: 'nicht-da' }).embed(['x']);
+      expect.fail('expected failure');
+    } catch (e) {
+      expect((e as CpeError).code).to.equal('PROVIDER_UNAVAILABLE');
+      expect((e as Error).message).to.include('ollama pull nicht-da');
+    }
+    expect(server.requests('POST /api/embed')).to.equal(1);
+  });
+
+  it('refuses vectors of another size than configured', async () => {
+    try {
+      await embedder({ dimensions: 16 }).embed(['x']);
+      expect.fail('expected failure');
+    } catch (e) {
+      expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      expect((e as Error).message).to.include('returned 8-dimensional vectors, but 16 are configured');
+    }
+  });
+
+  it('spreads requests over several hosts', async () => {
+    const second = new OllamaTestServer({ dimensions: 8 });
+    const secondUrl = (await second.start()).url;
+    try {
+      await createOllamaEmbedder({ hosts: [url, secondUrl], model: 'm', dimensions: 8, batchSize: 8, concurrency: 1 }).embed(
+        texts(64),
+      );
+      expect(server.stats.inputs).to.be.greaterThan(0);
+      expect(second.stats.inputs).to.be.greaterThan(0);
+      expect(server.stats.inputs + second.stats.inputs).to.equal(64);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('stops when the signal aborts', async () => {
+    server.faults.delayMs = 300;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    try {
+      await embedder().embed(texts(4), controller.signal);
+      expect.fail('expected cancellation');
+    } catch (e) {
+      expect((e as CpeError).code).to.equal('CANCELLED');
+    }
+  });
+
+  it('createEmbedder probes the size of a model it does not know; without hosts it is local-hash-v1', async () => {
+    const probed = await createEmbedder({ ollamaHosts: [url], model: 'some-new-model' });
+    expect(probed).to.include({ kind: 'ollama', model: 'some-new-model', dimensions: 8 });
+    const local = await createEmbedder({ ollamaHosts: [], model: 'mxbai-embed-large' });
+    expect(local).to.include({ kind: 'local', model: 'local-hash-v1', dimensions: 1024 });
+  });
+});

@@ -1,0 +1,127 @@
+import { expect } from 'chai';
+import { drawDag } from '../../../src/cli/draw-dag.js';
+import type { PipelineConfigRow, PipelineStepRow } from '../../../src/db/entities.js';
+import { buildPlan } from '../../../src/engine/plan.js';
+import type { StepPlugin } from '../../../src/engine/plugin.js';
+import type { PluginRegistry, RegisteredPlugin } from '../../../src/engine/registry.js';
+import { describeError } from '../../../src/errors.js';
+
+const plugin = (type: string, scope: 'document' | 'run' = 'document', properties: Record<string, unknown> = {}): StepPlugin => ({
+  type,
+  description: type,
+  scope,
+  configSchema: { type: 'object', additionalProperties: false, properties },
+  run: async () => undefined,
+});
+
+function registry(...plugins: StepPlugin[]): PluginRegistry {
+  const map = new Map<string, RegisteredPlugin>(plugins.map((p) => [p.type, { plugin: p, source: 'builtin', file: `${p.type}.ts` }]));
+  return { get: (t) => map.get(t), all: () => [...map.values()], problems: [] };
+}
+
+const config: PipelineConfigRow = {
+  id: 1,
+  name: 'P',
+  description: null,
+  is_default: 1,
+  status: 'active',
+  source_path: null,
+  settings: null,
+  created_at: '',
+  updated_at: '',
+};
+
+let nextId = 1;
+const row = (name: string, type: string, extra: Partial<PipelineStepRow> = {}): PipelineStepRow => ({
+  id: nextId++,
+  pipeline_id: 1,
+  name,
+  step_type: type,
+  sort_order: nextId * 10,
+  enabled: 1,
+  config: null,
+  depends_on: null,
+  created_at: '',
+  updated_at: '',
+  ...extra,
+});
+
+const reg = registry(
+  plugin('scan', 'run'),
+  plugin('setup', 'run'),
+  plugin('work', 'document', { size: { type: 'integer', minimum: 50, default: 100 } }),
+  plugin('optimize', 'run'),
+);
+
+describe('planning (pure)', () => {
+  it('puts run steps before or after the documents by what they wait for, in a deterministic order', () => {
+    const plan = buildPlan(
+      config,
+      [
+        row('scan', 'scan'),
+        row('b', 'work', { depends_on: '["scan"]' }),
+        row('a', 'work', { depends_on: '["scan"]' }),
+        row('setup', 'setup', { depends_on: '[]' }),
+        row('join', 'work', { depends_on: '["a", "b", "setup"]' }),
+        row('optimize', 'optimize', { depends_on: '["join"]' }),
+      ],
+      reg,
+    );
+    expect(plan.steps.map((s) => `${s.name}:${s.phase}`)).to.deep.equal([
+      'scan:pre',
+      'b:document',
+      'a:document',
+      'setup:pre',
+      'join:document',
+      'optimize:post',
+    ]);
+    expect(plan.byName.get('a')!.config).to.deep.equal({ size: 100 });
+    expect(drawDag(plan)).to.contain('before the documents').and.to.contain('join (work)  <- a, b, setup');
+  });
+
+  it('skips disabled steps and chains the rest by sort order; an explicit dependency on a disabled step is an error', () => {
+    const plan = buildPlan(config, [row('one', 'work'), row('off', 'work', { enabled: 0 }), row('two', 'work')], reg);
+    expect(plan.byName.get('two')!.dependsOn).to.deep.equal(['one']);
+    expect(() => buildPlan(config, [row('off', 'work', { enabled: 0 }), row('x', 'work', { depends_on: '["off"]' })], reg)).to.throw(
+      /depends_on names disabled step 'off'/,
+    );
+  });
+
+  it('refuses a document step that waits for a run step that waits for documents', () => {
+    expect(() =>
+      buildPlan(
+        config,
+        [row('w', 'work'), row('opt', 'optimize', { depends_on: '["w"]' }), row('late', 'work', { depends_on: '["opt"]' })],
+        reg,
+      ),
+    ).to.throw(/a document step cannot depend on run step\(s\) opt/);
+  });
+
+  it('reports config problems with the row: range, type, JSON shape of depends_on', () => {
+    try {
+      buildPlan(
+        config,
+        [row('small', 'work', { id: 17, config: '{"size": 10}' }), row('deps', 'work', { id: 18, depends_on: '"small"' })],
+        reg,
+      );
+      expect.fail('planned');
+    } catch (error) {
+      expect((error as Error).message).to.contain("pipeline_steps id=17 'small': config.size must be >= 50");
+      expect((error as Error).message).to.contain("pipeline_steps id=18 'deps': depends_on must be a JSON array of step names");
+    }
+  });
+
+  it('refuses an archived pipeline', () => {
+    expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(/status is 'archived'/);
+  });
+});
+
+describe('describeError', () => {
+  it('keeps the cause chain without repeating what the wrapper already says', () => {
+    const inner = new Error('disk full');
+    const outer = new Error('step failed: disk full', { cause: inner });
+    expect(describeError(outer)).to.equal('step failed: disk full');
+    const other = new Error('write failed', { cause: inner });
+    expect(describeError(other)).to.equal('write failed <- caused by: disk full');
+  });
+});

@@ -1,0 +1,173 @@
+import { expect } from 'chai';
+import { ErrorCodes, FileError } from '../../../src/errors.js';
+import { extractPdf } from '../../../src/extract/pdf.js';
+import { defaultExtractOptions, type ExtractedDocument } from '../../../src/extract/types.js';
+import { germanHandbookPdf, makePng, renderPdf } from './pdf-fixtures.js';
+
+const blockTexts = (doc: ExtractedDocument, type: string) =>
+  doc.blocks
+    .filter((b) => b.type === type)
+    .map((b) => ({ text: doc.text.slice(b.start, b.end), level: b.level, page: b.page }));
+
+async function rejection(promise: Promise<unknown>): Promise<FileError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(FileError);
+    return error as FileError;
+  }
+  throw new Error('expected the extraction to fail');
+}
+
+describe('extract/pdf', function () {
+  this.timeout(60000);
+  let handbook: ExtractedDocument;
+
+  before(async () => {
+    handbook = await extractPdf(await germanHandbookPdf(), 'handbuch.pdf', defaultExtractOptions);
+  });
+
+  it('reads German text from standard (non-embedded) fonts with correct umlauts', () => {
+    expect(handbook.text).to.include('Größere Änderungen');
+    expect(handbook.text).to.include('werden geprüft und übernommen.');
+    expect(handbook.text).to.equal(handbook.text.normalize('NFC'));
+  });
+
+  it('joins a word hyphenated at a line end but keeps a suspended hyphen', () => {
+    expect(handbook.text).to.include('Qualitätssicherung in der Ausbildung');
+    expect(handbook.text).not.to.include('Qualitäts-');
+    expect(handbook.text).to.include('Lehr-\nund Lernmittel');
+  });
+
+  it('finds numbered headings with their level and page, and paragraphs between them', () => {
+    expect(blockTexts(handbook, 'heading')).to.deep.equal([
+      { text: '1 Einleitung', level: 1, page: 1 },
+      { text: '1.1 Grundlagen der Prüfung', level: 2, page: 2 },
+    ]);
+    const paragraphs = blockTexts(handbook, 'paragraph');
+    expect(paragraphs).to.have.length(3);
+    expect(paragraphs[1]!.text.startsWith('Der zweite Absatz')).to.equal(true);
+  });
+
+  it('keeps every page, marks the image-only page as needing OCR and counts its image', () => {
+    expect(handbook.pages.map((p) => p.number)).to.deep.equal([1, 2, 3]);
+    const scan = handbook.pages[2]!;
+    expect(scan.metadata).to.include({ images: 1, ocrNeeded: true });
+    expect(scan.start).to.equal(scan.end);
+    expect(handbook.pages[0]!.metadata.ocrNeeded).to.equal(undefined);
+    expect(handbook.ocrNeeded).to.equal(true);
+    expect(handbook.metadata.title).to.equal('Handbuch Qualität');
+    expect(handbook.metadata.pageCount).to.equal(3);
+  });
+
+  it('gives page offsets that cut the text into the pages', () => {
+    const first = handbook.pages[0]!;
+    expect(handbook.text.slice(first.start, first.end)).to.match(/^1 Einleitung[\s\S]*für die Übungen\.$/);
+    const second = handbook.pages[1]!;
+    expect(handbook.text.slice(second.start, second.end)).to.equal(
+      '1.1 Grundlagen der Prüfung\n\nDie Prüfung besteht aus drei Teilen.',
+    );
+  });
+
+  it('uses the outline (bookmarks) for headings when present', async () => {
+    const bytes = await renderPdf((doc) => {
+      doc.addPage();
+      doc.font('Helvetica').fontSize(11).text('Kapitel Anfang', 50, 60, { lineBreak: false });
+      doc.text('Erster Text des Kapitels.', 50, 100, { lineBreak: false });
+      const chapter = doc.outline.addItem('Kapitel Anfang');
+      doc.addPage();
+      doc.text('Ein Abschnitt', 50, 60, { lineBreak: false });
+      doc.text('Text im Abschnitt.', 50, 100, { lineBreak: false });
+      chapter.addItem('Ein Abschnitt');
+    });
+    const doc = await extractPdf(bytes, 'outline.pdf', defaultExtractOptions);
+    expect(blockTexts(doc, 'heading')).to.deep.equal([
+      { text: 'Kapitel Anfang', level: 1, page: 1 },
+      { text: 'Ein Abschnitt', level: 2, page: 2 },
+    ]);
+    expect(doc.metadata.outline).to.deep.equal([
+      { title: 'Kapitel Anfang', level: 1, page: 1 },
+      { title: 'Ein Abschnitt', level: 2, page: 2 },
+    ]);
+  });
+
+  it('does not make ordinary numbered sentences headings', async () => {
+    const bytes = await renderPdf((doc) => {
+      doc.addPage();
+      doc.font('Helvetica').fontSize(11);
+      doc.text('3 Teilnehmer haben die Prüfung bestanden', 50, 60, { lineBreak: false });
+      doc.text('Die übrigen wiederholen sie im Mai.', 50, 100, { lineBreak: false });
+    });
+    const doc = await extractPdf(bytes, 'plain.pdf', defaultExtractOptions);
+    expect(blockTexts(doc, 'heading')).to.deep.equal([]);
+  });
+
+  it('notes images on pages that also have text, without marking them for OCR', async () => {
+    const bytes = await renderPdf((doc) => {
+      doc.addPage();
+      doc.font('Helvetica').fontSize(11).text('Abbildung 1 zeigt den Aufbau.', 50, 60, { lineBreak: false });
+      doc.image(makePng(120, 120), 50, 100, { width: 200 });
+      doc.image(makePng(16, 16), 300, 100, { width: 16 }); // an icon, not content
+    });
+    const doc = await extractPdf(bytes, 'figure.pdf', defaultExtractOptions);
+    expect(doc.pages[0]!.metadata).to.include({ images: 1 });
+    expect(doc.pages[0]!.metadata.ocrNeeded).to.equal(undefined);
+    expect(doc.ocrNeeded).to.equal(false);
+  });
+
+  it('succeeds with empty text on a blank page', async () => {
+    const doc = await extractPdf(await renderPdf((d) => d.addPage()), 'blank.pdf', defaultExtractOptions);
+    expect(doc.text).to.equal('');
+    expect(doc.pages).to.have.length(1);
+    expect(doc.ocrNeeded).to.equal(false);
+  });
+
+  it('opens a file encrypted with an owner password only and records its permissions', async () => {
+    const bytes = await renderPdf(
+      (doc) => {
+        doc.addPage();
+        doc.font('Helvetica').fontSize(11).text('Vertraulicher Inhalt', 50, 60, { lineBreak: false });
+      },
+      { ownerPassword: 'geheim', permissions: { printing: 'highResolution', copying: false } },
+    );
+    const doc = await extractPdf(bytes, 'owner.pdf', defaultExtractOptions);
+    expect(doc.text).to.equal('Vertraulicher Inhalt');
+    expect(doc.metadata.encrypted).to.equal(true);
+    expect(doc.metadata.permissions).to.include({ copy: false, print: true });
+  });
+
+  it('fails with "password required" when a user password is set', async () => {
+    const bytes = await renderPdf(
+      (doc) => {
+        doc.addPage();
+        doc.text('Nur mit Passwort', 50, 60);
+      },
+      { userPassword: 'abc', ownerPassword: 'abc' },
+    );
+    const error = await rejection(extractPdf(bytes, 'locked.pdf', defaultExtractOptions));
+    expect(error.code).to.equal(ErrorCodes.PASSWORD_REQUIRED);
+    expect(error.message).to.equal('locked.pdf: password required');
+  });
+
+  it('refuses more pages than maxPages', async () => {
+    const bytes = await renderPdf((doc) => {
+      for (let i = 1; i <= 4; i++) doc.addPage().text(`Seite ${i}`, 50, 60);
+    });
+    const error = await rejection(extractPdf(bytes, 'long.pdf', { ...defaultExtractOptions, maxPages: 3 }));
+    expect(error.code).to.equal(ErrorCodes.TOO_MANY_PAGES);
+    expect(error.message).to.equal('long.pdf: too many pages (4, limit 3)');
+  });
+
+  it('reports garbage behind a PDF header as a corrupt file, naming the file', async () => {
+    const bytes = new TextEncoder().encode(`%PDF-1.7\n${'garbage '.repeat(50)}`);
+    const error = await rejection(extractPdf(bytes, 'kaputt.pdf', defaultExtractOptions));
+    expect(error.code).to.equal(ErrorCodes.CORRUPT_FILE);
+    expect(error.message).to.match(/^kaputt\.pdf: corrupt/);
+  });
+
+  it('reports an empty file as empty', async () => {
+    const error = await rejection(extractPdf(new Uint8Array(0), 'leer.pdf', defaultExtractOptions));
+    expect(error.code).to.equal(ErrorCodes.FILE_EMPTY);
+    expect(error.message).to.equal('leer.pdf: empty file');
+  });
+});

@@ -1,0 +1,243 @@
+import { Ajv } from 'ajv';
+import { expect } from 'chai';
+import { ConfigError } from '../../../src/errors.js';
+import { DocumentBuilder } from '../../../src/extract/document-builder.js';
+import {
+  type ChunkDraft,
+  chunkConfigFromJson,
+  chunkConfigSchema,
+  chunkDocument,
+  defaultChunkConfig,
+  tinyChunkChars,
+} from '../../../src/text/chunk.js';
+import { chunkQuality } from '../../../src/text/quality.js';
+import { buildSections, sectionAt } from '../../../src/text/structure.js';
+import { countTokens } from '../../../src/text/tokenizer.js';
+import { markdownDocument } from './markdown-doc.js';
+
+const SUBJECTS = ['Die Auszubildende', 'Der Betrieb', 'Die Ausbilderin', 'Das Team', 'Die zuständige Stelle'];
+const VERBS = ['dokumentiert', 'bespricht', 'plant', 'bewertet', 'überprüft'];
+const OBJECTS = [
+  'den Ausbildungsnachweis',
+  'die Lernziele',
+  'den Arbeitsschutz',
+  'die Auftragsklärung',
+  'die Ergebnisse',
+];
+const TAILS = [
+  'gemäß § 14 Abs. 2 BBiG.',
+  'z. B. am 1. Oktober im 2. Ausbildungsjahr.',
+  'd. h. vor Beginn der Phase.',
+  'und hält alles fest.',
+];
+
+/** German paragraph of `n` sentences; `seed` varies the wording. */
+function paragraph(n: number, seed = 0): string {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = seed * 7 + i;
+    out.push(`${SUBJECTS[k % 5]} ${VERBS[(k >> 1) % 5]} ${OBJECTS[(k >> 2) % 5]} ${TAILS[(k * 3) % 4]}`);
+  }
+  return out.join(' ');
+}
+
+function expectExact(text: string, chunks: ChunkDraft[]): void {
+  for (const c of chunks) {
+    expect(c.content, `chunk ${c.index}`).to.equal(text.slice(c.start, c.end));
+    expect(c.tokenCount).to.equal(countTokens(c.content));
+  }
+}
+
+describe('chunkDocument', () => {
+  it('keeps every chunk within max_chars with exact offsets and the heading path of its start', () => {
+    const parts = ['# Handbuch'];
+    for (let k = 1; k <= 3; k++) {
+      parts.push(`## Kapitel ${k}`);
+      for (let s = 1; s <= 3; s++)
+        parts.push(`### Abschnitt ${k}.${s}`, paragraph(12, k * 10 + s), paragraph(9, k * 20 + s));
+    }
+    const doc = markdownDocument(parts.join('\n\n'));
+    const sections = buildSections(doc);
+    const chunks = chunkDocument(doc, { sections });
+    expect(chunks.length).to.be.greaterThan(5);
+    expectExact(doc.text, chunks);
+    for (const c of chunks) {
+      expect(c.end - c.start).to.be.at.most(defaultChunkConfig.maxChars);
+      expect(c.headingPath).to.deep.equal(sections[sectionAt(sections, c.start)]?.headingPath);
+      expect(c.metadata.tokenizer).to.equal('cpe-estimate-v1');
+    }
+    expect(chunks[3]?.headingPath[0]).to.match(/^Kapitel \d$/);
+  });
+
+  it('repeats whole sentences as overlap (5-15%) when a section continues, and none at a section start', () => {
+    const doc = markdownDocument(
+      [
+        '# T',
+        '## Langer Abschnitt',
+        paragraph(40, 1),
+        paragraph(40, 2),
+        '## Nächster',
+        paragraph(30, 3),
+      ].join('\n\n'),
+    );
+    const sections = buildSections(doc);
+    const chunks = chunkDocument(doc, { sections });
+    const q = chunkQuality(doc.text, chunks, {
+      maxChars: 2000,
+      tinyChars: tinyChunkChars(defaultChunkConfig),
+      blocks: doc.blocks,
+      sections,
+    });
+    expect(q.overlapContinued).to.be.within(0.05, 0.15);
+    const atNext = chunks.find((c) => c.headingPath[0] === 'Nächster');
+    expect(atNext?.metadata.overlapChars).to.equal(0);
+    expect(doc.text.slice(atNext?.start, atNext?.end).startsWith('Nächster')).to.equal(true);
+    for (let i = 1; i < chunks.length; i++) {
+      const c = chunks[i] as ChunkDraft;
+      if (c.metadata.overlapChars > 0) {
+        // the overlap starts at a sentence start: the character before is white space after a period
+        expect(doc.text.slice(c.start - 2, c.start)).to.match(/[.!?]\s$/);
+      }
+    }
+  });
+
+  it('never leaves a heading at the end of a chunk when its body follows', () => {
+    // the first section fills a chunk almost exactly, so a greedy cut would fall right after the next heading
+    for (let fill = 1700; fill <= 2000; fill += 30) {
+      let first = paragraph(30, 4);
+      first = first.slice(0, first.lastIndexOf('.', fill) + 1);
+      const doc = markdownDocument(
+        ['## Eins', first, '### Zwei', paragraph(6, 5), '### Drei', paragraph(6, 6)].join('\n\n'),
+      );
+      const chunks = chunkDocument(doc);
+      const q = chunkQuality(doc.text, chunks, { maxChars: 2000, tinyChars: 100, blocks: doc.blocks });
+      expect(q.headingAtEnd, `fill ${fill}`).to.equal(0);
+      for (const c of chunks) expect(c.content.trimEnd().endsWith('Zwei'), `fill ${fill}`).to.equal(false);
+    }
+  });
+
+  it('cuts a single sentence longer than max_chars at word boundaries', () => {
+    const words: string[] = [];
+    for (let i = 0; words.join(' ').length < 5200; i++) words.push(`Wort${i}lang`);
+    const sentence = `${words.join(' ')}.`;
+    const doc = markdownDocument(`## Lang\n\n${sentence}`);
+    const chunks = chunkDocument(doc);
+    expect(chunks.length).to.be.greaterThan(2);
+    expectExact(doc.text, chunks);
+    const q = chunkQuality(doc.text, chunks, { maxChars: 2000, tinyChars: 0 });
+    expect(q.midWordStart).to.equal(0);
+    expect(q.midWordEnd).to.equal(0);
+    for (const c of chunks) expect(c.end - c.start).to.be.at.most(2000);
+    expect(chunks.some((c) => c.metadata.cut === 'word')).to.equal(true);
+  });
+
+  it('does not merge two top-level sections unless both are tiny', () => {
+    const big = markdownDocument(
+      ['## Erster Teil', paragraph(7, 1), '## Zweiter Teil', paragraph(7, 2)].join('\n\n'),
+    );
+    const bigChunks = chunkDocument(big);
+    expect(bigChunks.map((c) => c.headingPath)).to.deep.equal([['Erster Teil'], ['Zweiter Teil']]);
+
+    const tiny = markdownDocument(
+      ['## Kurz A', 'Nur ein Satz hier im ersten Teil.', '## Kurz B', 'Und ein Satz im zweiten Teil.'].join(
+        '\n\n',
+      ),
+    );
+    const tinyChunks = chunkDocument(tiny);
+    expect(tinyChunks).to.have.length(1);
+    expect(tinyChunks[0]?.headingPath).to.deep.equal(['Kurz A']);
+    expect(tinyChunks[0]?.metadata.lastSectionIndex).to.equal(1);
+  });
+
+  it('merges subsections inside one top-level section', () => {
+    const doc = markdownDocument(
+      [
+        '## Kapitel',
+        '### § 1 Kurz',
+        'Erster kurzer Paragraf.',
+        '### § 2 Kurz',
+        'Zweiter kurzer Paragraf.',
+        '### § 3 Kurz',
+        'Dritter.',
+      ].join('\n\n'),
+    );
+    const chunks = chunkDocument(doc);
+    expect(chunks).to.have.length(1);
+    expect(chunks[0]?.content).to.contain('§ 3 Kurz');
+  });
+
+  it('does not leave a tiny trailing piece: the last two chunks of a section are balanced', () => {
+    let body = paragraph(30, 7);
+    body = body.slice(0, body.lastIndexOf('.', 2150) + 1);
+    const doc = markdownDocument(`## Abschnitt\n\n${body}`);
+    const chunks = chunkDocument(doc);
+    expect(chunks).to.have.length(2);
+    for (const c of chunks) expect(c.end - c.start).to.be.at.least(tinyChunkChars(defaultChunkConfig));
+  });
+
+  it('limits chunks by target_tokens as well as max_chars', () => {
+    const doc = markdownDocument(`## Zahlen\n\n${paragraph(60, 8)}`);
+    const chunks = chunkDocument(doc, { config: { targetTokens: 120, maxChars: 4000 } });
+    expect(chunks.length).to.be.greaterThan(5);
+    for (const c of chunks) expect(c.tokenCount).to.be.at.most(125);
+  });
+
+  it('appends page vision text to content, keeping offsets of the source text', () => {
+    const b = new DocumentBuilder('pdf');
+    b.startPage(1);
+    b.add('heading', 'Seite eins', 1);
+    b.add('paragraph', paragraph(5, 1));
+    b.startPage(2);
+    b.add('paragraph', paragraph(5, 2));
+    const doc = b.build();
+    const vision = new Map([[2, 'Ein Diagramm mit drei Balken.']]);
+    const chunks = chunkDocument(doc, { pageVisionText: vision });
+    const withVision = chunks.filter((c) => c.metadata.visionPages?.includes(2));
+    expect(withVision).to.have.length(1);
+    const c = withVision[0] as ChunkDraft;
+    expect(c.content.startsWith(doc.text.slice(c.start, c.end))).to.equal(true);
+    expect(c.content.endsWith('[Bildbeschreibung Seite 2]\nEin Diagramm mit drei Balken.')).to.equal(true);
+    expect(c.tokenCount).to.equal(countTokens(c.content));
+    expect(c.pageEnd).to.equal(2);
+  });
+
+  it('makes a chunk of vision text alone when a document has no text', () => {
+    const b = new DocumentBuilder('pdf');
+    b.startPage(1);
+    const chunks = chunkDocument(b.build(), {
+      pageVisionText: new Map([[1, 'Ein eingescanntes Formular.']]),
+    });
+    expect(chunks).to.have.length(1);
+    expect(chunks[0]?.content).to.contain('Ein eingescanntes Formular.');
+    expect(chunks[0]?.metadata.visionOnly).to.equal(true);
+  });
+
+  it('returns no chunks for an empty document', () => {
+    expect(chunkDocument({ text: '', blocks: [], pages: [] })).to.deep.equal([]);
+  });
+});
+
+describe('chunk config', () => {
+  it('validates with ajv, filling defaults in snake_case', () => {
+    const ajv = new Ajv({ useDefaults: true });
+    const validate = ajv.compile(chunkConfigSchema);
+    const config: Record<string, unknown> = {};
+    expect(validate(config)).to.equal(true);
+    expect(config).to.deep.equal({ target_tokens: 600, overlap: 0.1, min_chars: 100, max_chars: 2000 });
+    expect(validate({ max_chars: 10 })).to.equal(false);
+    expect(validate.errors?.[0]?.instancePath).to.equal('/max_chars');
+  });
+
+  it('maps snake_case keys and rejects contradictions with a message naming the keys', () => {
+    expect(chunkConfigFromJson({ target_tokens: 700, overlap: 0.15, max_chars: 3000 })).to.deep.equal({
+      targetTokens: 700,
+      overlapRatio: 0.15,
+      minChars: 100,
+      maxChars: 3000,
+    });
+    expect(() => chunkConfigFromJson({ min_chars: 500, max_chars: 400 }))
+      .to.throw(ConfigError)
+      .with.property('message')
+      .that.contains('config.min_chars');
+  });
+});

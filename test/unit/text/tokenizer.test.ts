@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { splitSentences } from '../../../src/text/sentences.js';
+import {
+  countTokens,
+  countTokensInRange,
+  estimateTokensByChars,
+  tokenizerName,
+  tokenWeight,
+} from '../../../src/text/tokenizer.js';
+
+describe('tokenizer', () => {
+  it('names itself', () => {
+    expect(tokenizerName).to.equal('cpe-estimate-v1');
+  });
+
+  it('counts nothing for empty or blank text', () => {
+    expect(countTokens('')).to.equal(0);
+    expect(countTokens('   ')).to.equal(1); // an indentation run is a token, as in BPE vocabularies
+    expect(countTokens(' ')).to.equal(0);
+  });
+
+  it('counts short words as one token each and long compounds as several', () => {
+    expect(countTokens('der die das')).to.equal(3);
+    const compound = countTokens('Berufsausbildungsverhältnis');
+    expect(compound).to.be.greaterThan(5);
+    expect(compound).to.be.lessThan(12);
+  });
+
+  it('groups digits in threes and counts punctuation', () => {
+    expect(countTokens('123456')).to.equal(2);
+    expect(countTokens('§ 5')).to.equal(2);
+    expect(countTokens('(1)')).to.equal(3);
+  });
+
+  it('gives German prose about 3-4.5 characters per token', () => {
+    const prose =
+      'Die Auszubildende dokumentiert ihre Tätigkeiten im Ausbildungsnachweis. Der Betrieb prüft die Einträge ' +
+      'regelmäßig und bespricht sie mit ihr. Bei Fragen wendet sie sich an die zuständige Stelle.';
+    const ratio = prose.length / countTokens(prose);
+    expect(ratio).to.be.within(3, 4.5);
+  });
+
+  it('is monotonic: appending text never lowers the count', () => {
+    const text =
+      'Nach § 14 Abs. 2 BBiG hat der Ausbildende die Auszubildenden zum Führen der Ausbildungsnachweise anzuhalten.';
+    let previous = 0;
+    for (let i = 1; i <= text.length; i++) {
+      const n = countTokens(text.slice(0, i));
+      expect(n, text.slice(0, i)).to.be.at.least(previous - 1);
+      previous = Math.max(previous, n);
+    }
+    expect(countTokens(text + text)).to.be.at.least(2 * countTokens(text) - 1);
+  });
+
+  it('counts a range without slicing, and pieces split at white space add up to the whole', () => {
+    const text = 'Erster Satz mit Wörtern. Zweiter Satz, länger als der erste!\n\nDritter Absatz 2024.';
+    expect(countTokensInRange(text, 5, 40)).to.equal(countTokens(text.slice(5, 40)));
+    const cut1 = text.indexOf(' Zweiter');
+    const cut2 = text.indexOf('\n\n');
+    const sum =
+      tokenWeight(text, 0, cut1) + tokenWeight(text, cut1, cut2) + tokenWeight(text, cut2, text.length);
+    expect(Math.round(sum)).to.equal(countTokens(text));
+  });
+
+  it('keeps the original chars/4 rule as the fallback', () => {
+    expect(estimateTokensByChars('a'.repeat(2000))).to.equal(500);
+    expect(estimateTokensByChars('abc')).to.equal(1);
+  });
+});
+
+describe('sentence weights', () => {
+  it('give each sentence the token weight the tokenizer gives its text', () => {
+    const text =
+      'Nach § 14 Abs. 2 BBiG gilt das. Die Frist beträgt 1.000 Tage, d. h. knapp drei Jahre!\n\n„Wirklich?“ fragte sie… ' +
+      'Ja.   Das   steht   im 3. Kapitel (S. 12).';
+    const spans = splitSentences(text);
+    expect(spans.length).to.be.greaterThan(3);
+    for (const s of spans) expect(s.weight).to.be.closeTo(tokenWeight(text, s.start, s.end), 1e-9);
+  });
+});
