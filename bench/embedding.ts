@@ -13,7 +13,8 @@
  * The fake server runs in a worker thread, so that its own work (reading requests, making vectors) does not
  * share an event loop with the clients being measured, as a real Ollama would not.
  *
- * Standalone: `npx tsx bench/embedding.ts [--chunks 20000] [--rounds 3] [--dims 16]`.
+ * Standalone: `npx tsx bench/embedding.ts [--chunks 20000] [--rounds 3] [--dims 16] [--batch N --concurrency N]`
+ * (--batch/--concurrency override cpe's defaults, for experiments).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,8 @@ export interface EmbeddingBenchOptions {
   perRequestMs?: number;
   perInputMs?: number;
   maxConcurrent?: number;
+  /** override cpe's settings (the default run uses none: DEFAULT settings) */
+  cpe?: { batchSize?: number; concurrency?: number };
 }
 
 export interface EmbeddingBenchRow {
@@ -82,8 +85,8 @@ interface ServerHandle {
 /** Worker side: the fake Ollama, answering stats queries from the main thread. */
 async function serveInWorker(): Promise<void> {
   const { dims, cost } = workerData as { dims: number; cost: { perRequestMs: number; perInputMs: number; maxConcurrent: number } };
-  const server = await startServerWorker(dims, cost);
-  const url = server.url;
+  const server = new OllamaTestServer({ dimensions: dims, cost });
+  const { url, close } = await server.start();
   parentPort!.on('message', async (message: string) => {
     if (message === 'stats') {
       parentPort!.postMessage({ requests: server.stats.embedRequests, busyMs: server.stats.busyMs });
@@ -104,10 +107,15 @@ async function startServerWorker(dims: number, cost: object): Promise<ServerHand
     ? `(async () => { const { register } = await import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}); register(); await import(${JSON.stringify(self)}); })()`
     : `import(${JSON.stringify(self)})`;
   const worker = new Worker(code, { eval: true, workerData: { role: WORKER_ROLE, dims, cost } });
+  let failure: Error | undefined;
+  worker.on('error', (error) => {
+    failure = error;
+  });
   const next = () =>
     new Promise<any>((resolve, reject) => {
+      if (failure) return reject(failure);
       worker.once('message', resolve);
-      worker.once('error', reject);
+      worker.once('exit', () => reject(failure ?? new Error('the fake Ollama worker exited')));
     });
   const { url } = await next();
   return {
@@ -150,8 +158,11 @@ export async function benchEmbedding(
   const contenders: Array<{ name: string; settings: string; run: () => Promise<number> }> = [
     {
       name: 'cpe',
-      settings: `defaults (batch ${OLLAMA_DEFAULTS.batchSize}, ${OLLAMA_DEFAULTS.concurrency} in flight per host)`,
-      run: async () => (await createOllamaEmbedder({ hosts: [url], model, dimensions: dims }).embed(texts)).length,
+      settings: options.cpe
+        ? `batch ${options.cpe.batchSize ?? OLLAMA_DEFAULTS.batchSize}, ${options.cpe.concurrency ?? OLLAMA_DEFAULTS.concurrency} in flight per host`
+        : `defaults (batch ${OLLAMA_DEFAULTS.batchSize}, ${OLLAMA_DEFAULTS.concurrency} in flight per host)`,
+      run: async () =>
+        (await createOllamaEmbedder({ hosts: [url], model, dimensions: dims, ...options.cpe }).embed(texts)).length,
     },
     {
       name: 'LangChain OllamaEmbeddings',
@@ -228,7 +239,14 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === WORKER_R
     const i = process.argv.indexOf(name);
     return i > 0 ? Number(process.argv[i + 1]) : undefined;
   };
-  benchEmbedding({ chunks: arg('--chunks'), rounds: arg('--rounds'), dimensions: arg('--dims') }).then(
+  const batchSize = arg('--batch');
+  const concurrency = arg('--concurrency');
+  benchEmbedding({
+    chunks: arg('--chunks'),
+    rounds: arg('--rounds'),
+    dimensions: arg('--dims'),
+    cpe: batchSize || concurrency ? { batchSize, concurrency } : undefined,
+  }).then(
     (r) => console.log(r.markdown),
     (e: unknown) => {
       console.error(e);

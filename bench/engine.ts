@@ -30,14 +30,21 @@ async function benchBackend(backend: Backend, documents: number, workMs: number)
     const engine = await setup.open({ logLevel: 'warn' });
     const db = engine.dbs.content.sql;
     const steps = ['s1', 's2', 's3', 's4', 's5'];
-    await insertPipeline(db, 'noop', [{ name: 'detect', type: 'detect' }, ...steps.map((name) => ({ name, type: 'work', config: { ms: 0 } }))]);
-    await insertPipeline(db, 'work', [{ name: 'detect', type: 'detect' }, ...steps.map((name) => ({ name, type: 'work', config: { ms: workMs } }))]);
+    await insertPipeline(db, 'noop', [
+      { name: 'detect', type: 'detect' },
+      ...steps.map((name) => ({ name, type: 'work', config: { ms: 0 } })),
+    ]);
+    await insertPipeline(db, 'work', [
+      { name: 'detect', type: 'detect' },
+      ...steps.map((name) => ({ name, type: 'work', config: { ms: workMs } })),
+    ]);
     const run = async (pipeline: string, prefix: string) => {
       const source = makeSourceFolder(generatedDocuments(documents, prefix));
       const plan = await planPipeline(db, engine.registry, pipeline);
       const started = performance.now();
       const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
-      if (summary.docsDone !== documents) throw new Error(`${pipeline}: ${summary.docsDone} of ${documents} done`);
+      if (summary.docsDone !== documents)
+        throw new Error(`${pipeline}: ${summary.docsDone} of ${documents} done`);
       return performance.now() - started;
     };
     const noopWallMs = await run('noop', 'noop');
@@ -77,7 +84,10 @@ export async function benchEngine(opts: { documents?: number; workMs?: number } 
   return { rows, markdown };
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith(path.join('bench', 'engine.ts'))) {
+if (
+  import.meta.url === `file://${process.argv[1]}` ||
+  process.argv[1]?.endsWith(path.join('bench', 'engine.ts'))
+) {
   const { markdown } = await benchEngine({ documents: Number(process.env.BENCH_DOCUMENTS ?? 1000) });
   process.stdout.write(`${markdown}\n`);
 }

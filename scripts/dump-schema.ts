@@ -10,7 +10,8 @@ import { packageRoot } from '../src/paths.js';
 export function renderSchema(role: 'content' | 'log'): string {
   const name = role === 'content' ? 'ki_content' : 'ki_dev';
   const parts = listMigrations('mysql', role).map(
-    (m) => `-- ---------------------------------------------------------------------------\n-- migration ${String(m.version).padStart(4, '0')}_${m.name}\n-- ---------------------------------------------------------------------------\n\n${m.sql.trim()}\n`,
+    (m) =>
+      `-- ---------------------------------------------------------------------------\n-- migration ${String(m.version).padStart(4, '0')}_${m.name}\n-- ---------------------------------------------------------------------------\n\n${m.sql.trim()}\n`,
   );
   return `-- ${name}: reference DDL for MariaDB/MySQL, generated from src/db/migrations/mysql/${role}/ by \`npm run schema\`.\n-- Do not edit: add a numbered migration instead. cpe applies migrations itself (\`cpe db migrate\`).\n\n${parts.join('\n')}`;
 }

@@ -32,12 +32,17 @@ async function docx() {
               ['09:00', 'Begrüßung und Erwartungen', 'Blitzlicht'],
               ['09:30', 'Sammeln von Themen', 'Kartenabfrage'],
               ['10:30', 'Priorisieren', 'Punkten'],
-            ].map((cells) => new TableRow({ children: cells.map((c) => new TableCell({ children: [new Paragraph(c)] })) })),
+            ].map(
+              (cells) =>
+                new TableRow({ children: cells.map((c) => new TableCell({ children: [new Paragraph(c)] })) }),
+            ),
           }),
           new Paragraph({ text: 'Durchführung', heading: HeadingLevel.HEADING_1 }),
           new Paragraph({
             children: [
-              new TextRun('Die Moderation achtet auf Zeit und Beteiligung. Sie bleibt inhaltlich neutral, d. h. sie bewertet keine Beiträge, '),
+              new TextRun(
+                'Die Moderation achtet auf Zeit und Beteiligung. Sie bleibt inhaltlich neutral, d. h. sie bewertet keine Beiträge, ',
+              ),
               new TextRun('sondern macht sie sichtbar und hilft der Gruppe, zu Ergebnissen zu kommen.'),
             ],
           }),
@@ -101,7 +106,11 @@ async function pdf() {
       'Unterbrechungen kosten mehr Zeit, als sie dauern. Sprechzeiten, gebündelte E-Mail-Bearbeitung und klare Absprachen im Team schaffen ungestörte Arbeitsphasen.',
     );
   doc.addPage().fontSize(14).text('3 Rückblick');
-  doc.fontSize(11).text('Ein kurzer Wochenrückblick zeigt, wohin die Zeit tatsächlich gegangen ist, und hilft bei der Planung der nächsten Woche.');
+  doc
+    .fontSize(11)
+    .text(
+      'Ein kurzer Wochenrückblick zeigt, wohin die Zeit tatsächlich gegangen ist, und hilft bei der Planung der nächsten Woche.',
+    );
   doc.end();
   await done;
 }

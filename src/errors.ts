@@ -87,17 +87,25 @@ export class ProviderError extends CpeError {
 export function isCpeError(error: unknown): error is CpeError {
   if (error instanceof CpeError) return true;
   const e = error as { code?: unknown; retryable?: unknown } | null;
-  return error instanceof Error && typeof e?.code === 'string' && e.code in ErrorCodes && typeof e.retryable === 'boolean';
+  return (
+    error instanceof Error &&
+    typeof e?.code === 'string' &&
+    e.code in ErrorCodes &&
+    typeof e.retryable === 'boolean'
+  );
 }
 
-export const isRetryable = (error: unknown): boolean => (isCpeError(error) ? error.retryable : isTransientNodeError(error));
+export const isRetryable = (error: unknown): boolean =>
+  isCpeError(error) ? error.retryable : isTransientNodeError(error);
 
 /** Node socket errors that mean "try again later". */
 export function isTransientNodeError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return (
     typeof code === 'string' &&
-    ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'].includes(code)
+    ['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'].includes(
+      code,
+    )
   );
 }
 
@@ -119,8 +127,17 @@ export function describeError(error: unknown, maxLength = 4000): string {
  * the source path, so messages must name that.
  */
 export function renameFileError(error: unknown, shownAs: string): unknown {
-  if (!isCpeError(error) || typeof (error as FileError).file !== 'string' || (error as FileError).file === shownAs) return error;
+  if (
+    !isCpeError(error) ||
+    typeof (error as FileError).file !== 'string' ||
+    (error as FileError).file === shownAs
+  )
+    return error;
   const file = (error as FileError).file;
   const reason = error.message.startsWith(`${file}: `) ? error.message.slice(file.length + 2) : error.message;
-  return new FileError(error.code, shownAs, reason, { cause: error.cause, retryable: error.retryable, details: error.details });
+  return new FileError(error.code, shownAs, reason, {
+    cause: error.cause,
+    retryable: error.retryable,
+    details: error.details,
+  });
 }

@@ -13,11 +13,11 @@ import { type Engine, type OpenEngineOptions, openEngine } from './engine/engine
 import { type Plan, planPipeline } from './engine/plan.js';
 import { assertRegistryHealthy } from './engine/registry.js';
 import { type RunEvent, type RunSummary, runPipeline } from './engine/runner.js';
-import { documentStatus, type DocumentStatus, type StatusReport, statusReport } from './engine/status.js';
+import { type DocumentStatus, documentStatus, type StatusReport, statusReport } from './engine/status.js';
 
-export type { AppConfig, Plan, RunEvent, RunSummary, StatusReport, DocumentStatus };
-export type { StepContext, StepPlugin, StepOutcome, DocumentRef, Logger } from './engine/plugin.js';
+export type { DocumentRef, Logger, StepContext, StepOutcome, StepPlugin } from './engine/plugin.js';
 export { ConfigError, CpeError, ErrorCodes, FileError, ProviderError } from './errors.js';
+export type { AppConfig, DocumentStatus, Plan, RunEvent, RunSummary, StatusReport };
 
 export interface Cpe {
   engine: Engine;

@@ -20,7 +20,9 @@ export const packageRoot = findPackageRoot(path.dirname(fileURLToPath(import.met
 export const runningFromDist = fileURLToPath(import.meta.url).endsWith('.js');
 
 /** Folder of the built-in step plugins as loadable modules (steps/*.ts or dist/steps/*.js). */
-export const builtinStepsDir = runningFromDist ? path.join(packageRoot, 'dist', 'steps') : path.join(packageRoot, 'steps');
+export const builtinStepsDir = runningFromDist
+  ? path.join(packageRoot, 'dist', 'steps')
+  : path.join(packageRoot, 'steps');
 
 export const migrationsDir = path.join(packageRoot, 'src', 'db', 'migrations');
 export const seedsDir = path.join(packageRoot, 'seeds');

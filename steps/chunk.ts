@@ -18,21 +18,30 @@ interface ChunkStepConfig {
  */
 const chunk: StepPlugin<ChunkStepConfig> = {
   type: 'chunk',
-  description: 'Cut the text into chunks (target tokens, ~10% overlap, min/max characters) at paragraph or sentence boundaries',
+  description:
+    'Cut the text into chunks (target tokens, ~10% overlap, min/max characters) at paragraph or sentence boundaries',
   scope: 'document',
   configSchema: { ...chunkConfigSchema, additionalProperties: false },
   async run(ctx) {
     const doc = await getExtraction(ctx);
     const config = chunkConfigFromJson(ctx.config as unknown as Record<string, unknown>);
-    const sections = ctx.pipeline.hasStepType('structure') ? await loadSections(ctx.db, ctx.document.id) : undefined;
-    const segments = ctx.pipeline.hasStepType('segment') ? await loadSegments(ctx.db, ctx.document.id) : undefined;
+    const sections = ctx.pipeline.hasStepType('structure')
+      ? await loadSections(ctx.db, ctx.document.id)
+      : undefined;
+    const segments = ctx.pipeline.hasStepType('segment')
+      ? await loadSegments(ctx.db, ctx.document.id)
+      : undefined;
     const pageVisionText = await loadPageVision(ctx.db, ctx.document.id);
     const chunks = chunkDocument(doc, { config, sections, segments, pageVisionText });
     await replaceChunks(ctx.db, ctx.document.id, chunks, {
       pipelineVersion: ctx.pipeline.versionHash,
       stepConfigHash: ctx.step.lineageHash,
     });
-    ctx.report({ itemsIn: doc.text.length, itemsOut: chunks.length, tokens: chunks.reduce((n, c) => n + c.tokenCount, 0) });
+    ctx.report({
+      itemsIn: doc.text.length,
+      itemsOut: chunks.length,
+      tokens: chunks.reduce((n, c) => n + c.tokenCount, 0),
+    });
   },
 };
 

@@ -1,5 +1,5 @@
-import { enqueue } from '../src/engine/queue.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
+import { enqueue } from '../src/engine/queue.js';
 import { scanSource } from '../src/engine/scan.js';
 
 interface DetectConfig {
@@ -14,7 +14,8 @@ interface DetectConfig {
  */
 const detect: StepPlugin<DetectConfig> = {
   type: 'detect',
-  description: 'Scan the source folder (recursive, hidden files ignored), hash every file and queue new, changed and deleted ones',
+  description:
+    'Scan the source folder (recursive, hidden files ignored), hash every file and queue new, changed and deleted ones',
   scope: 'run',
   configSchema: {
     type: 'object',
@@ -31,26 +32,37 @@ const detect: StepPlugin<DetectConfig> = {
     },
   },
   async run(ctx) {
-    if (!ctx.run.sourceDir) return ctx.skip('no source folder given (--source, CPE_SOURCE or the config file)');
+    if (!ctx.run.sourceDir)
+      return ctx.skip('no source folder given (--source, CPE_SOURCE or the config file)');
     const scan = await scanSource(ctx.db, ctx.run.sourceDir, {
       extensions: ctx.config.extensions,
       followSymlinks: ctx.config.follow_symlinks,
     });
     const counts = { new: 0, update: 0, unchanged: 0, delete: 0 };
-    for (const entry of scan.entries) {
-      counts[entry.decision]++;
-      if (entry.decision === 'unchanged') continue;
-      await enqueue(ctx.db, {
-        path: entry.path,
-        hash: entry.hash,
-        action: entry.decision,
-        documentId: entry.decision === 'delete' ? entry.documentId : null,
-        fileSize: entry.size,
-        maxAttempts: ctx.config.max_attempts,
+    for (const entry of scan.entries) counts[entry.decision]++;
+    const changed = scan.entries.filter((e) => e.decision !== 'unchanged');
+    // one transaction per 500 items: a large folder is queued in a few commits, not one per file
+    for (let i = 0; i < changed.length; i += 500) {
+      await ctx.db.transaction(async (tx) => {
+        for (const entry of changed.slice(i, i + 500)) {
+          await enqueue(tx, {
+            path: entry.path,
+            hash: entry.hash,
+            action: entry.decision as 'new' | 'update' | 'delete',
+            documentId: entry.decision === 'delete' ? entry.documentId : null,
+            fileSize: entry.size,
+            maxAttempts: ctx.config.max_attempts,
+          });
+        }
       });
     }
     for (const problem of scan.unreadable) ctx.log.warn(`${problem.path}: ${problem.reason}`);
-    ctx.report({ itemsIn: scan.entries.length, itemsOut: counts.new + counts.update + counts.delete, ...counts, ignored: scan.ignored });
+    ctx.report({
+      itemsIn: scan.entries.length,
+      itemsOut: counts.new + counts.update + counts.delete,
+      ...counts,
+      ignored: scan.ignored,
+    });
     ctx.log.info(
       `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored`,
     );

@@ -1,4 +1,8 @@
-import { extractionConfigSchema, type ExtractionConfig, extractionLimits } from '../src/content/extract-config.js';
+import {
+  type ExtractionConfig,
+  extractionConfigSchema,
+  extractionLimits,
+} from '../src/content/extract-config.js';
 import { getExtraction, saveExtraction, savePages } from '../src/content/extraction.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 import { sqlTime } from '../src/util/time.js';
@@ -10,17 +14,27 @@ import { sqlTime } from '../src/util/time.js';
  */
 const extract: StepPlugin<ExtractionConfig> = {
   type: 'extract',
-  description: 'Extract normalised text and structure (PDF, DOCX, PPTX, Markdown, TXT) in an isolated, time- and memory-limited worker',
+  description:
+    'Extract normalised text and structure (PDF, DOCX, PPTX, Markdown, TXT) in an isolated, time- and memory-limited worker',
   scope: 'document',
   configSchema: extractionConfigSchema,
   async run(ctx) {
     const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
     await saveExtraction(ctx.db, ctx.document.id, doc);
     if (!ctx.pipeline.hasStepType('page_split')) await savePages(ctx.db, ctx.document.id, doc);
-    await ctx.db.run('UPDATE documents SET page_count = ?, updated_at = ? WHERE id = ?', [doc.pages.length, sqlTime(), ctx.document.id]);
+    await ctx.db.run('UPDATE documents SET page_count = ?, updated_at = ? WHERE id = ?', [
+      doc.pages.length,
+      sqlTime(),
+      ctx.document.id,
+    ]);
     for (const warning of doc.warnings) ctx.log.warn(warning);
     if (doc.ocrNeeded) ctx.log.warn('no text layer on some pages: OCR needed', { ocr_needed: true });
-    ctx.report({ itemsIn: 1, itemsOut: doc.blocks.length, characters: doc.text.length, pages: doc.pages.length });
+    ctx.report({
+      itemsIn: 1,
+      itemsOut: doc.blocks.length,
+      characters: doc.text.length,
+      pages: doc.pages.length,
+    });
   },
 };
 

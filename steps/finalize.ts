@@ -1,4 +1,4 @@
-import { finishDocument } from '../src/engine/finish-document.js';
+import { countDocument, finishDocument } from '../src/engine/finish-document.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 
 /**
@@ -7,12 +7,13 @@ import type { StepPlugin } from '../src/engine/plugin.js';
  */
 const finalize: StepPlugin<Record<string, never>> = {
   type: 'finalize',
-  description: 'Mark the document done: counts onto the document, latest version switched, superseded versions retracted',
+  description:
+    'Mark the document done: counts onto the document, latest version switched, superseded versions retracted',
   scope: 'document',
   configSchema: { type: 'object', additionalProperties: false, properties: {} },
   async run(ctx) {
-    const counts = await finishDocument(ctx.db, ctx.providers, ctx.document.id);
-    ctx.report({ itemsIn: 1, itemsOut: 1, ...counts });
+    await finishDocument(ctx.db, ctx.providers, ctx.document.id);
+    ctx.report({ itemsIn: 1, itemsOut: 1, ...(await countDocument(ctx.db, ctx.document.id)) });
   },
 };
 

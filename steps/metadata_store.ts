@@ -7,9 +7,10 @@ import { sqlTime } from '../src/util/time.js';
 
 /** The title: document metadata, then the first title/H1 (slide 1's title for decks), then the file name. */
 function chooseTitle(doc: Awaited<ReturnType<typeof getExtraction>>, filename: string): string {
-  const fromMeta = [doc.metadata.title, (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title].find(
-    (t): t is string => typeof t === 'string' && t.trim() !== '',
-  );
+  const fromMeta = [
+    doc.metadata.title,
+    (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title,
+  ].find((t): t is string => typeof t === 'string' && t.trim() !== '');
   if (fromMeta) return fromMeta.trim();
   const heading =
     doc.blocks.find((b) => b.type === 'title') ??
@@ -22,7 +23,8 @@ function chooseTitle(doc: Awaited<ReturnType<typeof getExtraction>>, filename: s
 /** Title, language, counts, dates and folder tags onto the document row. */
 const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
   type: 'metadata_store',
-  description: 'Store title, language, page/word/chunk counts, dates and tags from the folder path on the document',
+  description:
+    'Store title, language, page/word/chunk counts, dates and tags from the folder path on the document',
   scope: 'document',
   configSchema: {
     type: 'object',
@@ -33,14 +35,25 @@ const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
     const doc = await getExtraction(ctx);
     const title = chooseTitle(doc, ctx.document.filename);
     const language = detectLanguage(doc.text);
-    const [{ n: chunkCount } = { n: 0 }] = await ctx.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?', [
-      ctx.document.id,
-    ]);
-    const relative = ctx.run.sourceDir ? path.relative(ctx.run.sourceDir, path.dirname(ctx.document.sourcePath)) : '';
-    const tags = ctx.config.tags_from_folders && relative && !relative.startsWith('..') ? relative.split(path.sep).filter(Boolean) : [];
-    const [row] = await ctx.db.query<{ metadata: string | null }>('SELECT metadata FROM documents WHERE id = ?', [ctx.document.id]);
+    const [{ n: chunkCount } = { n: 0 }] = await ctx.db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?',
+      [ctx.document.id],
+    );
+    const relative = ctx.run.sourceDir
+      ? path.relative(ctx.run.sourceDir, path.dirname(ctx.document.sourcePath))
+      : '';
+    const tags =
+      ctx.config.tags_from_folders && relative && !relative.startsWith('..')
+        ? relative.split(path.sep).filter(Boolean)
+        : [];
+    const [row] = await ctx.db.query<{ metadata: string | null }>(
+      'SELECT metadata FROM documents WHERE id = ?',
+      [ctx.document.id],
+    );
     const dates = Object.fromEntries(
-      Object.entries(doc.metadata).filter(([k, v]) => /created|modified|date/i.test(k) && (typeof v === 'string' || typeof v === 'number')),
+      Object.entries(doc.metadata).filter(
+        ([k, v]) => /created|modified|date/i.test(k) && (typeof v === 'string' || typeof v === 'number'),
+      ),
     );
     const metadata = {
       ...parseJsonColumn<Record<string, unknown>>(row?.metadata, {}),
@@ -53,14 +66,10 @@ const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
       dates,
       ocr_needed: doc.ocrNeeded,
     };
-    await ctx.db.run('UPDATE documents SET title = ?, language = ?, page_count = ?, metadata = ?, updated_at = ? WHERE id = ?', [
-      title,
-      language,
-      doc.pages.length,
-      JSON.stringify(metadata),
-      sqlTime(),
-      ctx.document.id,
-    ]);
+    await ctx.db.run(
+      'UPDATE documents SET title = ?, language = ?, page_count = ?, metadata = ?, updated_at = ? WHERE id = ?',
+      [title, language, doc.pages.length, JSON.stringify(metadata), sqlTime(), ctx.document.id],
+    );
     ctx.report({ itemsIn: 1, itemsOut: 1 });
   },
 };

@@ -1,4 +1,8 @@
-import { extractionConfigSchema, type ExtractionConfig, extractionLimits } from '../src/content/extract-config.js';
+import {
+  type ExtractionConfig,
+  extractionConfigSchema,
+  extractionLimits,
+} from '../src/content/extract-config.js';
 import { getExtraction, savePages } from '../src/content/extraction.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 
@@ -8,7 +12,8 @@ import type { StepPlugin } from '../src/engine/plugin.js';
  */
 const pageSplit: StepPlugin<ExtractionConfig> = {
   type: 'page_split',
-  description: 'Split the document into pages (PDF pages, PPTX slides, logical pages) with page metadata for vision',
+  description:
+    'Split the document into pages (PDF pages, PPTX slides, logical pages) with page metadata for vision',
   scope: 'document',
   configSchema: extractionConfigSchema,
   async run(ctx) {

@@ -7,13 +7,19 @@ import { buildSections } from '../src/text/structure.js';
 /** Paragraphs, list items, tables, code and German-aware sentences inside sections -> document_segments. */
 const segment: StepPlugin<{ long_list_item_chars: number }> = {
   type: 'segment',
-  description: 'Split sections into paragraphs, list items, tables, code and sentences (German-aware) -> document_segments',
+  description:
+    'Split sections into paragraphs, list items, tables, code and sentences (German-aware) -> document_segments',
   scope: 'document',
   configSchema: {
     type: 'object',
     additionalProperties: false,
     properties: {
-      long_list_item_chars: { type: 'integer', minimum: 20, default: 300, description: 'longer list items are split into sentences' },
+      long_list_item_chars: {
+        type: 'integer',
+        minimum: 20,
+        default: 300,
+        description: 'longer list items are split into sentences',
+      },
     },
   },
   async run(ctx) {

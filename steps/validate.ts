@@ -15,7 +15,8 @@ interface ValidateConfig {
  */
 const validate: StepPlugin<ValidateConfig> = {
   type: 'validate',
-  description: 'Preflight check: readable, supported, within size limits, content matches the extension, not encrypted, no ZIP bomb',
+  description:
+    'Preflight check: readable, supported, within size limits, content matches the extension, not encrypted, no ZIP bomb',
   scope: 'document',
   configSchema: {
     type: 'object',

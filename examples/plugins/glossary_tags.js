@@ -13,7 +13,8 @@ const fold = (text) => text.normalize('NFC').toLocaleLowerCase('de-DE');
 /** @type {import('../../src/engine/plugin.js').StepPlugin<GlossaryConfig>} */
 export default {
   type: 'glossary_tags',
-  description: 'Tag documents with glossary terms found in their chunks (counts in documents.metadata.glossary_tags)',
+  description:
+    'Tag documents with glossary terms found in their chunks (counts in documents.metadata.glossary_tags)',
   scope: 'document',
   configSchema: {
     type: 'object',
@@ -34,7 +35,10 @@ export default {
     },
   },
   async run(ctx) {
-    const chunks = await ctx.db.query('SELECT content FROM chunks WHERE document_id = ? ORDER BY chunk_index', [ctx.document.id]);
+    const chunks = await ctx.db.query(
+      'SELECT content FROM chunks WHERE document_id = ? ORDER BY chunk_index',
+      [ctx.document.id],
+    );
     if (chunks.length === 0) return ctx.skip('the document has no chunks (put glossary_tags after chunk)');
     const text = fold(chunks.map((c) => c.content).join('\n'));
     /** @type {Record<string, number>} */
@@ -42,15 +46,25 @@ export default {
     for (const [tag, words] of Object.entries(ctx.config.terms)) {
       let count = 0;
       for (const word of words) {
-        const pattern = new RegExp(`(?<![\\p{L}\\p{N}])${fold(word).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}\\p{N}])`, 'gu');
+        const pattern = new RegExp(
+          `(?<![\\p{L}\\p{N}])${fold(word).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}\\p{N}])`,
+          'gu',
+        );
         count += text.match(pattern)?.length ?? 0;
       }
       if (count >= ctx.config.min_mentions) tags[tag] = count;
     }
     const [row] = await ctx.db.query('SELECT metadata FROM documents WHERE id = ?', [ctx.document.id]);
-    const metadata = row?.metadata ? (typeof row.metadata === 'string' ? JSON.parse(row.metadata) : row.metadata) : {};
+    const metadata = row?.metadata
+      ? typeof row.metadata === 'string'
+        ? JSON.parse(row.metadata)
+        : row.metadata
+      : {};
     metadata.glossary_tags = tags;
-    await ctx.db.run('UPDATE documents SET metadata = ? WHERE id = ?', [JSON.stringify(metadata), ctx.document.id]);
+    await ctx.db.run('UPDATE documents SET metadata = ? WHERE id = ?', [
+      JSON.stringify(metadata),
+      ctx.document.id,
+    ]);
     ctx.report({ itemsIn: chunks.length, itemsOut: Object.keys(tags).length });
     ctx.log.info(`glossary tags: ${Object.keys(tags).join(', ') || '(none)'}`, { tags });
   },

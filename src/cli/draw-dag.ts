@@ -10,7 +10,9 @@ export function drawDag(plan: Plan): string {
     const deps = step.dependsOn.filter((d) => plan.byName.get(d)?.phase === step.phase);
     layer.set(step.name, deps.length ? Math.max(...deps.map((d) => layer.get(d) ?? 0)) + 1 : 0);
   }
-  const lines: string[] = [`${plan.pipeline.name}  (version ${plan.versionHash}, ${plan.steps.length} steps)`];
+  const lines: string[] = [
+    `${plan.pipeline.name}  (version ${plan.versionHash}, ${plan.steps.length} steps)`,
+  ];
   const phases: Array<[string, string]> = [
     ['pre', 'before the documents (once per run)'],
     ['document', 'per document'],

@@ -12,11 +12,21 @@ export interface GlobalArgs {
 export const globalOptions = <T>(yargs: Argv<T>) =>
   yargs
     .option('config', { type: 'string', describe: 'config file (default ./cpe.config.json)' })
-    .option('data-dir', { type: 'string', describe: 'data folder for the SQLite files and the archive (CPE_DATA_DIR)' });
+    .option('data-dir', {
+      type: 'string',
+      describe: 'data folder for the SQLite files and the archive (CPE_DATA_DIR)',
+    });
 
 /** Opens the engine with the command's flags on top of environment, config file and defaults. */
-export async function withEngine<R>(args: GlobalArgs, flags: Partial<AppConfig>, fn: (engine: Engine) => Promise<R>): Promise<R> {
-  const engine = await openEngine({ configPath: args.config, flags: { dataDir: args['data-dir'], ...flags } });
+export async function withEngine<R>(
+  args: GlobalArgs,
+  flags: Partial<AppConfig>,
+  fn: (engine: Engine) => Promise<R>,
+): Promise<R> {
+  const engine = await openEngine({
+    configPath: args.config,
+    flags: { dataDir: args['data-dir'], ...flags },
+  });
   try {
     return await fn(engine);
   } finally {

@@ -2,18 +2,23 @@ import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { EXIT_FAILURES, EXIT_USAGE } from './exit-codes.js';
 
 /** The one error printer: the message and its cause chain, and the exit code that goes with it. */
-export function printError(error: unknown, write: (text: string) => void = (t) => process.stderr.write(t)): number {
+export function printError(
+  error: unknown,
+  write: (text: string) => void = (t) => process.stderr.write(t),
+): number {
   const lines: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current && depth < 6; depth++) {
     const message = current instanceof Error ? current.message : String(current);
-    if (!lines.some((l) => l.includes(message))) lines.push(depth === 0 ? `cpe: ${message}` : `  caused by: ${message}`);
+    if (!lines.some((l) => l.includes(message)))
+      lines.push(depth === 0 ? `cpe: ${message}` : `  caused by: ${message}`);
     current = current instanceof Error ? current.cause : undefined;
   }
   if (process.env.CPE_DEBUG && error instanceof Error && error.stack) lines.push(error.stack);
   write(`${lines.join('\n')}\n`);
   const usage =
     error instanceof ConfigError ||
-    (error instanceof CpeError && (error.code === ErrorCodes.USAGE || error.code === ErrorCodes.CONFIG_INVALID));
+    (error instanceof CpeError &&
+      (error.code === ErrorCodes.USAGE || error.code === ErrorCodes.CONFIG_INVALID));
   return usage ? EXIT_USAGE : EXIT_FAILURES;
 }

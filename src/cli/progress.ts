@@ -15,7 +15,9 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
   const status = () => {
     if (!tty) return;
     const seconds = ((Date.now() - began) / 1000).toFixed(1);
-    stream.write(`\r\x1b[2K${done} done, ${failed} failed, ${skipped} skipped, ${started - done - failed - skipped} in progress (${seconds} s)`);
+    stream.write(
+      `\r\x1b[2K${done} done, ${failed} failed, ${skipped} skipped, ${started - done - failed - skipped} in progress (${seconds} s)`,
+    );
   };
   return {
     onEvent(event: RunEvent) {

@@ -2,7 +2,10 @@
  * Ctrl-C (SIGINT) and SIGTERM stop taking new work and let current steps finish or abandon cleanly; a second
  * signal exits at once (leases then expire and the next run resumes).
  */
-export function cancelOnSignals(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): { signal: AbortSignal; dispose(): void } {
+export function cancelOnSignals(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): {
+  signal: AbortSignal;
+  dispose(): void;
+} {
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (controller.signal.aborted) {

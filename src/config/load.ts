@@ -12,12 +12,22 @@ export interface LoadedConfig {
   configFile?: string;
 }
 
-const numberKeys = new Set<keyof AppConfig>(['concurrency', 'leaseSeconds', 'maxAttempts', 'maxFileMb', 'retryBaseMs']);
+const numberKeys = new Set<keyof AppConfig>([
+  'concurrency',
+  'leaseSeconds',
+  'maxAttempts',
+  'maxFileMb',
+  'retryBaseMs',
+]);
 const pathKeys = new Set<keyof AppConfig>(['dataDir', 'source', 'archiveDir']);
 
 function fromEnv(key: keyof AppConfig, raw: string): unknown {
   if (key === 'plugins') return raw.split(path.delimiter).filter(Boolean);
-  if (key === 'ollamaHosts') return raw.split(/[,\s]+/).filter(Boolean).map(withScheme);
+  if (key === 'ollamaHosts')
+    return raw
+      .split(/[,\s]+/)
+      .filter(Boolean)
+      .map(withScheme);
   if (numberKeys.has(key)) return Number(raw);
   return raw;
 }
@@ -48,7 +58,10 @@ export function loadConfig(
     try {
       fileValues = JSON.parse(readFileSync(configFile, 'utf8'));
     } catch (error) {
-      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `${configFile}: not valid JSON (${(error as Error).message})`);
+      throw new ConfigError(
+        ErrorCodes.CONFIG_INVALID,
+        `${configFile}: not valid JSON (${(error as Error).message})`,
+      );
     }
     if (fileValues === null || typeof fileValues !== 'object' || Array.isArray(fileValues)) {
       throw new ConfigError(ErrorCodes.CONFIG_INVALID, `${configFile}: must hold a JSON object`);
@@ -65,7 +78,9 @@ export function loadConfig(
       continue;
     }
     merged[key] =
-      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' ? path.resolve(path.dirname(configFile), value) : value;
+      pathKeys.has(key as keyof AppConfig) && typeof value === 'string'
+        ? path.resolve(path.dirname(configFile), value)
+        : value;
     if (key === 'plugins' && Array.isArray(value)) {
       merged[key] = value.map((p) => (typeof p === 'string' ? path.resolve(path.dirname(configFile), p) : p));
     }
@@ -87,11 +102,24 @@ export function loadConfig(
 
   if (!validateConfig(merged)) {
     for (const error of validateConfig.errors ?? []) {
-      const key = error.instancePath.split('/')[1] ?? (error.params as { additionalProperty?: string }).additionalProperty ?? '';
+      const key =
+        error.instancePath.split('/')[1] ??
+        (error.params as { additionalProperty?: string }).additionalProperty ??
+        '';
       const origin = sources[key as keyof AppConfig];
       const where =
-        origin === 'env' ? `environment ${envNames[key as keyof AppConfig]}` : origin === 'file' ? configFile : origin ?? 'config';
-      problems.push(`${where}: ${key}${error.instancePath.split('/').slice(2).map((p) => `[${p}]`).join('')} ${error.message}`);
+        origin === 'env'
+          ? `environment ${envNames[key as keyof AppConfig]}`
+          : origin === 'file'
+            ? configFile
+            : (origin ?? 'config');
+      problems.push(
+        `${where}: ${key}${error.instancePath
+          .split('/')
+          .slice(2)
+          .map((p) => `[${p}]`)
+          .join('')} ${error.message}`,
+      );
     }
   }
   if (problems.length > 0) {
@@ -101,7 +129,10 @@ export function loadConfig(
   }
   return {
     config: merged as unknown as AppConfig,
-    secrets: { anthropicApiKey: env.ANTHROPIC_API_KEY || undefined, qdrantApiKey: env.QDRANT_API_KEY || undefined },
+    secrets: {
+      anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
+      qdrantApiKey: env.QDRANT_API_KEY || undefined,
+    },
     sources,
     configFile: existsSync(configFile) ? configFile : undefined,
   };
@@ -109,7 +140,8 @@ export function loadConfig(
 
 /** The effective configuration for display: URLs' passwords masked, secrets shown only as set/unset. */
 export function describeConfig(loaded: LoadedConfig): Record<string, unknown> {
-  const mask = (url: unknown) => (typeof url === 'string' ? url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@') : url);
+  const mask = (url: unknown) =>
+    typeof url === 'string' ? url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@') : url;
   return {
     ...loaded.config,
     dbUrl: mask(loaded.config.dbUrl),

@@ -5,8 +5,20 @@ export const extractionConfigSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    timeout_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600, default: 30, description: 'per file' },
-    max_memory_mb: { type: 'integer', minimum: 128, maximum: 16384, default: 1024, description: 'per extraction worker' },
+    timeout_seconds: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 3600,
+      default: 30,
+      description: 'per file',
+    },
+    max_memory_mb: {
+      type: 'integer',
+      minimum: 128,
+      maximum: 16384,
+      default: 1024,
+      description: 'per extraction worker',
+    },
     max_pages: { type: 'integer', minimum: 1, default: 5000 },
   },
 } as const;

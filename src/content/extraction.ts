@@ -18,7 +18,11 @@ export interface ExtractionLimits extends Partial<ExtractOptions> {
  * run), else by extracting the archived bytes in an isolated worker (a hang or runaway memory becomes this
  * file's error). Errors name the source file, not the archive copy.
  */
-export async function getExtraction(ctx: StepContext, limits: ExtractionLimits = {}, fresh = false): Promise<ExtractedDocument> {
+export async function getExtraction(
+  ctx: StepContext,
+  limits: ExtractionLimits = {},
+  fresh = false,
+): Promise<ExtractedDocument> {
   const memo = ctx.memo.get(MEMO_KEY) as ExtractedDocument | undefined;
   if (memo) return memo;
   if (!fresh) {
@@ -37,8 +41,13 @@ export async function getExtraction(ctx: StepContext, limits: ExtractionLimits =
   }
 }
 
-export async function loadExtraction(db: SqlExecutor, documentId: number): Promise<ExtractedDocument | undefined> {
-  const [row] = await db.query<Record<string, any>>('SELECT * FROM document_extracts WHERE document_id = ?', [documentId]);
+export async function loadExtraction(
+  db: SqlExecutor,
+  documentId: number,
+): Promise<ExtractedDocument | undefined> {
+  const [row] = await db.query<Record<string, any>>('SELECT * FROM document_extracts WHERE document_id = ?', [
+    documentId,
+  ]);
   if (!row) return undefined;
   return {
     format: row.format,
@@ -52,7 +61,11 @@ export async function loadExtraction(db: SqlExecutor, documentId: number): Promi
 }
 
 /** Replaces the stored extraction of a document (one row, so the replacement is atomic). */
-export async function saveExtraction(db: SqlExecutor, documentId: number, doc: ExtractedDocument): Promise<void> {
+export async function saveExtraction(
+  db: SqlExecutor,
+  documentId: number,
+  doc: ExtractedDocument,
+): Promise<void> {
   const values = [
     documentId,
     doc.text,
@@ -73,7 +86,11 @@ export async function saveExtraction(db: SqlExecutor, documentId: number, doc: E
 }
 
 /** Replaces the document's pages: text per page and page metadata (images, tables, ocr_needed, slide title). */
-export async function savePages(db: SqlExecutor, documentId: number, doc: ExtractedDocument): Promise<number> {
+export async function savePages(
+  db: SqlExecutor,
+  documentId: number,
+  doc: ExtractedDocument,
+): Promise<number> {
   const now = sqlTime();
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_pages WHERE document_id = ?', [documentId]);
@@ -81,7 +98,13 @@ export async function savePages(db: SqlExecutor, documentId: number, doc: Extrac
       const slice = doc.pages.slice(i, i + 200);
       await tx.run(
         `INSERT INTO document_pages (document_id, page_number, content, metadata, created_at) VALUES ${slice.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
-        slice.flatMap((page) => [documentId, page.number, doc.text.slice(page.start, page.end), JSON.stringify(page.metadata), now]),
+        slice.flatMap((page) => [
+          documentId,
+          page.number,
+          doc.text.slice(page.start, page.end),
+          JSON.stringify(page.metadata),
+          now,
+        ]),
       );
     }
   });
@@ -97,7 +120,10 @@ export async function loadPageVision(db: SqlExecutor, documentId: number): Promi
   const vision = new Map<number, string>();
   for (const row of rows) {
     const meta = parseJsonColumn<Record<string, unknown>>(row.metadata, {});
-    const text = typeof meta.vision === 'string' ? meta.vision : (meta.vision as { description?: string } | undefined)?.description;
+    const text =
+      typeof meta.vision === 'string'
+        ? meta.vision
+        : (meta.vision as { description?: string } | undefined)?.description;
     if (text) vision.set(Number(row.page_number), text);
   }
   return vision;

@@ -1,15 +1,24 @@
 import type { SqlExecutor } from '../db/sql.js';
-import type { Section } from '../text/structure.js';
 import type { Segment } from '../text/segment.js';
+import type { Section } from '../text/structure.js';
 import { parseJsonColumn } from '../util/json.js';
 
-async function replaceRows(db: SqlExecutor, table: string, documentId: number, columns: string[], rows: unknown[][]) {
+async function replaceRows(
+  db: SqlExecutor,
+  table: string,
+  documentId: number,
+  columns: string[],
+  rows: unknown[][],
+) {
   await db.transaction(async (tx) => {
     await tx.run(`DELETE FROM ${table} WHERE document_id = ?`, [documentId]);
     const group = `(${columns.map(() => '?').join(', ')})`;
     for (let i = 0; i < rows.length; i += 200) {
       const slice = rows.slice(i, i + 200);
-      await tx.run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`, slice.flat());
+      await tx.run(
+        `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
+        slice.flat(),
+      );
     }
   });
 }
@@ -19,7 +28,18 @@ export async function saveSections(db: SqlExecutor, documentId: number, sections
     db,
     'document_sections',
     documentId,
-    ['document_id', 'section_index', 'parent_index', 'level', 'heading', 'heading_path', 'start_offset', 'end_offset', 'page_start', 'page_end'],
+    [
+      'document_id',
+      'section_index',
+      'parent_index',
+      'level',
+      'heading',
+      'heading_path',
+      'start_offset',
+      'end_offset',
+      'page_start',
+      'page_end',
+    ],
     sections.map((s) => [
       documentId,
       s.index,
@@ -36,9 +56,10 @@ export async function saveSections(db: SqlExecutor, documentId: number, sections
 }
 
 export async function loadSections(db: SqlExecutor, documentId: number): Promise<Section[] | undefined> {
-  const rows = await db.query<Record<string, any>>('SELECT * FROM document_sections WHERE document_id = ? ORDER BY section_index', [
-    documentId,
-  ]);
+  const rows = await db.query<Record<string, any>>(
+    'SELECT * FROM document_sections WHERE document_id = ? ORDER BY section_index',
+    [documentId],
+  );
   if (rows.length === 0) return undefined;
   return rows.map((r) => ({
     index: Number(r.section_index),
@@ -58,7 +79,16 @@ export async function saveSegments(db: SqlExecutor, documentId: number, segments
     db,
     'document_segments',
     documentId,
-    ['document_id', 'segment_index', 'section_index', 'type', 'start_offset', 'end_offset', 'page', 'sentences'],
+    [
+      'document_id',
+      'segment_index',
+      'section_index',
+      'type',
+      'start_offset',
+      'end_offset',
+      'page',
+      'sentences',
+    ],
     segments.map((s) => [
       documentId,
       s.index,
@@ -73,9 +103,10 @@ export async function saveSegments(db: SqlExecutor, documentId: number, segments
 }
 
 export async function loadSegments(db: SqlExecutor, documentId: number): Promise<Segment[] | undefined> {
-  const rows = await db.query<Record<string, any>>('SELECT * FROM document_segments WHERE document_id = ? ORDER BY segment_index', [
-    documentId,
-  ]);
+  const rows = await db.query<Record<string, any>>(
+    'SELECT * FROM document_segments WHERE document_id = ? ORDER BY segment_index',
+    [documentId],
+  );
   if (rows.length === 0) return undefined;
   return rows.map((r) => ({
     index: Number(r.segment_index),
@@ -84,6 +115,9 @@ export async function loadSegments(db: SqlExecutor, documentId: number): Promise
     start: Number(r.start_offset),
     end: Number(r.end_offset),
     page: Number(r.page),
-    sentences: parseJsonColumn<Array<[number, number]>>(r.sentences, []).map(([start, end]) => ({ start, end })),
+    sentences: parseJsonColumn<Array<[number, number]>>(r.sentences, []).map(([start, end]) => ({
+      start,
+      end,
+    })),
   })) as Segment[];
 }

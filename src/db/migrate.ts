@@ -49,12 +49,20 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS cpe_migrations (
  * Applies pending migrations. Safe against concurrent processes: SQLite takes the write lock first,
  * MySQL a named lock. Returns the versions applied.
  */
-export async function migrate(db: SqlExecutor, dataSource: DataSource, role: DatabaseRole): Promise<number[]> {
+export async function migrate(
+  db: SqlExecutor,
+  dataSource: DataSource,
+  role: DatabaseRole,
+): Promise<number[]> {
   const migrations = listMigrations(db.dialect, role);
   const applied: number[] = [];
   const apply = async (exec: SqlExecutor, runRaw: (sql: string) => Promise<void>) => {
     await exec.run(CREATE_TABLE);
-    const done = new Set((await exec.query<{ version: number }>('SELECT version FROM cpe_migrations')).map((r) => Number(r.version)));
+    const done = new Set(
+      (await exec.query<{ version: number }>('SELECT version FROM cpe_migrations')).map((r) =>
+        Number(r.version),
+      ),
+    );
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
       await runRaw(migration.sql);
@@ -68,7 +76,8 @@ export async function migrate(db: SqlExecutor, dataSource: DataSource, role: Dat
   };
 
   if (db.dialect === 'sqlite') {
-    const raw = (dataSource.driver as unknown as { databaseConnection: { exec(sql: string): void } }).databaseConnection;
+    const raw = (dataSource.driver as unknown as { databaseConnection: { exec(sql: string): void } })
+      .databaseConnection;
     await db.transaction((tx) => apply(tx, async (sql) => raw.exec(sql)));
     return applied;
   }

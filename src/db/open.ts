@@ -47,7 +47,10 @@ export function maskUrl(url: string): string {
 function databaseName(url: string): string {
   const name = new URL(url).pathname.replace(/^\//, '');
   if (!/^[A-Za-z0-9_$]+$/.test(name)) {
-    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `database URL ${maskUrl(url)} must name a database (e.g. /ki_content)`);
+    throw new ConfigError(
+      ErrorCodes.CONFIG_INVALID,
+      `database URL ${maskUrl(url)} must name a database (e.g. /ki_content)`,
+    );
   }
   return name;
 }
@@ -60,16 +63,25 @@ async function ensureMysqlDatabase(url: string): Promise<void> {
   const admin = new DataSource({ type: 'mysql', url: server.toString(), connectorPackage: 'mysql2' } as any);
   await admin.initialize();
   try {
-    await admin.query(`CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await admin.query(
+      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
   } finally {
     await admin.destroy();
   }
 }
 
-async function openOne(role: DatabaseRole, settings: DatabaseSettings, url: string | undefined): Promise<OpenDatabase> {
+async function openOne(
+  role: DatabaseRole,
+  settings: DatabaseSettings,
+  url: string | undefined,
+): Promise<OpenDatabase> {
   if (url) {
     if (!/^(mysql|mariadb):\/\//.test(url)) {
-      throw new ConfigError(ErrorCodes.CONFIG_INVALID, `database URL ${maskUrl(url)} must start with mysql:// or mariadb://`);
+      throw new ConfigError(
+        ErrorCodes.CONFIG_INVALID,
+        `database URL ${maskUrl(url)} must start with mysql:// or mariadb://`,
+      );
     }
     const mysqlUrl = url.replace(/^mariadb:/, 'mysql:');
     if (settings.migrate !== false) await ensureMysqlDatabase(mysqlUrl);
@@ -106,8 +118,7 @@ async function openOne(role: DatabaseRole, settings: DatabaseSettings, url: stri
     },
   } as any);
   await dataSource.initialize();
-  const runner = dataSource.createQueryRunner();
-  const sql = new SqliteExecutor(dataSource, runner);
+  const sql = new SqliteExecutor(dataSource);
   const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
   return { role, sql, dataSource, location: `sqlite:${file}`, applied };
 }

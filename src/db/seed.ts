@@ -22,7 +22,10 @@ export function seedStatements(sql: string): string[] {
  * Applies seeds/*.sql in name order, in one transaction. The seed files are idempotent (they insert only what
  * is missing), so seeding twice changes nothing. Returns the number of rows inserted.
  */
-export async function seedDatabase(db: SqlExecutor, dir = seedsDir): Promise<{ files: string[]; inserted: number }> {
+export async function seedDatabase(
+  db: SqlExecutor,
+  dir = seedsDir,
+): Promise<{ files: string[]; inserted: number }> {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();

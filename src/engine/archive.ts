@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
 import { sqlTime } from '../util/time.js';
@@ -19,48 +19,74 @@ export interface ArchivedFile {
 export const archivePathFor = (archiveDir: string, hash: string, sourcePath: string) =>
   path.join(archiveDir, hash.slice(0, 2), `${hash}${path.extname(sourcePath).toLowerCase()}`);
 
+const madeDirs = new Set<string>();
+async function ensureDir(dir: string) {
+  if (madeDirs.has(dir)) return;
+  await mkdir(dir, { recursive: true });
+  madeDirs.add(dir);
+}
+
+const tempName = (archiveDir: string) => path.join(archiveDir, `.incoming-${process.pid}-${Math.random().toString(36).slice(2)}`);
+
 /**
  * Copies a source file into the content-addressed archive, hashing the bytes as they are copied, so the
  * archive holds exactly the bytes that were hashed (the source may change at any time). Returns the hash of
- * what was copied; the caller compares it with the hash it expected.
+ * what was copied; the caller compares it with the hash it expected and records the archive row. The file
+ * lands under its final name by an atomic rename, so a crash never leaves a half-written archive file.
  */
-export async function archiveFile(db: SqlExecutor, archiveDir: string, source: string): Promise<ArchivedFile> {
-  await mkdir(archiveDir, { recursive: true });
-  const temp = path.join(archiveDir, `.incoming-${process.pid}-${Math.random().toString(36).slice(2)}`);
-  const hash = createHash('sha256');
-  let size = 0;
+export async function storeInArchive(archiveDir: string, source: string): Promise<ArchivedFile> {
+  await ensureDir(archiveDir);
+  const temp = tempName(archiveDir);
+  let digest: string;
+  let size: number;
   const input = await open(source, 'r');
-  const output = await open(temp, 'w');
   try {
-    const buffer = Buffer.allocUnsafe(BLOCK);
-    for (;;) {
-      const { bytesRead } = await input.read(buffer, 0, BLOCK, null);
-      if (bytesRead === 0) break;
-      const slice = buffer.subarray(0, bytesRead);
-      hash.update(slice);
-      await output.write(slice);
-      size += bytesRead;
+    const { size: statSize } = await input.stat();
+    if (statSize <= BLOCK) {
+      // small files (almost all documents): one read, one write
+      const bytes = await input.readFile();
+      digest = createHash('sha256').update(bytes).digest('hex');
+      size = bytes.length;
+      await writeFile(temp, bytes);
+    } else {
+      const hash = createHash('sha256');
+      size = 0;
+      const output = await open(temp, 'w');
+      try {
+        const buffer = Buffer.allocUnsafe(BLOCK);
+        for (;;) {
+          const { bytesRead } = await input.read(buffer, 0, BLOCK, null);
+          if (bytesRead === 0) break;
+          const slice = buffer.subarray(0, bytesRead);
+          hash.update(slice);
+          await output.write(slice);
+          size += bytesRead;
+        }
+      } finally {
+        await output.close();
+      }
+      digest = hash.digest('hex');
     }
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
   } finally {
     await input.close();
-    await output.close();
   }
-  const digest = hash.digest('hex');
   const target = archivePathFor(archiveDir, digest, source);
-  const exists = await stat(target).then(
-    () => true,
-    () => false,
-  );
-  if (exists) {
-    await rm(temp, { force: true });
-  } else {
-    await mkdir(path.dirname(target), { recursive: true });
-    await rename(temp, target);
-  }
+  await ensureDir(path.dirname(target));
+  await rename(temp, target); // same content under the same name: replacing an existing copy changes nothing
+  return { hash: digest, size, path: target };
+}
+
+/** The archive row of a stored file (idempotent). */
+export async function recordArchived(db: SqlExecutor, file: ArchivedFile): Promise<void> {
   const insert =
     db.dialect === 'mysql'
       ? 'INSERT IGNORE INTO document_archive (content_hash, byte_size, storage_path, captured_at) VALUES (?, ?, ?, ?)'
       : 'INSERT OR IGNORE INTO document_archive (content_hash, byte_size, storage_path, captured_at) VALUES (?, ?, ?, ?)';
-  await db.run(insert, [digest, size, target, sqlTime()]);
-  return { hash: digest, size, path: target };
+  await db.run(insert, [file.hash, file.size, file.path, sqlTime()]);
 }
+
+/** Reads archived bytes back (for reprocessing). */
+export const readArchived = (file: string) => readFile(file);

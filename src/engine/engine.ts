@@ -44,14 +44,22 @@ export interface OpenEngineOptions {
 export async function openEngine(options: OpenEngineOptions = {}): Promise<Engine> {
   const loaded = loadConfig(options);
   const { config, secrets } = loaded;
-  const dbs = await openDatabases({ dataDir: config.dataDir, dbUrl: config.dbUrl, logDbUrl: config.logDbUrl, migrate: options.migrate });
+  const dbs = await openDatabases({
+    dataDir: config.dataDir,
+    dbUrl: config.dbUrl,
+    logDbUrl: config.logDbUrl,
+    migrate: options.migrate,
+  });
   try {
     // a new ki_content gets the seeded pipelines right away, so the first `cpe run` just works
     if (dbs.content.applied.includes(1)) await seedDatabase(dbs.content.sql);
     const registry = await loadPluginRegistry(config.plugins);
     const providers = createProviders(config, secrets, dbs.content.sql);
     const archiveDir = config.archiveDir ?? path.join(config.dataDir, 'archive');
-    const profile = describeProfile(config, secrets, { content: dbs.content.location, log: dbs.log.location });
+    const profile = describeProfile(config, secrets, {
+      content: dbs.content.location,
+      log: dbs.log.location,
+    });
     const db = dbs.content.sql;
     const engine: Engine = {
       loaded,
@@ -76,11 +84,21 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
         const params: unknown[] = [plan.pipeline.id];
         const matches = docSteps
           .map((s) => {
-            params.push(s.name, s.lineageHash, skippedCheckpointHash(s.lineageHash, String(engine.settings.profileKey)));
+            params.push(
+              s.name,
+              s.lineageHash,
+              skippedCheckpointHash(s.lineageHash, String(engine.settings.profileKey)),
+            );
             return '(c.step_name = ? AND c.config_hash IN (?, ?))';
           })
           .join(' OR ');
-        const stale = await db.query<{ id: number; source_path: string; content_hash: string; version: number; file_size: number }>(
+        const stale = await db.query<{
+          id: number;
+          source_path: string;
+          content_hash: string;
+          version: number;
+          file_size: number;
+        }>(
           `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size FROM documents d
            WHERE d.is_latest = 1 AND d.status IN ${statuses} AND d.source_path LIKE ? ESCAPE '!'
              ${

@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
-import { completeDocument } from './documents.js';
+import { type CheckpointRow, saveCheckpoints } from './checkpoints.js';
 import type { Providers } from './plugin.js';
 import { retractDocument } from './retract.js';
 
@@ -14,36 +14,79 @@ export interface DocumentCounts {
   knowledge_items: number;
 }
 
-/** What a document holds now, counted from SQL. */
+/** What a document holds now, counted from SQL in one statement. */
 export async function countDocument(db: SqlExecutor, documentId: number): Promise<DocumentCounts> {
-  const one = async (sql: string) => Number((await db.query<{ n: number }>(sql, [documentId]))[0]?.n ?? 0);
-  return {
-    pages: await one('SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?'),
-    sections: await one('SELECT COUNT(*) AS n FROM document_sections WHERE document_id = ?'),
-    chunks: await one('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?'),
-    embedded_chunks: await one("SELECT COUNT(*) AS n FROM chunks WHERE document_id = ? AND status = 'embedded'"),
-    entities: await one('SELECT COUNT(DISTINCT entity_id) AS n FROM entity_mentions WHERE document_id = ?'),
-    knowledge_items: await one('SELECT COUNT(*) AS n FROM knowledge_items WHERE document_id = ?'),
-  };
+  const [row] = await db.query<Record<keyof DocumentCounts, number>>(
+    `SELECT
+       (SELECT COUNT(*) FROM document_pages WHERE document_id = ?) AS pages,
+       (SELECT COUNT(*) FROM document_sections WHERE document_id = ?) AS sections,
+       (SELECT COUNT(*) FROM chunks WHERE document_id = ?) AS chunks,
+       (SELECT COUNT(*) FROM chunks WHERE document_id = ? AND status = 'embedded') AS embedded_chunks,
+       (SELECT COUNT(DISTINCT entity_id) FROM entity_mentions WHERE document_id = ?) AS entities,
+       (SELECT COUNT(*) FROM knowledge_items WHERE document_id = ?) AS knowledge_items`,
+    new Array(6).fill(documentId),
+  );
+  return Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)])) as unknown as DocumentCounts;
+}
+
+export interface FinishOptions {
+  /** close this queue item in the same transaction (only while `worker` holds it) */
+  queue?: { itemId: number; worker: string };
+  /** checkpoints still to be written */
+  checkpoints?: readonly CheckpointRow[];
+  /** false when finalize already completed the document: only the queue item and checkpoints are left */
+  completeDocument?: boolean;
 }
 
 /**
- * Completes a document version: counts onto the row, status done, latest; the versions it replaces are
- * retracted only now, after the new version's data (and points) exist.
+ * Completes a document version in one transaction: counts onto the row, status done, latest, the versions it
+ * replaces no longer latest, its checkpoints, its queue item closed. The replaced versions are retracted only
+ * after that, once the new version's data (and points) exist. Returns false when the queue item's lease was
+ * lost (another worker owns it now); then nothing is written.
  */
-export async function finishDocument(db: SqlExecutor, providers: Providers, documentId: number): Promise<DocumentCounts> {
-  const counts = await countDocument(db, documentId);
-  const [row] = await db.query<{ metadata: string | null; page_count: number | null }>(
-    'SELECT metadata, page_count FROM documents WHERE id = ?',
-    [documentId],
-  );
-  const metadata = { ...parseJsonColumn<Record<string, unknown>>(row?.metadata, {}), counts };
-  await db.run('UPDATE documents SET metadata = ?, page_count = COALESCE(page_count, ?), updated_at = ? WHERE id = ?', [
-    JSON.stringify(metadata),
-    counts.pages || null,
-    sqlTime(),
-    documentId,
-  ]);
-  for (const superseded of await completeDocument(db, documentId)) await retractDocument(db, providers, superseded);
-  return counts;
+export async function finishDocument(
+  db: SqlExecutor,
+  providers: Providers,
+  documentId: number,
+  options: FinishOptions = {},
+): Promise<boolean> {
+  const superseded = await db.transaction(async (tx) => {
+    if (options.queue) {
+      const now = sqlTime();
+      const closed = await tx.run(
+        `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
+           updated_at = ? WHERE id = ? AND locked_by = ?`,
+        [now, now, options.queue.itemId, options.queue.worker],
+      );
+      if (closed.affectedRows === 0) return undefined;
+    }
+    await saveCheckpoints(tx, options.checkpoints ?? []);
+    if (options.completeDocument === false) return [];
+    const counts = await countDocument(tx, documentId);
+    const [doc] = await tx.query<{ metadata: string | null; source_path: string; version: number }>(
+      'SELECT metadata, source_path, version FROM documents WHERE id = ?',
+      [documentId],
+    );
+    if (!doc) return [];
+    const metadata = { ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts };
+    const now = sqlTime();
+    await tx.run(
+      `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = ?, page_count = COALESCE(page_count, ?),
+         processed_at = ?, updated_at = ? WHERE id = ?`,
+      [JSON.stringify(metadata), counts.pages || null, now, now, documentId],
+    );
+    const older = await tx.query<{ id: number }>(
+      `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
+         AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
+      [doc.source_path, documentId, Number(doc.version)],
+    );
+    const ids = older.map((r) => Number(r.id));
+    if (ids.length) {
+      await tx.run(`UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`, [now, ...ids]);
+    }
+    return ids;
+  });
+  if (superseded === undefined) return false;
+  for (const id of superseded) await retractDocument(db, providers, id);
+  return true;
 }

@@ -75,10 +75,16 @@ const truthy = (v: unknown) => v === true || v === 1 || v === '1';
 export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, name?: string): Promise<Plan> {
   const configs = name
     ? await db.query<PipelineConfigRow>('SELECT * FROM pipeline_configs WHERE name = ?', [name])
-    : await db.query<PipelineConfigRow>("SELECT * FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id");
+    : await db.query<PipelineConfigRow>(
+        "SELECT * FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id",
+      );
   if (configs.length === 0) {
-    const known = (await db.query<{ name: string }>('SELECT name FROM pipeline_configs ORDER BY name')).map((r) => r.name);
-    const what = name ? `pipeline '${name}' not found` : 'no default pipeline (none has is_default = 1 and status active)';
+    const known = (await db.query<{ name: string }>('SELECT name FROM pipeline_configs ORDER BY name')).map(
+      (r) => r.name,
+    );
+    const what = name
+      ? `pipeline '${name}' not found`
+      : 'no default pipeline (none has is_default = 1 and status active)';
     throw new ConfigError(
       ErrorCodes.PIPELINE_NOT_FOUND,
       `${what}; known pipelines: ${known.length ? known.join(', ') : '(none: run `cpe db seed`)'}`,
@@ -91,18 +97,25 @@ export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, na
     );
   }
   const config = configs[0]!;
-  const rows = await db.query<PipelineStepRow>('SELECT * FROM pipeline_steps WHERE pipeline_id = ? ORDER BY sort_order, id', [
-    config.id,
-  ]);
+  const rows = await db.query<PipelineStepRow>(
+    'SELECT * FROM pipeline_steps WHERE pipeline_id = ? ORDER BY sort_order, id',
+    [config.id],
+  );
   return buildPlan(config, rows, registry);
 }
 
 /** The pure part of planning: rows in, plan (or a ConfigError listing every problem) out. */
-export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], registry: PluginRegistry): Plan {
+export function buildPlan(
+  config: PipelineConfigRow,
+  rows: PipelineStepRow[],
+  registry: PluginRegistry,
+): Plan {
   const problems: string[] = [...registry.problems];
   const label = (row: PipelineStepRow) => `pipeline_steps id=${row.id} '${row.name ?? row.step_type}'`;
   if (config.status !== 'active') {
-    problems.push(`pipeline_configs id=${config.id} '${config.name}': status is '${config.status}'; only active pipelines run`);
+    problems.push(
+      `pipeline_configs id=${config.id} '${config.name}': status is '${config.status}'; only active pipelines run`,
+    );
   }
 
   interface Draft extends Omit<PlannedStep, 'phase' | 'lineageHash' | 'dependsOn'> {
@@ -118,7 +131,8 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
   for (const row of enabledRows) {
     const stepName = (row.name ?? '').trim() || row.step_type;
     const other = seen.get(stepName);
-    if (other) problems.push(`${label(row)}: duplicate step name '${stepName}' (also pipeline_steps id=${other.id})`);
+    if (other)
+      problems.push(`${label(row)}: duplicate step name '${stepName}' (also pipeline_steps id=${other.id})`);
     seen.set(stepName, row);
 
     const registered = registry.get(row.step_type);
@@ -139,7 +153,10 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
         rawConfig = undefined;
       }
     }
-    if (rawConfig !== undefined && (rawConfig === null || typeof rawConfig !== 'object' || Array.isArray(rawConfig))) {
+    if (
+      rawConfig !== undefined &&
+      (rawConfig === null || typeof rawConfig !== 'object' || Array.isArray(rawConfig))
+    ) {
       problems.push(`${label(row)}: config must be a JSON object`);
       rawConfig = undefined;
     }
@@ -148,7 +165,8 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
       effective = structuredClone(rawConfig as Record<string, unknown>);
       const validate = validatorFor(registered.plugin);
       if (!validate(effective)) {
-        for (const error of validate.errors ?? []) problems.push(`${label(row)}: ${describeConfigError(error)}`);
+        for (const error of validate.errors ?? [])
+          problems.push(`${label(row)}: ${describeConfigError(error)}`);
       }
     }
 
@@ -183,14 +201,17 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
   for (const draft of drafts) {
     for (const dep of draft.dependsOn) {
       if (dep === draft.name) problems.push(`${label(draft.row)}: depends on itself`);
-      else if (disabledNames.has(dep) && !byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names disabled step '${dep}'`);
+      else if (disabledNames.has(dep) && !byName.has(dep))
+        problems.push(`${label(draft.row)}: depends_on names disabled step '${dep}'`);
       else if (!byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names unknown step '${dep}'`);
     }
   }
 
   // Kahn's algorithm; ready steps are taken in (sort_order, name) order so the plan is deterministic.
   const order: Draft[] = [];
-  const remaining = new Map(drafts.map((d) => [d.name, d.dependsOn.filter((x) => byName.has(x) && x !== d.name).length]));
+  const remaining = new Map(
+    drafts.map((d) => [d.name, d.dependsOn.filter((x) => byName.has(x) && x !== d.name).length]),
+  );
   const ready = drafts.filter((d) => remaining.get(d.name) === 0);
   const byOrder = (a: Draft, b: Draft) => a.sortOrder - b.sortOrder || a.name.localeCompare(b.name);
   while (ready.length > 0) {
@@ -216,7 +237,9 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
     if (d.scope === 'document') {
       const blocked = d.dependsOn.filter((x) => phase.get(x) === 'post');
       if (blocked.length) {
-        problems.push(`${label(d.row)}: a document step cannot depend on run step(s) ${blocked.join(', ')} that wait for documents`);
+        problems.push(
+          `${label(d.row)}: a document step cannot depend on run step(s) ${blocked.join(', ')} that wait for documents`,
+        );
       }
       phase.set(d.name, 'document');
     } else {
@@ -225,9 +248,13 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
   }
 
   if (problems.length > 0) {
-    throw new ConfigError(ErrorCodes.PIPELINE_INVALID, `pipeline '${config.name}' is invalid:\n  ${problems.join('\n  ')}`, {
-      details: { problems, pipeline: config.name },
-    });
+    throw new ConfigError(
+      ErrorCodes.PIPELINE_INVALID,
+      `pipeline '${config.name}' is invalid:\n  ${problems.join('\n  ')}`,
+      {
+        details: { problems, pipeline: config.name },
+      },
+    );
   }
 
   const lineage = new Map<string, string>();
@@ -248,7 +275,9 @@ export function buildPlan(config: PipelineConfigRow, rows: PipelineStepRow[], re
       lineageHash,
     });
   });
-  const versionHash = shortHash(steps.map((s) => ({ name: s.name, type: s.type, config: s.config, dependsOn: s.dependsOn })));
+  const versionHash = shortHash(
+    steps.map((s) => ({ name: s.name, type: s.type, config: s.config, dependsOn: s.dependsOn })),
+  );
   const types = new Set(steps.map((s) => s.type));
   return Object.freeze({
     pipeline: {

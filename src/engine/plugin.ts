@@ -15,6 +15,7 @@ export interface StepPlugin<C = any> {
   /** JSON Schema (ajv) of the step's config; defaults are filled before anything runs */
   configSchema: Record<string, unknown>;
   /** does the work through ctx only; returning ctx.skip(reason) ends the step as `skipped` */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a step that returns nothing succeeded
   run(ctx: StepContext<C>): Promise<StepOutcome | undefined | void>;
   /** heavy resources, once per run (not per document) */
   setup?(ctx: RunStepContext<C>): Promise<void>;
@@ -82,7 +83,10 @@ export interface Providers {
   /** an LLM for structured answers, or undefined with the reason when none is configured */
   llm(options?: { provider?: string; model?: string }): Promise<import('../llm/types.js').LlmResolution>;
   /** a vision model, or undefined with the reason */
-  vision(options?: { provider?: string; model?: string }): Promise<import('../llm/types.js').VisionResolution>;
+  vision(options?: {
+    provider?: string;
+    model?: string;
+  }): Promise<import('../llm/types.js').VisionResolution>;
 }
 
 export interface StepServices {

@@ -1,9 +1,9 @@
+import type { AppConfig, Secrets } from '../config/schema.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { createEmbedder } from '../embed/create-embedder.js';
 import type { Embedder } from '../embed/types.js';
 import { resolveLlm, resolveVision } from '../llm/factory.js';
 import type { LlmProvider } from '../llm/types.js';
-import type { AppConfig, Secrets } from '../config/schema.js';
 import { createVectorIndex } from '../vectors/create-vector-index.js';
 import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
@@ -35,7 +35,9 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       return embedder;
     },
     vectors() {
-      vectors ??= Promise.resolve(createVectorIndex({ qdrantUrl: config.qdrantUrl, qdrantApiKey: secrets.qdrantApiKey, db }));
+      vectors ??= Promise.resolve(
+        createVectorIndex({ qdrantUrl: config.qdrantUrl, qdrantApiKey: secrets.qdrantApiKey, db }),
+      );
       return vectors;
     },
     async llm(options = {}) {
@@ -48,18 +50,26 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
 }
 
 /** Which parts are embedded and which are real servers: shown by `cpe status` and at the start of every run. */
-export function describeProfile(config: AppConfig, secrets: Secrets, locations: { content: string; log: string }) {
+export function describeProfile(
+  config: AppConfig,
+  secrets: Secrets,
+  locations: { content: string; log: string },
+) {
   const ollama = config.ollamaHosts.length ? `Ollama ${config.ollamaHosts.join(', ')}` : undefined;
   const llm = secrets.anthropicApiKey
     ? config.llmProvider === 'ollama' && ollama
       ? `${ollama} (Anthropic also configured)`
       : `Anthropic${config.anthropicBaseUrl ? ` via ${config.anthropicBaseUrl}` : ''}`
-    : ollama ?? 'none: LLM steps end skipped';
+    : (ollama ?? 'none: LLM steps end skipped');
   return {
     ki_content: locations.content,
     ki_dev: locations.log,
-    vectors: config.qdrantUrl ? `Qdrant ${config.qdrantUrl}` : 'embedded (vectors in ki_content, exact search)',
-    embedder: ollama ? `${ollama}, model ${config.embedModel ?? 'mxbai-embed-large'}` : 'embedded local-hash-v1 (no server)',
+    vectors: config.qdrantUrl
+      ? `Qdrant ${config.qdrantUrl}`
+      : 'embedded (vectors in ki_content, exact search)',
+    embedder: ollama
+      ? `${ollama}, model ${config.embedModel ?? 'mxbai-embed-large'}`
+      : 'embedded local-hash-v1 (no server)',
     llm,
     vision: ollama ? `${ollama}` : 'none: vision_analyze ends skipped',
   };

@@ -36,10 +36,27 @@ const numeric = (item: QueueItem): QueueItem => ({
  */
 export async function enqueue(
   db: SqlExecutor,
-  item: { path: string; hash: string; action: QueueAction; documentId?: number | null; fileSize?: number; maxAttempts: number },
+  item: {
+    path: string;
+    hash: string;
+    action: QueueAction;
+    documentId?: number | null;
+    fileSize?: number;
+    maxAttempts: number;
+  },
 ): Promise<void> {
   const now = sqlTime();
-  const values = [item.path, sha256(item.path), item.hash, item.action, item.maxAttempts, item.documentId ?? null, item.fileSize ?? null, now, now];
+  const values = [
+    item.path,
+    sha256(item.path),
+    item.hash,
+    item.action,
+    item.maxAttempts,
+    item.documentId ?? null,
+    item.fileSize ?? null,
+    now,
+    now,
+  ];
   if (db.dialect === 'mysql') {
     // MySQL evaluates these assignments left to right and later ones see earlier results: status goes last.
     const open = `status IN ('pending', 'processing')`;
@@ -89,11 +106,22 @@ export async function claimQueueItems(
   const now = sqlTime();
   const until = sqlTime(Date.now() + leaseMs);
   const pathFilter = onlyPaths?.length ? ` AND path_hash IN (${onlyPaths.map(() => '?').join(', ')})` : '';
+  const take = Math.max(1, Math.floor(limit));
+  const params = [now, now, ...(onlyPaths ?? []).map((p) => sha256(p))];
+  if (db.dialect === 'sqlite') {
+    // one statement: atomic under SQLite's write lock, and cheap
+    const rows = await db.query<QueueItem>(
+      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
+       WHERE id IN (SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${take})
+       RETURNING *`,
+      [worker, until, now, ...params],
+    );
+    return rows.map(numeric).sort((a, b) => a.id - b.id);
+  }
   return db.transaction(async (tx) => {
-    const lock = tx.dialect === 'mysql' ? ' FOR UPDATE SKIP LOCKED' : '';
     const rows = await tx.query<{ id: number }>(
-      `SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${Math.max(1, Math.floor(limit))}${lock}`,
-      [now, now, ...(onlyPaths ?? []).map((p) => sha256(p))],
+      `SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${take} FOR UPDATE SKIP LOCKED`,
+      params,
     );
     if (rows.length === 0) return [];
     const ids = rows.map((r) => Number(r.id));
@@ -109,7 +137,12 @@ export async function claimQueueItems(
 }
 
 /** Extends the leases of the given items; returns the ids whose lease this worker no longer holds. */
-export async function heartbeat(db: SqlExecutor, worker: string, ids: readonly number[], leaseMs: number): Promise<number[]> {
+export async function heartbeat(
+  db: SqlExecutor,
+  worker: string,
+  ids: readonly number[],
+  leaseMs: number,
+): Promise<number[]> {
   if (ids.length === 0) return [];
   const marks = ids.map(() => '?').join(', ');
   await db.run(
@@ -125,12 +158,26 @@ export async function heartbeat(db: SqlExecutor, worker: string, ids: readonly n
 }
 
 /** Links the claimed item to its document row (so a retry reuses it). Only while this worker holds it. */
-export async function attachDocument(db: SqlExecutor, itemId: number, worker: string, documentId: number): Promise<void> {
-  await db.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [documentId, itemId, worker]);
+export async function attachDocument(
+  db: SqlExecutor,
+  itemId: number,
+  worker: string,
+  documentId: number,
+): Promise<void> {
+  await db.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [
+    documentId,
+    itemId,
+    worker,
+  ]);
 }
 
 /** Closes an item as done. Returns false when the lease was lost (another worker owns it now). */
-export async function completeQueueItem(db: SqlExecutor, itemId: number, worker: string, note: string | null = null): Promise<boolean> {
+export async function completeQueueItem(
+  db: SqlExecutor,
+  itemId: number,
+  worker: string,
+  note: string | null = null,
+): Promise<boolean> {
   const now = sqlTime();
   const result = await db.run(
     `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = ?, finished_at = ?, updated_at = ?
@@ -141,7 +188,8 @@ export async function completeQueueItem(db: SqlExecutor, itemId: number, worker:
 }
 
 /** Capped exponential backoff: 5 s, 10 s, 20 s, ... up to 10 minutes. */
-export const backoffMs = (attempt: number, baseMs = 5000, capMs = 600_000) => Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
+export const backoffMs = (attempt: number, baseMs = 5000, capMs = 600_000) =>
+  Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));
 
 /**
  * Records a failure. A retryable error within max_attempts becomes `failed` with a next attempt time;
@@ -188,6 +236,9 @@ export async function retryFailedItems(db: SqlExecutor): Promise<number> {
 
 export async function countClaimable(db: SqlExecutor): Promise<number> {
   const now = sqlTime();
-  const [row] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM pipeline_queue WHERE ${CLAIMABLE}`, [now, now]);
+  const [row] = await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM pipeline_queue WHERE ${CLAIMABLE}`, [
+    now,
+    now,
+  ]);
   return Number(row?.n ?? 0);
 }

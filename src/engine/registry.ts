@@ -37,12 +37,15 @@ export function checkContract(candidate: unknown): string[] {
   if (candidate === null || typeof candidate !== 'object') return ['has no default export object'];
   const p = candidate as Record<string, unknown>;
   const problems: string[] = [];
-  if (typeof p.type !== 'string' || !TYPE_NAME.test(p.type)) problems.push('type must be a snake_case string');
-  if (typeof p.description !== 'string' || p.description.trim() === '') problems.push('description must be a non-empty string');
+  if (typeof p.type !== 'string' || !TYPE_NAME.test(p.type))
+    problems.push('type must be a snake_case string');
+  if (typeof p.description !== 'string' || p.description.trim() === '')
+    problems.push('description must be a non-empty string');
   if (p.scope !== 'document' && p.scope !== 'run') problems.push("scope must be 'document' or 'run'");
   if (typeof p.run !== 'function') problems.push('run must be a function');
   if (p.setup !== undefined && typeof p.setup !== 'function') problems.push('setup must be a function');
-  if (p.teardown !== undefined && typeof p.teardown !== 'function') problems.push('teardown must be a function');
+  if (p.teardown !== undefined && typeof p.teardown !== 'function')
+    problems.push('teardown must be a function');
   if (p.configSchema === null || typeof p.configSchema !== 'object' || Array.isArray(p.configSchema)) {
     problems.push('configSchema must be a JSON Schema object');
   } else {
@@ -88,7 +91,9 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
     if (!plugin) {
       problems.push(`step plugin ${file}: ${wrong.join('; ')}`);
     } else if (plugin.type !== expected) {
-      problems.push(`step plugin ${file}: type '${plugin.type}' must equal the file's basename '${expected}'`);
+      problems.push(
+        `step plugin ${file}: type '${plugin.type}' must equal the file's basename '${expected}'`,
+      );
     } else {
       byType.set(plugin.type, { plugin, source: 'builtin', file });
     }
@@ -99,7 +104,9 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
     try {
       files = listModules(dir);
     } catch (error) {
-      problems.push(`plugin folder ${dir}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      problems.push(
+        `plugin folder ${dir}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
       continue;
     }
     for (const file of files) {
@@ -131,8 +138,12 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
 /** Throws when any plugin module is broken: a broken plugin folder is a configuration error. */
 export function assertRegistryHealthy(registry: PluginRegistry): void {
   if (registry.problems.length > 0) {
-    throw new ConfigError(ErrorCodes.PLUGIN_INVALID, `invalid step plugins:\n  ${registry.problems.join('\n  ')}`, {
-      details: { problems: registry.problems },
-    });
+    throw new ConfigError(
+      ErrorCodes.PLUGIN_INVALID,
+      `invalid step plugins:\n  ${registry.problems.join('\n  ')}`,
+      {
+        details: { problems: registry.problems },
+      },
+    );
   }
 }

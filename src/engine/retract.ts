@@ -11,8 +11,15 @@ const CHUNK_COLLECTIONS = ['documents', 'mail'];
  * segments, extract and checkpoints. The documents row and the archived bytes stay, so the version can be
  * reprocessed. Idempotent.
  */
-export async function retractDocument(db: SqlExecutor, providers: Providers, documentId: number): Promise<void> {
-  const [{ n } = { n: 0 }] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?', [documentId]);
+export async function retractDocument(
+  db: SqlExecutor,
+  providers: Providers,
+  documentId: number,
+): Promise<void> {
+  const [{ n } = { n: 0 }] = await db.query<{ n: number }>(
+    'SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?',
+    [documentId],
+  );
   if (Number(n) > 0) {
     const vectors = await providers.vectors();
     for (const collection of CHUNK_COLLECTIONS) await vectors.deleteByDocument(collection, documentId);
@@ -23,7 +30,14 @@ export async function retractDocument(db: SqlExecutor, providers: Providers, doc
     await vectors.deletePoints('entities', knowledge.deletedEntityPointIds);
   }
   await db.transaction(async (tx) => {
-    for (const table of ['chunks', 'document_pages', 'document_sections', 'document_segments', 'document_extracts', 'step_checkpoints']) {
+    for (const table of [
+      'chunks',
+      'document_pages',
+      'document_sections',
+      'document_segments',
+      'document_extracts',
+      'step_checkpoints',
+    ]) {
       await tx.run(`DELETE FROM ${table} WHERE document_id = ?`, [documentId]);
     }
   });

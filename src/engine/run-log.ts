@@ -55,16 +55,37 @@ export class RunLog {
     private readonly echo?: (level: LogLevel, line: string) => void,
   ) {}
 
-  async startRun(run: { pipelineId: number | null; pipelineName: string; versionHash: string | null; command: string; profile: unknown }) {
+  async startRun(run: {
+    pipelineId: number | null;
+    pipelineName: string;
+    versionHash: string | null;
+    command: string;
+    profile: unknown;
+  }) {
     const { insertId } = await this.db.run(
       `INSERT INTO pipeline_runs (pipeline_id, pipeline_name, version_hash, command, host, pid, status, profile, started_at)
        VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)`,
-      [run.pipelineId, run.pipelineName, run.versionHash, run.command, os.hostname(), process.pid, JSON.stringify(run.profile), sqlTime()],
+      [
+        run.pipelineId,
+        run.pipelineName,
+        run.versionHash,
+        run.command,
+        os.hostname(),
+        process.pid,
+        JSON.stringify(run.profile),
+        sqlTime(),
+      ],
     );
     return insertId;
   }
 
-  async finishRun(runId: number, status: 'ok' | 'failed' | 'cancelled', totals: RunTotals, startedAt: number, error?: string) {
+  async finishRun(
+    runId: number,
+    status: 'ok' | 'failed' | 'cancelled',
+    totals: RunTotals,
+    startedAt: number,
+    error?: string,
+  ) {
     await this.flush();
     const finished = Date.now();
     await this.db.run(
@@ -129,7 +150,9 @@ export class RunLog {
         sqlTime(),
       ]);
       if (this.echo && LEVELS[level] >= LEVELS.warn) {
-        const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null].filter(Boolean).join(' ');
+        const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null]
+          .filter(Boolean)
+          .join(' ');
         this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${message}`);
       }
       this.schedule();
@@ -162,7 +185,12 @@ export class RunLog {
           'run_id, document_id, queue_id, step_name, step_type, status, reason, attempt, items_in, items_out, counts, tokens_in, tokens_out, error_code, error, started_at, finished_at, duration_ms',
           steps,
         );
-        await insertMany(this.db, 'pipeline_log', 'run_id, level, step_name, document_id, message, context, created_at', logs);
+        await insertMany(
+          this.db,
+          'pipeline_log',
+          'run_id, level, step_name, document_id, message, context, created_at',
+          logs,
+        );
       } catch (error) {
         process.stderr.write(`cpe: could not write to ki_dev: ${describeError(error, 300)}\n`);
       }
@@ -178,7 +206,10 @@ async function insertMany(db: SqlExecutor, table: string, columns: string, rows:
   // keep statements well under driver placeholder limits
   for (let i = 0; i < rows.length; i += 100) {
     const slice = rows.slice(i, i + 100);
-    await db.run(`INSERT INTO ${table} (${columns}) VALUES ${slice.map(() => group).join(', ')}`, slice.flat());
+    await db.run(
+      `INSERT INTO ${table} (${columns}) VALUES ${slice.map(() => group).join(', ')}`,
+      slice.flat(),
+    );
   }
 }
 

@@ -2,14 +2,14 @@ import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes } from '../errors.js';
 import { sqlTime } from '../util/time.js';
-import { type ArchivedFile, archiveFile } from './archive.js';
+import { type ArchivedFile, storeInArchive } from './archive.js';
+import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
-import { finishDocument } from './finish-document.js';
 import { type Engine, skippedCheckpointHash } from './engine.js';
+import { finishDocument } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
 import type { DocumentRef, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
 import {
-  attachDocument,
   backoffMs,
   claimQueueItems,
   completeQueueItem,
@@ -46,18 +46,27 @@ export interface RunOptions {
 export type RunEvent =
   | { type: 'run-started'; runId: number; pipeline: string; profile: Record<string, string> }
   | { type: 'document-started'; item: QueueItem }
-  | { type: 'document-finished'; item: QueueItem; documentId: number | null; status: 'done' | 'failed' | 'released' | 'skipped'; error?: string }
-  | { type: 'step-finished'; step: string; documentId: number | null; status: 'ok' | 'failed' | 'skipped'; ms: number; reason?: string };
+  | {
+      type: 'document-finished';
+      item: QueueItem;
+      documentId: number | null;
+      status: 'done' | 'failed' | 'released' | 'skipped';
+      error?: string;
+    }
+  | {
+      type: 'step-finished';
+      step: string;
+      documentId: number | null;
+      status: 'ok' | 'failed' | 'skipped';
+      ms: number;
+      reason?: string;
+    };
 
 export interface RunSummary extends RunTotals {
   runId: number;
   status: 'ok' | 'failed' | 'cancelled';
   durationMs: number;
   failures: Array<{ path: string; documentId: number | null; error: string }>;
-}
-
-interface Checkpoint {
-  config_hash: string;
 }
 
 /**
@@ -68,7 +77,9 @@ interface Checkpoint {
 export async function runPipeline(engine: Engine, options: RunOptions): Promise<RunSummary> {
   const { plan } = options;
   const db = engine.dbs.content.sql;
-  const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) => process.stderr.write(`${line}\n`));
+  const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) =>
+    process.stderr.write(`${line}\n`),
+  );
   const startedAt = Date.now();
   const runId = await runLog.startRun({
     pipelineId: plan.pipeline.id,
@@ -96,7 +107,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const runLogger = runLog.logger({ runId });
   options.onEvent?.({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
-  runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, { profile: engine.profile });
+  runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, {
+    profile: engine.profile,
+  });
 
   const pipelineInfo = {
     id: plan.pipeline.id,
@@ -108,7 +121,12 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   const processed: DocumentRef[] = [];
   let runError: unknown;
 
-  const baseContext = (step: PlannedStep, documentId: number | null, counts: StepCounts, signal: AbortSignal): RunStepContext => ({
+  const baseContext = (
+    step: PlannedStep,
+    documentId: number | null,
+    counts: StepCounts,
+    signal: AbortSignal,
+  ): RunStepContext => ({
     config: step.config,
     step: { id: step.id, name: step.name, type: step.type, lineageHash: step.lineageHash },
     pipeline: pipelineInfo,
@@ -140,7 +158,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       try {
         if (signal.aborted) throw new CpeError(ErrorCodes.CANCELLED, 'cancelled');
         const outcome = await step.plugin.run(makeContext(counts, signal) as StepContext);
-        result = outcome && outcome.status === 'skipped' ? { status: 'skipped', reason: outcome.reason } : { status: 'ok' };
+        result =
+          outcome && outcome.status === 'skipped'
+            ? { status: 'skipped', reason: outcome.reason }
+            : { status: 'ok' };
       } catch (error) {
         result = { status: 'failed', error: StepError.wrap(step.name, documentId, attempt, error) };
       } finally {
@@ -182,9 +203,12 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       });
       if (!failed) return result;
       const cancelled = signal.aborted;
-      if (cancelled || !failed.retryable || attempt >= maxAttempts) return { status: 'failed', error: failed };
+      if (cancelled || !failed.retryable || attempt >= maxAttempts)
+        return { status: 'failed', error: failed };
       const delay = backoffMs(attempt, engine.config.retryBaseMs, 30_000);
-      runLog.logger({ runId, stepName: step.name, documentId }).warn(`retrying in ${delay} ms: ${failed.message}`);
+      runLog
+        .logger({ runId, stepName: step.name, documentId })
+        .warn(`retrying in ${delay} ms: ${failed.message}`);
       await sleep(delay, signal);
     }
   };
@@ -209,7 +233,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
 
   /** One queue item through the document DAG. */
-  const processItem = async (item: QueueItem, itemSignal: AbortSignal): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
+  const processItem = async (
+    item: QueueItem,
+    itemSignal: AbortSignal,
+  ): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
     const log = runLog.logger({ runId, documentId: item.document_id });
     if (item.action === 'delete') {
       const ids = await markPathDeleted(db, item.path);
@@ -223,7 +250,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     if (!doc) {
       let archived: ArchivedFile;
       try {
-        archived = await archiveFile(db, engine.archiveDir, item.path);
+        archived = await storeInArchive(engine.archiveDir, item.path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
           await completeQueueItem(db, item.id, worker, 'source file vanished before it was processed');
@@ -232,11 +259,15 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         throw error;
       }
       if (archived.hash !== item.hash) {
-        await completeQueueItem(db, item.id, worker, `file changed since the scan (now ${archived.hash.slice(0, 12)}); the next scan queues it`);
+        await completeQueueItem(
+          db,
+          item.id,
+          worker,
+          `file changed since the scan (now ${archived.hash.slice(0, 12)}); the next scan queues it`,
+        );
         return 'skipped';
       }
-      doc = await createDocumentVersion(db, { sourcePath: item.path, hash: archived.hash, size: archived.size });
-      await attachDocument(db, item.id, worker, doc.id);
+      doc = await createDocumentVersion(db, { ...archived, sourcePath: item.path }, { itemId: item.id, worker });
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
     }
@@ -252,25 +283,24 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       action: item.action,
       archivePath: engine.archivePathFor(doc.content_hash, doc.source_path),
     };
-    const checkpoints = new Map<string, Checkpoint>();
-    if (!options.force) {
-      const rows = await db.query<{ step_name: string; config_hash: string }>(
-        'SELECT step_name, config_hash FROM step_checkpoints WHERE document_id = ? AND pipeline_id = ?',
-        [doc.id, plan.pipeline.id],
-      );
-      for (const row of rows) checkpoints.set(row.step_name, { config_hash: row.config_hash });
-    }
-
+    // a new version has no checkpoints; a document processed before may have some
+    const checkpoints =
+      options.force || !item.document_id ? new Map<string, string>() : await loadCheckpoints(db, doc.id, plan.pipeline.id);
+    // Checkpoints of quick steps are written with the document's completion (one statement); a step that took
+    // longer than a second is checkpointed at once, so a crash does not make a resumed run repeat it.
+    const pendingCheckpoints: CheckpointRow[] = [];
     const memo = new Map<string, unknown>();
     const state = new Map<string, 'ok' | 'skipped' | 'failed'>();
     let firstFailure: StepError | undefined;
     const running = new Map<string, Promise<void>>();
 
-    const skippedHash = (step: PlannedStep) => skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey));
+    const skippedHash = (step: PlannedStep) =>
+      skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey));
     const runDocStep = async (step: PlannedStep) => {
+      const began = Date.now();
       const checkpoint = checkpoints.get(step.name);
-      if (checkpoint && (checkpoint.config_hash === step.lineageHash || checkpoint.config_hash === skippedHash(step))) {
-        state.set(step.name, checkpoint.config_hash === step.lineageHash ? 'ok' : 'skipped');
+      if (checkpoint && (checkpoint === step.lineageHash || checkpoint === skippedHash(step))) {
+        state.set(step.name, checkpoint === step.lineageHash ? 'ok' : 'skipped');
         return;
       }
       const outcome = await executeStep(
@@ -285,8 +315,16 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         firstFailure ??= outcome.error;
         return;
       }
-      const hash = outcome.status === 'ok' ? step.lineageHash : skippedHash(step);
-      await upsertCheckpoint(engine, ref.id, plan.pipeline.id, step, hash, runId);
+      const checkpointRow: CheckpointRow = {
+        documentId: ref.id,
+        pipelineId: plan.pipeline.id,
+        stepName: step.name,
+        stepType: step.type,
+        hash: outcome.status === 'ok' ? step.lineageHash : skippedHash(step),
+        runId,
+      };
+      if (Date.now() - began > 1000) await saveCheckpoints(db, [checkpointRow]);
+      else pendingCheckpoints.push(checkpointRow);
     };
 
     // DAG scheduling: start every step whose dependencies are finished; stop starting after a failure.
@@ -340,17 +378,28 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         totals.stepsSkipped++;
       }
       const message = describeError(error);
+      await saveCheckpoints(db, pendingCheckpoints); // what did finish need not run again
       await setDocumentStatus(db, ref.id, 'failed', message);
       const status = await failQueueItem(db, item, worker, message, error.retryable);
-      log.error(`document failed (queue item ${status}): ${message}`, { path: item.path, code: error.causeCode });
+      log.error(`document failed (queue item ${status}): ${message}`, {
+        path: item.path,
+        code: error.causeCode,
+      });
       failures.push({ path: item.path, documentId: ref.id, error: message });
       return 'failed';
     }
 
-    // finalize (when in the plan) completes the document itself; otherwise the engine does
-    const current = await getDocument(db, ref.id);
-    if (current?.status !== 'done') await finishDocument(db, engine.providers, ref.id);
-    await completeQueueItem(db, item.id, worker);
+    // finalize (when in the plan) completed the document itself; the engine closes the queue item either way
+    const finalized = documentSteps.some((s) => s.type === 'finalize' && state.get(s.name) === 'ok');
+    const closed = await finishDocument(db, engine.providers, ref.id, {
+      queue: { itemId: item.id, worker },
+      checkpoints: pendingCheckpoints,
+      completeDocument: !finalized,
+    });
+    if (!closed) {
+      log.warn(`lease on queue item ${item.id} was lost before completion; another worker finishes ${item.path}`);
+      return 'released';
+    }
     processed.push(ref);
     return 'done';
   };
@@ -362,7 +411,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     }
 
     // the document phase: keep `concurrency` items in flight; heartbeat their leases
-    const active = new Map<number, { item: QueueItem; controller: AbortController; promise: Promise<void> }>();
+    const active = new Map<
+      number,
+      { item: QueueItem; controller: AbortController; promise: Promise<void> }
+    >();
     const beat = setInterval(
       () => {
         const ids = [...active.keys()];
@@ -371,7 +423,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             for (const id of lost) {
               const entry = active.get(id);
               if (!entry) continue;
-              runLog.logger({ runId }).warn(`lease lost on queue item ${id} (${entry.item.path}); stopping work on it`);
+              runLog
+                .logger({ runId })
+                .warn(`lease lost on queue item ${id} (${entry.item.path}); stopping work on it`);
               entry.controller.abort(new CpeError(ErrorCodes.LEASE_LOST, 'lease lost'));
             }
           })
@@ -380,6 +434,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       Math.max(1000, leaseMs / 3),
     );
     beat.unref();
+    // cancelling the run aborts every item in flight (one listener, not one per item)
+    const abortActive = () => {
+      for (const entry of active.values()) entry.controller.abort(runController.signal.reason);
+    };
+    runController.signal.addEventListener('abort', abortActive, { once: true });
     let claimed = 0;
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
     let wake: (() => void) | undefined;
@@ -392,9 +451,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           claimed++;
           totals.docsTotal++;
           const controller = new AbortController();
-          const linked = AbortSignal.any([runController.signal, controller.signal]);
           options.onEvent?.({ type: 'document-started', item });
-          const promise = processItem(item, linked)
+          const promise = processItem(item, controller.signal)
             .then(
               (status) => {
                 if (status === 'done') totals.docsDone++;
@@ -409,7 +467,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
                 failures.push({ path: item.path, documentId: item.document_id, error: message });
                 runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
                 await failQueueItem(db, item, worker, message, true).catch(() => undefined);
-                options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status: 'failed', error: message });
+                options.onEvent?.({
+                  type: 'document-finished',
+                  item,
+                  documentId: item.document_id,
+                  status: 'failed',
+                  error: message,
+                });
               },
             )
             .finally(() => {
@@ -426,15 +490,21 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         if (claimed >= limit && active.size === 0) break;
         // wait for a slot to free up (or poll again shortly when slots are free but the queue was empty)
         await new Promise<void>((resolve) => {
-          wake = resolve;
-          if (items.length === 0 && active.size < options.concurrency) setTimeout(resolve, 500).unref();
-          runController.signal.addEventListener('abort', () => resolve(), { once: true });
+          const done = () => {
+            clearTimeout(timer);
+            runController.signal.removeEventListener('abort', done);
+            resolve();
+          };
+          wake = done;
+          const timer = items.length === 0 && active.size < options.concurrency ? setTimeout(done, 500) : undefined;
+          runController.signal.addEventListener('abort', done, { once: true });
         });
         wake = undefined;
       }
       await Promise.allSettled([...active.values()].map((a) => a.promise));
     } finally {
       clearInterval(beat);
+      runController.signal.removeEventListener('abort', abortActive);
     }
 
     if (!runController.signal.aborted && options.runPostSteps !== false) await runRunSteps('post');
@@ -449,26 +519,6 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
   if (runError && status === 'failed') throw runError;
   return { runId, status, durationMs: Date.now() - startedAt, failures, ...totals };
-}
-
-async function upsertCheckpoint(engine: Engine, documentId: number, pipelineId: number, step: PlannedStep, hash: string, runId: number) {
-  const db = engine.dbs.content.sql;
-  const values = [documentId, pipelineId, step.name, step.type, hash, runId, sqlTime()];
-  if (db.dialect === 'mysql') {
-    await db.run(
-      `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE step_type = VALUES(step_type), config_hash = VALUES(config_hash),
-       run_id = VALUES(run_id), created_at = VALUES(created_at)`,
-      values,
-    );
-  } else {
-    await db.run(
-      `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (document_id, pipeline_id, step_name) DO UPDATE SET
-       step_type = excluded.step_type, config_hash = excluded.config_hash, run_id = excluded.run_id, created_at = excluded.created_at`,
-      values,
-    );
-  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

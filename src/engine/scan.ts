@@ -36,7 +36,12 @@ export interface ScanOptions {
  * Lists the files of a source folder recursively: hidden files and folders ignored, symbolic links leaving the
  * folder (or looping) not followed. Yields absolute paths.
  */
-async function listFiles(root: string, options: ScanOptions, ignoredCount: { n: number }, unreadable: ScanResult['unreadable']) {
+async function listFiles(
+  root: string,
+  options: ScanOptions,
+  ignoredCount: { n: number },
+  unreadable: ScanResult['unreadable'],
+) {
   const rootReal = await realpath(root);
   const files: Array<{ path: string; size: number }> = [];
   const visited = new Set<string>([rootReal]);
@@ -46,7 +51,10 @@ async function listFiles(root: string, options: ScanOptions, ignoredCount: { n: 
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (error) {
-      unreadable.push({ path: dir, reason: `cannot list folder (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+      unreadable.push({
+        path: dir,
+        reason: `cannot list folder (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      });
       return;
     }
     entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -84,7 +92,10 @@ async function listFiles(root: string, options: ScanOptions, ignoredCount: { n: 
         try {
           files.push({ path: full, size: (await stat(full)).size });
         } catch (error) {
-          unreadable.push({ path: full, reason: `cannot stat (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+          unreadable.push({
+            path: full,
+            reason: `cannot stat (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+          });
         }
       }
     }
@@ -97,11 +108,16 @@ async function listFiles(root: string, options: ScanOptions, ignoredCount: { n: 
  * Decides per file against `documents`: new, update (hash changed), unchanged, and delete for documents whose
  * file is gone from the folder. Reads every file once (SHA-256 in large blocks); writes nothing.
  */
-export async function scanSource(db: SqlExecutor, sourceDir: string, options: ScanOptions): Promise<ScanResult> {
+export async function scanSource(
+  db: SqlExecutor,
+  sourceDir: string,
+  options: ScanOptions,
+): Promise<ScanResult> {
   const root = path.resolve(sourceDir);
   const info = await lstat(root).catch(() => undefined);
   if (!info) throw new ConfigError(ErrorCodes.USAGE, `source folder ${root} does not exist`);
-  if (!(await stat(root)).isDirectory()) throw new ConfigError(ErrorCodes.USAGE, `source ${root} is not a folder`);
+  if (!(await stat(root)).isDirectory())
+    throw new ConfigError(ErrorCodes.USAGE, `source ${root} is not a folder`);
 
   const ignored = { n: 0 };
   const unreadable: ScanResult['unreadable'] = [];
@@ -116,7 +132,11 @@ export async function scanSource(db: SqlExecutor, sourceDir: string, options: Sc
   for (const row of rows) {
     const current = known.get(row.source_path);
     if (!current || Number(row.version) > current.version) {
-      known.set(row.source_path, { id: Number(row.id), hash: row.content_hash, version: Number(row.version) });
+      known.set(row.source_path, {
+        id: Number(row.id),
+        hash: row.content_hash,
+        version: Number(row.version),
+      });
     }
   }
 
@@ -132,7 +152,10 @@ export async function scanSource(db: SqlExecutor, sourceDir: string, options: Sc
         const decision: ScanDecision = !doc ? 'new' : doc.hash === hash ? 'unchanged' : 'update';
         entries[index] = { path: file.path, decision, hash, size, documentId: doc?.id ?? null };
       } catch (error) {
-        unreadable.push({ path: file.path, reason: `cannot read (${(error as NodeJS.ErrnoException).code ?? 'error'})` });
+        unreadable.push({
+          path: file.path,
+          reason: `cannot read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        });
       }
     }
   };
@@ -140,7 +163,8 @@ export async function scanSource(db: SqlExecutor, sourceDir: string, options: Sc
   const result = entries.filter(Boolean);
   const seen = new Set(files.map((f) => f.path));
   for (const [sourcePath, doc] of known) {
-    if (!seen.has(sourcePath)) result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
+    if (!seen.has(sourcePath))
+      result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
   }
   return { entries: result, ignored: ignored.n, unreadable };
 }

@@ -15,7 +15,13 @@ export interface StatusReport {
   chunks: { total: number; waitingForEmbedding: number; embedded: number; failed: number };
   workers: Array<{ worker: string; items: number; since: string | null }>;
   expiredLeases: Array<{ id: number; path: string; lockedBy: string | null; lockedUntil: string | null }>;
-  recentFailures: Array<{ id: number; path: string; status: string; attempts: number; lastError: string | null }>;
+  recentFailures: Array<{
+    id: number;
+    path: string;
+    status: string;
+    attempts: number;
+    lastError: string | null;
+  }>;
   runs: Array<Record<string, unknown>>;
 }
 
@@ -29,11 +35,22 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
      WHERE status = 'processing' AND locked_by IS NOT NULL AND locked_until >= ? GROUP BY locked_by ORDER BY locked_by`,
     [now],
   );
-  const expired = await db.query<{ id: number; path: string; locked_by: string | null; locked_until: string | null }>(
+  const expired = await db.query<{
+    id: number;
+    path: string;
+    locked_by: string | null;
+    locked_until: string | null;
+  }>(
     "SELECT id, path, locked_by, locked_until FROM pipeline_queue WHERE status = 'processing' AND locked_until < ? ORDER BY id LIMIT 20",
     [now],
   );
-  const failures = await db.query<{ id: number; path: string; status: string; attempts: number; last_error: string | null }>(
+  const failures = await db.query<{
+    id: number;
+    path: string;
+    status: string;
+    attempts: number;
+    last_error: string | null;
+  }>(
     "SELECT id, path, status, attempts, last_error FROM pipeline_queue WHERE status IN ('failed', 'dead') ORDER BY updated_at DESC LIMIT 10",
   );
   const runs = await engine.dbs.log.sql.query<Record<string, unknown>>(
@@ -43,7 +60,10 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
   return {
     profile: engine.profile,
     queue: await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM pipeline_queue GROUP BY status'),
-    documents: await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM documents WHERE is_latest = 1 OR status <> \'done\' GROUP BY status'),
+    documents: await countBy(
+      db,
+      "SELECT status AS k, COUNT(*) AS n FROM documents WHERE is_latest = 1 OR status <> 'done' GROUP BY status",
+    ),
     chunks: {
       total: Object.values(chunkCounts).reduce((a, b) => a + b, 0),
       waitingForEmbedding: chunkCounts.pending ?? 0,
@@ -51,7 +71,12 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
       failed: chunkCounts.failed ?? 0,
     },
     workers: workers.map((w) => ({ worker: w.locked_by, items: Number(w.n), since: w.since })),
-    expiredLeases: expired.map((e) => ({ id: Number(e.id), path: e.path, lockedBy: e.locked_by, lockedUntil: e.locked_until })),
+    expiredLeases: expired.map((e) => ({
+      id: Number(e.id),
+      path: e.path,
+      lockedBy: e.locked_by,
+      lockedUntil: e.locked_until,
+    })),
     recentFailures: failures.map((f) => ({
       id: Number(f.id),
       path: f.path,
@@ -87,14 +112,18 @@ export async function documentStatus(engine: Engine, idOrPath: string): Promise<
   const db = engine.dbs.content.sql;
   const rows = /^\d+$/.test(idOrPath)
     ? await db.query<Record<string, any>>('SELECT * FROM documents WHERE id = ?', [Number(idOrPath)])
-    : await db.query<Record<string, any>>('SELECT * FROM documents WHERE source_path = ? ORDER BY version DESC LIMIT 1', [
-        (await import('node:path')).resolve(idOrPath),
-      ]);
+    : await db.query<Record<string, any>>(
+        'SELECT * FROM documents WHERE source_path = ? ORDER BY version DESC LIMIT 1',
+        [(await import('node:path')).resolve(idOrPath)],
+      );
   const doc = rows[0];
   if (!doc) return undefined;
   const id = Number(doc.id);
   const metadata = parseJsonColumn<Record<string, unknown>>(doc.metadata, {});
-  const [extract] = await db.query<{ ocr_needed: number }>('SELECT ocr_needed FROM document_extracts WHERE document_id = ?', [id]);
+  const [extract] = await db.query<{ ocr_needed: number }>(
+    'SELECT ocr_needed FROM document_extracts WHERE document_id = ?',
+    [id],
+  );
   const queue = await db.query<Record<string, unknown>>(
     'SELECT id, action, status, attempts, max_attempts, last_error, locked_by, updated_at FROM pipeline_queue WHERE document_id = ? ORDER BY id',
     [id],
@@ -110,7 +139,10 @@ export async function documentStatus(engine: Engine, idOrPath: string): Promise<
     if (!previous || Number(row.run_id) >= Number(previous.run_id)) latest.set(row.step_name, row);
   }
   const count = async (table: string) =>
-    Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE document_id = ?`, [id]))[0]?.n ?? 0);
+    Number(
+      (await db.query<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE document_id = ?`, [id]))[0]
+        ?.n ?? 0,
+    );
   return {
     document: { ...doc, id, metadata },
     ocrNeeded: Boolean(Number(extract?.ocr_needed ?? 0)) || metadata.ocr_needed === true,

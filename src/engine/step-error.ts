@@ -8,7 +8,13 @@ export class StepError extends CpeError {
   /** the code of the original error when it had one (e.g. PASSWORD_REQUIRED), else STEP_FAILED */
   readonly causeCode: string;
 
-  constructor(step: string, documentId: number | null, attempt: number, cause: unknown, options: CpeErrorOptions = {}) {
+  constructor(
+    step: string,
+    documentId: number | null,
+    attempt: number,
+    cause: unknown,
+    options: CpeErrorOptions = {},
+  ) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const where = documentId === null ? '' : ` on document ${documentId}`;
     super(ErrorCodes.STEP_FAILED, `step '${step}' failed${where} (attempt ${attempt}): ${message}`, {

@@ -1,3 +1,5 @@
+import { endianness } from 'node:os';
+
 /**
  * Character classes on UTF-16 code units, shared by the tokenizer, the sentence splitter and the quality
  * figures. Code-unit tests instead of Unicode regexes keep the hot loops free of allocation.
@@ -73,3 +75,20 @@ export const CHAR_CLASS: Uint8Array = (() => {
   }
   return table;
 })();
+
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/**
+ * The UTF-16 code units of `text` as a typed array. The hot loops (tokenizer, sentence splitter) read a
+ * Uint16Array about 1.5 times faster than `charCodeAt`, and the copy is a native memcpy (a few ms for
+ * 10 MB), so a pass that walks the whole text pays for it many times over.
+ */
+export function codeUnits(text: string): Uint16Array {
+  if (LITTLE_ENDIAN) {
+    const buf = Buffer.from(text, 'utf16le');
+    if ((buf.byteOffset & 1) === 0) return new Uint16Array(buf.buffer, buf.byteOffset, text.length);
+  }
+  const codes = new Uint16Array(text.length);
+  for (let i = 0; i < text.length; i++) codes[i] = text.charCodeAt(i);
+  return codes;
+}

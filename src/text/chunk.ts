@@ -1,9 +1,10 @@
 import { ConfigError, ErrorCodes } from '../errors.js';
 import type { ExtractedDocument } from '../extract/types.js';
-import { isSpace, isWordChar } from './chars.js';
-import { type Segment, segmentDocument } from './segment.js';
+import { codeUnits, isSpace, isWordChar } from './chars.js';
+import { type Segment, walkBlocks } from './segment.js';
+import { SentenceList, scanSentences } from './sentences.js';
 import { buildSections, pageAt, type Section, sectionAt, topLevelIndex } from './structure.js';
-import { countTokens, countTokensInRange, tokenizerName, tokenWeight } from './tokenizer.js';
+import { countTokens, thirdsToTokens, tokenizerName, weightThirds } from './tokenizer.js';
 
 /**
  * Chunk size rules.
@@ -166,57 +167,100 @@ export interface ChunkOptions {
   pageVisionText?: Map<number, string>;
 }
 
-/** A piece the packer moves whole: a sentence, a list item, a table, a heading, or part of an oversized one. */
-interface Unit {
-  start: number;
-  end: number;
-  section: number;
-  /** level of the section when this unit is its heading, else -1 */
-  headingLevel: number;
-  /** first unit of a segment (a paragraph boundary lies before it) */
-  paragraphStart: boolean;
-  /** first unit of a section */
-  sectionStart: boolean;
-  /** this unit is the rest of a sentence or block cut at a word boundary */
-  continuesWord: boolean;
-  /** unrounded token weight of the unit together with the white space before it */
-  tokens: number;
-  /** unrounded token weight of the white space between the previous unit and this one */
-  gapTokens: number;
-  /** only white space (at least one character) separates this unit from the previous one */
-  cleanGap: boolean;
-}
+/*
+ * Units: the pieces the packer moves whole (a sentence, a list item, a table, a heading, or part of an
+ * oversized one), held as parallel typed arrays: a document has tens of thousands of them, and objects
+ * per unit cost more in allocation and garbage collection than the packing itself.
+ */
+const PARAGRAPH_START = 1; // first unit of a segment (a paragraph boundary lies before it)
+const SECTION_START = 2; // first unit of a section
+const CONTINUES_WORD = 4; // the rest of a sentence or block cut at a word boundary
+const CLEAN_GAP = 8; // only white space (at least one character) separates it from the previous unit
 
-interface Plan {
-  first: number;
-  last: number;
-  overlapFirst: number;
-  cut: ChunkCut;
+class Units {
+  count = 0;
+  start: Int32Array;
+  end: Int32Array;
+  section: Int32Array;
+  /** level of the section when this unit is its heading, else -1 */
+  headingLevel: Int8Array;
+  flags: Uint8Array;
+  /** weight (thirds of a token) of the unit together with the white space before it */
+  tokens: Float64Array;
+  /** weight (thirds) of the white space between the previous unit and this one */
+  gap: Float64Array;
+
+  constructor(capacity: number) {
+    const size = Math.max(16, capacity);
+    this.start = new Int32Array(size);
+    this.end = new Int32Array(size);
+    this.section = new Int32Array(size);
+    this.headingLevel = new Int8Array(size);
+    this.flags = new Uint8Array(size);
+    this.tokens = new Float64Array(size);
+    this.gap = new Float64Array(size);
+  }
+
+  push(
+    start: number,
+    end: number,
+    section: number,
+    headingLevel: number,
+    flags: number,
+    weight: number,
+    gap: number,
+  ): void {
+    if (this.count === this.start.length) this.grow();
+    const k = this.count++;
+    this.start[k] = start;
+    this.end[k] = end;
+    this.section[k] = section;
+    this.headingLevel[k] = headingLevel;
+    this.flags[k] = flags;
+    this.tokens[k] = gap + weight;
+    this.gap[k] = gap;
+  }
+
+  private grow(): void {
+    const size = this.start.length * 2;
+    const grown = <T extends Int32Array | Int8Array | Uint8Array | Float64Array>(a: T, b: T): T => {
+      b.set(a as never);
+      return b;
+    };
+    this.start = grown(this.start, new Int32Array(size));
+    this.end = grown(this.end, new Int32Array(size));
+    this.section = grown(this.section, new Int32Array(size));
+    this.headingLevel = grown(this.headingLevel, new Int8Array(size));
+    this.flags = grown(this.flags, new Uint8Array(size));
+    this.tokens = grown(this.tokens, new Float64Array(size));
+    this.gap = grown(this.gap, new Float64Array(size));
+  }
 }
 
 /** Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits. */
 function splitOversized(
   text: string,
+  codes: Uint16Array,
   start: number,
   end: number,
   maxChars: number,
   maxTokens: number,
   preferLines: boolean,
-): Array<[number, number]> {
-  const pieces: Array<[number, number]> = [];
+): number[] {
+  const pieces: number[] = []; // start, end, start, end, ...
   let s = start;
   while (s < end) {
     let limit = Math.min(end, s + maxChars);
     if (limit < end) {
       // shrink until the token budget holds as well (token-dense text)
-      let tokens = countTokensInRange(text, s, limit);
+      let tokens = thirdsToTokens(weightThirds(codes, s, limit));
       while (tokens > maxTokens && limit - s > 20) {
         limit = s + Math.max(20, Math.floor(((limit - s) * maxTokens) / tokens));
-        tokens = countTokensInRange(text, s, limit);
+        tokens = thirdsToTokens(weightThirds(codes, s, limit));
       }
     }
     if (limit >= end) {
-      pieces.push([s, end]);
+      pieces.push(s, end);
       break;
     }
     let cut = -1;
@@ -250,168 +294,241 @@ function splitOversized(
     let e = cut;
     while (e > s && isSpace(text.charCodeAt(e - 1))) e--;
     if (e <= s) e = cut;
-    pieces.push([s, e]);
+    pieces.push(s, e);
     s = cut;
     while (s < end && isSpace(text.charCodeAt(s))) s++;
   }
   return pieces;
 }
 
-function buildUnits(
+/** Appends units to `units`, computing the gap before each from the previous unit's end. */
+class UnitBuilder {
+  readonly units: Units;
+  private prevEnd = 0;
+  private firstInSegment = true;
+  private sectionStart = false;
+  private lastSection = -1;
+  private section = 0;
+  private headingLevel = -1;
+
+  constructor(
+    private readonly text: string,
+    private readonly codes: Uint16Array,
+    private readonly sections: readonly Section[],
+    private readonly config: ChunkConfig,
+    capacity: number,
+  ) {
+    this.units = new Units(capacity);
+  }
+
+  /** Starts a segment (a block): the next unit begins a paragraph, and a section when the section changes. */
+  segment(sectionIndex: number, isHeading: boolean): void {
+    this.section = sectionIndex;
+    this.sectionStart = sectionIndex !== this.lastSection;
+    this.lastSection = sectionIndex;
+    this.headingLevel = isHeading ? (this.sections[sectionIndex]?.level ?? 1) : -1;
+    this.firstInSegment = true;
+  }
+
+  /** A unit with known weight and gap weight (thirds); the gap is white space when `cleanGap`. */
+  private add(ps: number, pe: number, weight: number, gap: number, cleanGap: boolean, cont: boolean): void {
+    let flags = cleanGap ? CLEAN_GAP : 0;
+    if (this.firstInSegment) flags |= this.sectionStart ? PARAGRAPH_START | SECTION_START : PARAGRAPH_START;
+    if (cont) flags |= CONTINUES_WORD;
+    this.units.push(ps, pe, this.section, this.headingLevel, flags, weight, gap);
+    this.prevEnd = pe;
+    this.firstInSegment = false;
+  }
+
+  /** A unit whose weight (thirds) is known or -1; the gap before it is measured here. */
+  unit(ps: number, pe: number, weight: number, cont: boolean): void {
+    const codes = this.codes;
+    const gapFrom = Math.min(this.prevEnd, ps);
+    let clean = gapFrom < ps;
+    for (let g = gapFrom; clean && g < ps; g++) clean = isSpace(codes[g] as number);
+    const gap = gapFrom < ps ? weightThirds(codes, gapFrom, ps) : 0;
+    this.add(ps, pe, weight >= 0 ? weight : weightThirds(codes, ps, pe), gap, clean, cont);
+  }
+
+  /** A sentence or block: one unit, or pieces cut at line breaks or word boundaries when it is oversized. */
+  span(ps: number, pe: number, weight: number, preferLines: boolean): void {
+    const { config } = this;
+    if (pe - ps <= config.maxChars && weight <= config.targetTokens * 3) {
+      this.unit(ps, pe, weight, false);
+      return;
+    }
+    const pieces = splitOversized(
+      this.text,
+      this.codes,
+      ps,
+      pe,
+      config.maxChars,
+      config.targetTokens,
+      preferLines,
+    );
+    for (let k = 0; k < pieces.length; k += 2) this.unit(pieces[k] as number, pieces[k + 1] as number, -1, k > 0);
+  }
+
+  /** The sentences of a prose block, found by scanSentences with their weights and white-space gaps. */
+  sentences(list: SentenceList): void {
+    const { config } = this;
+    const maxThirds = config.targetTokens * 3;
+    for (let k = 0; k < list.count; k++) {
+      const ps = list.start[k] as number;
+      const pe = list.end[k] as number;
+      const weight = list.weight[k] as number;
+      // a sentence after the first of its block follows white space the scan has weighed already
+      if (k > 0 && pe - ps <= config.maxChars && weight <= maxThirds)
+        this.add(ps, pe, weight, list.gap[k] as number, true, false);
+      else this.span(ps, pe, weight, false);
+    }
+  }
+}
+
+/** Units straight from the document's blocks: one walk, the sentence scan weighing every sentence. */
+function unitsFromBlocks(
+  doc: ChunkInput,
+  codes: Uint16Array,
+  sections: readonly Section[],
+  config: ChunkConfig,
+): Units {
+  const { text } = doc;
+  const builder = new UnitBuilder(text, codes, sections, config, (text.length >> 6) + 16);
+  const list = new SentenceList();
+  walkBlocks(doc, sections, {}, (type, start, end, sectionIndex, _page, prose) => {
+    builder.segment(sectionIndex, type === 'heading');
+    if (prose) {
+      list.clear();
+      scanSentences(text, codes, start, end, list);
+      if (list.count > 0) {
+        builder.sentences(list);
+        return;
+      }
+    }
+    builder.span(start, end, weightThirds(codes, start, end), type === 'table' || type === 'code');
+  });
+  return builder.units;
+}
+
+/** Units from segments made earlier (the segment step): their sentences, weighed where they lack a weight. */
+function unitsFromSegments(
   text: string,
+  codes: Uint16Array,
   sections: readonly Section[],
   segments: readonly Segment[],
   config: ChunkConfig,
-): Unit[] {
-  const units: Unit[] = [];
-  let lastSection = -1;
-  let prevEnd = 0;
-  let section = 0;
-  let headingLevel = -1;
-  let firstInSegment = true;
-  let sectionStart = false;
-  const push = (ps: number, pe: number, weight: number, continuesWord: boolean) => {
-    const gapFrom = Math.min(prevEnd, ps);
-    let cleanGap = gapFrom < ps;
-    for (let g = gapFrom; cleanGap && g < ps; g++) cleanGap = isSpace(text.charCodeAt(g));
-    const gapTokens = gapFrom < ps ? tokenWeight(text, gapFrom, ps) : 0;
-    prevEnd = pe;
-    units.push({
-      start: ps,
-      end: pe,
-      section,
-      headingLevel,
-      paragraphStart: firstInSegment,
-      sectionStart: sectionStart && firstInSegment,
-      continuesWord,
-      tokens: gapTokens + weight,
-      gapTokens,
-      cleanGap,
-    });
-    firstInSegment = false;
-  };
+): Units {
+  const builder = new UnitBuilder(text, codes, sections, config, segments.length * 2 + 16);
   for (const seg of segments) {
-    section = seg.sectionIndex;
-    sectionStart = seg.sectionIndex !== lastSection;
-    lastSection = seg.sectionIndex;
-    headingLevel = seg.type === 'heading' ? (sections[seg.sectionIndex]?.level ?? 1) : -1;
-    firstInSegment = true;
+    builder.segment(seg.sectionIndex, seg.type === 'heading');
+    const preferLines = seg.type === 'table' || seg.type === 'code';
     for (const s of seg.sentences) {
-      const weight = s.weight ?? tokenWeight(text, s.start, s.end);
-      if (s.end - s.start <= config.maxChars && weight <= config.targetTokens) {
-        push(s.start, s.end, weight, false);
-        continue;
-      }
-      const preferLines = seg.type === 'table' || seg.type === 'code';
-      const pieces = splitOversized(text, s.start, s.end, config.maxChars, config.targetTokens, preferLines);
-      for (let k = 0; k < pieces.length; k++) {
-        const [ps, pe] = pieces[k] as [number, number];
-        push(ps, pe, tokenWeight(text, ps, pe), k > 0);
-      }
+      const weight = s.weight === undefined ? weightThirds(codes, s.start, s.end) : Math.round(s.weight * 3);
+      builder.span(s.start, s.end, weight, preferLines);
     }
   }
-  return units;
+  return builder.units;
 }
 
 /**
  * Groups of units that may share chunks: one per top-level section. Neighbouring groups merge only when
  * both are tiny (and fit together); a group under min_chars joins its neighbour regardless, since a
- * chunk of a few words ("§ 3 (weggefallen)") helps no search.
+ * chunk of a few words ("§ 3 (weggefallen)") helps no search. Returns [from, to, from, to, ...].
  */
-function groupUnits(
-  units: readonly Unit[],
-  sections: readonly Section[],
-  config: ChunkConfig,
-): Array<[number, number]> {
-  const raw: Array<[number, number]> = [];
+function groupUnits(units: Units, sections: readonly Section[], config: ChunkConfig): number[] {
+  const { start, end, section } = units;
+  const raw: number[] = [];
   const topOf = new Int32Array(sections.length);
   for (let k = 0; k < sections.length; k++) topOf[k] = topLevelIndex(sections, k);
   let from = 0;
   let top = -2;
-  for (let i = 0; i < units.length; i++) {
-    const sec = (units[i] as Unit).section;
+  for (let i = 0; i < units.count; i++) {
+    const sec = section[i] as number;
     const t = sec < topOf.length ? (topOf[sec] as number) : 0;
     if (t !== top) {
-      if (i > from) raw.push([from, i]);
+      if (i > from) raw.push(from, i);
       from = i;
       top = t;
     }
   }
-  if (units.length > from) raw.push([from, units.length]);
-  const span = (g: [number, number]) => (units[g[1] - 1] as Unit).end - (units[g[0]] as Unit).start;
+  if (units.count > from) raw.push(from, units.count);
+  const span = (g: number[], k: number) => (end[(g[k + 1] as number) - 1] as number) - (start[g[k] as number] as number);
   const tiny = tinyChunkChars(config);
-  const merged: Array<[number, number]> = [];
-  for (const g of raw) {
-    const prev = merged[merged.length - 1];
+  const merged: number[] = [];
+  for (let k = 0; k < raw.length; k += 2) {
+    const p = merged.length - 2;
     if (
-      prev &&
-      span(prev) < tiny &&
-      span(g) < tiny &&
-      (units[g[1] - 1] as Unit).end - (units[prev[0]] as Unit).start <= config.maxChars
+      p >= 0 &&
+      span(merged, p) < tiny &&
+      span(raw, k) < tiny &&
+      (end[(raw[k + 1] as number) - 1] as number) - (start[merged[p] as number] as number) <= config.maxChars
     ) {
-      prev[1] = g[1];
-    } else merged.push([g[0], g[1]]);
+      merged[p + 1] = raw[k + 1] as number;
+    } else merged.push(raw[k] as number, raw[k + 1] as number);
   }
-  const out: Array<[number, number]> = [];
-  for (let k = 0; k < merged.length; k++) {
-    const g = merged[k] as [number, number];
-    const prev = out[out.length - 1];
-    if (span(g) < config.minChars && prev) prev[1] = g[1];
-    else if (prev && span(prev) < config.minChars) prev[1] = g[1];
-    else out.push([g[0], g[1]]);
+  const out: number[] = [];
+  for (let k = 0; k < merged.length; k += 2) {
+    const p = out.length - 2;
+    if (p >= 0 && (span(merged, k) < config.minChars || span(out, p) < config.minChars))
+      out[p + 1] = merged[k + 1] as number;
+    else out.push(merged[k] as number, merged[k + 1] as number);
   }
   return out;
 }
 
-/**
- * Bonus of the boundary after unit j (before unit j+1), or null when a cut there is not allowed because
- * it would leave a heading at the end of a chunk with its body in the next one.
- */
-function boundaryBonus(units: readonly Unit[], j: number): number | null {
-  const u = units[j] as Unit;
-  const next = units[j + 1] as Unit;
-  if (u.headingLevel >= 0 && !(next.headingLevel >= 0 && next.headingLevel <= u.headingLevel)) return null;
-  if (next.continuesWord) return -0.5;
-  if (next.sectionStart) return 0.3 + (next.headingLevel >= 0 && next.headingLevel <= 2 ? 0.1 : 0);
-  if (next.paragraphStart) return 0.15;
+/** boundaryBonus result for a cut that would leave a heading at the end of a chunk with its body in the next. */
+const NO_CUT = -1000;
+
+/** Bonus of the boundary after unit j (before unit j+1), or NO_CUT. */
+function boundaryBonus(units: Units, j: number): number {
+  const level = units.headingLevel[j] as number;
+  const nextLevel = units.headingLevel[j + 1] as number;
+  if (level >= 0 && !(nextLevel >= 0 && nextLevel <= level)) return NO_CUT;
+  const next = units.flags[j + 1] as number;
+  if ((next & CONTINUES_WORD) !== 0) return -0.5;
+  if ((next & SECTION_START) !== 0) return 0.3 + (nextLevel >= 0 && nextLevel <= 2 ? 0.1 : 0);
+  if ((next & PARAGRAPH_START) !== 0) return 0.15;
   return 0;
 }
 
+const CUT_NAMES: readonly ChunkCut[] = ['end', 'section', 'paragraph', 'sentence', 'word'];
+
+/** Chunk plans, four numbers each: first unit, last unit, first overlap unit, index into CUT_NAMES. */
+type Plans = number[];
+
 /** Packs one group's units into chunk plans. */
 function packGroup(
-  units: readonly Unit[],
+  units: Units,
   from: number,
   to: number,
   config: ChunkConfig,
   prefixTokens: Float64Array,
-  plans: Plan[],
+  plans: Plans,
 ): void {
+  const { start, end, gap, flags, section, headingLevel } = units;
   const maxChars = config.maxChars;
+  const maxThirds = config.targetTokens * 3;
   const tiny = tinyChunkChars(config);
-  const groupEnd = (units[to - 1] as Unit).end;
-  const tokensOf = (a: number, b: number) =>
-    (prefixTokens[b + 1] as number) - (prefixTokens[a] as number) - (units[a] as Unit).gapTokens;
+  const groupEnd = end[to - 1] as number;
   let first = from;
   let ov = from;
   while (first < to) {
-    let cs = (units[ov] as Unit).start;
+    let cs = start[ov] as number;
     // overlap must leave room for at least the first new unit
     if (
       ov < first &&
-      ((units[first] as Unit).end - cs > maxChars || tokensOf(ov, first) > config.targetTokens)
+      ((end[first] as number) - cs > maxChars ||
+        (prefixTokens[first + 1] as number) - (prefixTokens[ov] as number) - (gap[ov] as number) > maxThirds)
     ) {
       ov = first;
-      cs = (units[ov] as Unit).start;
+      cs = start[ov] as number;
     }
+    const base = (prefixTokens[ov] as number) + (gap[ov] as number);
     let k = first;
-    while (
-      k + 1 < to &&
-      (units[k + 1] as Unit).end - cs <= maxChars &&
-      tokensOf(ov, k + 1) <= config.targetTokens
-    )
+    while (k + 1 < to && (end[k + 1] as number) - cs <= maxChars && (prefixTokens[k + 2] as number) - base <= maxThirds)
       k++;
     if (k === to - 1) {
-      plans.push({ first, last: k, overlapFirst: ov, cut: 'end' });
+      plans.push(first, k, ov, 0);
       return;
     }
     // choose the cut after unit j in [first, k]: fuller is better, paragraph and section ends earn a bonus,
@@ -420,9 +537,9 @@ function packGroup(
     let bestScore = Number.NEGATIVE_INFINITY;
     for (let j = k; j >= first; j--) {
       const bonus = boundaryBonus(units, j);
-      if (bonus === null) continue;
-      const fill = ((units[j] as Unit).end - cs) / maxChars;
-      const rest = groupEnd - (units[j + 1] as Unit).start;
+      if (bonus === NO_CUT) continue;
+      const fill = ((end[j] as number) - cs) / maxChars;
+      const rest = groupEnd - (start[j + 1] as number);
       let score = fill + bonus;
       if (fill < 0.5) score -= 1; // a half-empty chunk only when nothing better exists
       if (rest < tiny) score -= 2;
@@ -433,26 +550,33 @@ function packGroup(
       if (fill < 0.25) break;
     }
     if (best < 0) best = k; // only dangling-heading cuts exist (a run of headings longer than a chunk)
-    const next = units[best + 1] as Unit;
-    const cut: ChunkCut = next.continuesWord
-      ? 'word'
-      : next.sectionStart
-        ? 'section'
-        : next.paragraphStart
-          ? 'paragraph'
-          : 'sentence';
-    plans.push({ first, last: best, overlapFirst: ov, cut });
+    const nextFlags = flags[best + 1] as number;
+    const cut =
+      (nextFlags & CONTINUES_WORD) !== 0
+        ? 4
+        : (nextFlags & SECTION_START) !== 0
+          ? 1
+          : (nextFlags & PARAGRAPH_START) !== 0
+            ? 2
+            : 3;
+    plans.push(first, best, ov, cut);
     // overlap: whole sentences from the end of this chunk, only when the next chunk continues the same
     // section; about overlapRatio of this chunk's length, the last sentence alone may run to twice that
     // so that long legal sentences still carry context
     let nextOv = best + 1;
-    if (!next.sectionStart && !next.continuesWord && config.overlapRatio > 0) {
-      const budget = config.overlapRatio * ((units[best] as Unit).end - cs);
+    if ((nextFlags & (SECTION_START | CONTINUES_WORD)) === 0 && config.overlapRatio > 0) {
+      const bestEnd = end[best] as number;
+      const budget = config.overlapRatio * (bestEnd - cs);
+      const nextSection = section[best + 1] as number;
       let m = best;
       while (m > first) {
-        const u = units[m] as Unit;
-        if (u.section !== next.section || u.headingLevel >= 0 || u.continuesWord) break;
-        const len = (units[best] as Unit).end - u.start;
+        if (
+          section[m] !== nextSection ||
+          (headingLevel[m] as number) >= 0 ||
+          ((flags[m] as number) & CONTINUES_WORD) !== 0
+        )
+          break;
+        const len = bestEnd - (start[m] as number);
         if (len > (m === best ? 2 * budget : budget)) break;
         nextOv = m;
         m--;
@@ -528,46 +652,48 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   checkChunkConfig(config);
   const { text } = doc;
   const sections = opts.sections ?? buildSections(doc);
-  const segments = opts.segments ?? segmentDocument(doc, sections);
-  const units = buildUnits(text, sections, segments, config);
-  const prefixTokens = new Float64Array(units.length + 1);
-  for (let i = 0; i < units.length; i++)
-    prefixTokens[i + 1] = (prefixTokens[i] as number) + (units[i] as Unit).tokens;
+  const codes = codeUnits(text);
+  const units = opts.segments
+    ? unitsFromSegments(text, codes, sections, opts.segments, config)
+    : unitsFromBlocks(doc, codes, sections, config);
+  const n = units.count;
+  const prefixTokens = new Float64Array(n + 1);
+  for (let i = 0; i < n; i++) prefixTokens[i + 1] = (prefixTokens[i] as number) + (units.tokens[i] as number);
 
-  const plans: Plan[] = [];
-  for (const [from, to] of groupUnits(units, sections, config))
-    packGroup(units, from, to, config, prefixTokens, plans);
+  const plans: Plans = [];
+  const groups = groupUnits(units, sections, config);
+  for (let g = 0; g < groups.length; g += 2)
+    packGroup(units, groups[g] as number, groups[g + 1] as number, config, prefixTokens, plans);
 
   const drafts: ChunkDraft[] = [];
   let prevEnd = -1;
-  for (const plan of plans) {
-    const start = (units[plan.overlapFirst] as Unit).start;
-    const end = (units[plan.last] as Unit).end;
+  for (let p = 0; p < plans.length; p += 4) {
+    const ov = plans[p + 2] as number;
+    const last = plans[p + 1] as number;
+    const start = units.start[ov] as number;
+    const end = units.end[last] as number;
     const content = text.slice(start, end);
-    const section = (units[plan.overlapFirst] as Unit).section;
+    const section = units.section[ov] as number;
     // token count from the units' weights (one tokenizer pass for the whole document); pieces that were
     // not separated by white space could share a character run, so those chunks are counted afresh
     let clean = true;
-    for (let u = plan.overlapFirst + 1; clean && u <= plan.last; u++) clean = (units[u] as Unit).cleanGap;
-    const weight =
-      (prefixTokens[plan.last + 1] as number) -
-      (prefixTokens[plan.overlapFirst] as number) -
-      (units[plan.overlapFirst] as Unit).gapTokens;
+    for (let u = ov + 1; clean && u <= last; u++) clean = ((units.flags[u] as number) & CLEAN_GAP) !== 0;
+    const weight = (prefixTokens[last + 1] as number) - (prefixTokens[ov] as number) - (units.gap[ov] as number);
     drafts.push({
       index: drafts.length,
       content,
       start,
       end,
-      tokenCount: clean ? Math.round(weight) : countTokens(content),
+      tokenCount: clean ? thirdsToTokens(weight) : countTokens(content),
       headingPath: [...(sections[section]?.headingPath ?? [])],
       pageStart: pageAt(doc.pages, start),
       pageEnd: pageAt(doc.pages, Math.max(start, end - 1)),
       sectionIndex: section,
       metadata: {
         overlapChars: prevEnd > start ? prevEnd - start : 0,
-        cut: plan.cut,
+        cut: CUT_NAMES[plans[p + 3] as number] as ChunkCut,
         tokenizer: tokenizerName,
-        lastSectionIndex: (units[plan.last] as Unit).section,
+        lastSectionIndex: units.section[last] as number,
       },
     });
     prevEnd = end;

@@ -1,6 +1,6 @@
 import type { Block, ExtractedDocument } from '../extract/types.js';
-import { isSpace } from './chars.js';
-import { splitSentences, type TextSpan } from './sentences.js';
+import { codeUnits, isSpace } from './chars.js';
+import { SentenceList, scanSentences, type TextSpan } from './sentences.js';
 import { pageAt, type Section, sectionAt } from './structure.js';
 
 export type SegmentType =
@@ -76,6 +76,56 @@ function paragraphsOf(doc: SegmentInput): Block[] {
   return blocks;
 }
 
+/** Receives one block of walkBlocks: trimmed offsets, its section, and whether its prose is split into sentences. */
+export type BlockVisitor = (
+  type: SegmentType,
+  start: number,
+  end: number,
+  sectionIndex: number,
+  page: number,
+  sentences: boolean,
+) => void;
+
+/**
+ * The blocks a document is segmented into, in reading order: trimmed of white space (blank ones left
+ * out), each assigned to the section holding its start, and told whether it is prose to split into
+ * sentences. Shared by segmentDocument and the chunker, which walks the blocks itself (no Segment objects).
+ */
+export function walkBlocks(
+  doc: SegmentInput,
+  sections: readonly Section[],
+  opts: SegmentOptions,
+  visit: BlockVisitor,
+): void {
+  const longListItem = opts.longListItemChars ?? 300;
+  const { text } = doc;
+  const blocks = doc.blocks.length > 0 || text.trim() === '' ? doc.blocks : paragraphsOf(doc);
+  let sec = 0;
+  for (const b of blocks) {
+    let s = b.start;
+    let e = b.end;
+    while (s < e && isSpace(text.charCodeAt(s))) s++;
+    while (e > s && isSpace(text.charCodeAt(e - 1))) e--;
+    if (s >= e) continue;
+    // blocks come in reading order, so the section index only moves forward; sectionAt covers odd input
+    while (sec + 1 < sections.length && (sections[sec + 1] as Section).start <= s) sec++;
+    const sectionIndex =
+      sections.length === 0
+        ? 0
+        : (sections[sec] as Section).start <= s
+          ? sec
+          : Math.max(0, sectionAt(sections, s));
+    const type = segmentType(b);
+    const prose =
+      type === 'paragraph' ||
+      type === 'notes' ||
+      type === 'footnote' ||
+      type === 'caption' ||
+      (type === 'list_item' && e - s > longListItem);
+    visit(type, s, e, sectionIndex, b.page, prose);
+  }
+}
+
 /**
  * Splits a document into segments (one per block: paragraph, list item, table, code, heading, notes,
  * footnote, caption), each assigned to the section holding its start, and splits prose into sentences.
@@ -87,41 +137,26 @@ export function segmentDocument(
   sections: readonly Section[],
   opts: SegmentOptions = {},
 ): Segment[] {
-  const longListItem = opts.longListItemChars ?? 300;
   const { text } = doc;
-  const blocks = doc.blocks.length > 0 || text.trim() === '' ? doc.blocks : paragraphsOf(doc);
   const segments: Segment[] = [];
-  let sec = 0;
-  for (const b of blocks) {
-    const span = trimmed(text, b.start, b.end);
-    if (!span) continue;
-    // blocks come in reading order, so the section index only moves forward; sectionAt covers odd input
-    while (sec + 1 < sections.length && (sections[sec + 1] as Section).start <= span.start) sec++;
-    const sectionIndex =
-      sections.length === 0
-        ? 0
-        : (sections[sec] as Section).start <= span.start
-          ? sec
-          : Math.max(0, sectionAt(sections, span.start));
-    const type = segmentType(b);
-    let sentences: Array<TextSpan & { weight?: number }>;
-    if (type === 'paragraph' || type === 'notes' || type === 'footnote' || type === 'caption') {
-      sentences = splitSentences(text, span.start, span.end);
-    } else if (type === 'list_item' && span.end - span.start > longListItem) {
-      sentences = splitSentences(text, span.start, span.end);
-    } else {
-      sentences = [span];
+  let codes: Uint16Array | null = null;
+  const list = new SentenceList();
+  walkBlocks(doc, sections, opts, (type, start, end, sectionIndex, page, prose) => {
+    let sentences: Array<TextSpan & { weight?: number }> = [];
+    if (prose) {
+      codes ??= codeUnits(text);
+      list.clear();
+      scanSentences(text, codes, start, end, list);
+      for (let k = 0; k < list.count; k++) {
+        sentences.push({
+          start: list.start[k] as number,
+          end: list.end[k] as number,
+          weight: (list.weight[k] as number) / 3,
+        });
+      }
     }
-    if (sentences.length === 0) sentences = [span];
-    segments.push({
-      index: segments.length,
-      sectionIndex,
-      type,
-      start: span.start,
-      end: span.end,
-      page: b.page,
-      sentences,
-    });
-  }
+    if (sentences.length === 0) sentences = [{ start, end }];
+    segments.push({ index: segments.length, sectionIndex, type, start, end, page, sentences });
+  });
   return segments;
 }

@@ -1,16 +1,14 @@
 import {
   CHAR_CLASS,
-  CLASS_DIGIT,
-  CLASS_LETTER,
-  CLASS_NEWLINE,
   CLASS_SPACE,
+  codeUnits,
   isDigit,
   isLetter,
   isLowerAt,
   isSpace,
   isUpperAt,
 } from './chars.js';
-import { digitRunWeight, letterRunWeight, spaceRunWeight, symbolRunWeight } from './tokenizer.js';
+import { TOKEN_EVENT, TOKEN_GAIN, TOKEN_INFO, weightThirds } from './tokenizer.js';
 
 /** A span of text: `start` inclusive, `end` exclusive, both offsets into the text given. */
 export interface TextSpan {
@@ -368,92 +366,194 @@ function isCloser(c: number): boolean {
 }
 
 /**
+ * Sentences found by scanSentences, as parallel typed arrays (no object per sentence). Weights are in
+ * thirds of a token (tokenizer.ts); `gap` is the weight of the white space before the sentence.
+ */
+export class SentenceList {
+  count = 0;
+  start = new Int32Array(256);
+  end = new Int32Array(256);
+  weight = new Float64Array(256);
+  gap = new Float64Array(256);
+
+  clear(): void {
+    this.count = 0;
+  }
+
+  push(start: number, end: number, weight: number, gap: number): void {
+    if (this.count === this.start.length) this.grow();
+    const k = this.count++;
+    this.start[k] = start;
+    this.end[k] = end;
+    this.weight[k] = weight;
+    this.gap[k] = gap;
+  }
+
+  private grow(): void {
+    const size = this.start.length * 2;
+    const start = new Int32Array(size);
+    start.set(this.start);
+    this.start = start;
+    const end = new Int32Array(size);
+    end.set(this.end);
+    this.end = end;
+    const weight = new Float64Array(size);
+    weight.set(this.weight);
+    this.weight = weight;
+    const gap = new Float64Array(size);
+    gap.set(this.gap);
+    this.gap = gap;
+  }
+}
+
+/** White space code unit (space, tab, line break, no-break and thin spaces). */
+function spaceCode(codes: Uint16Array, i: number): boolean {
+  return (CHAR_CLASS[codes[i] as number] as number) >= CLASS_SPACE;
+}
+
+/**
+ * The sentence splitter's walk over text[from, to) (`codes` are the code units of `text`): appends the
+ * sentences to `out`. One pass: the tokenizer's per-character loop (tokenizer.ts) runs until the next
+ * character that can matter for a sentence end (. ! ? … or a line break, flagged in TOKEN_INFO) or the
+ * decided end of the current sentence, so each sentence gets its token weight from the same walk, and
+ * the rules in endsSentence run only at terminators.
+ */
+export function scanSentences(
+  text: string,
+  codes: Uint16Array,
+  from: number,
+  to: number,
+  out: SentenceList,
+): void {
+  const info = TOKEN_INFO;
+  const gain = TOKEN_GAIN;
+  // tokenizer state: weight so far (thirds), current run key, position in the run, run kind
+  let acc = 0;
+  let prevKey = -1;
+  let pos = 0;
+  let kind = 0;
+  let sStart = -1; // first character of the current sentence, -1 between sentences
+  let sAcc = 0; // acc at sStart
+  let endAcc = 0; // acc at the end of the previous sentence
+  let pending = -1; // decided end of the current sentence (where white space begins)
+  let i = from;
+  while (i < to) {
+    if (sStart < 0) {
+      // between sentences: white space up to the next visible character
+      let p = i;
+      while (p < to && spaceCode(codes, p)) p++;
+      for (; i < p; i++) {
+        const x = info[codes[i] as number] as number;
+        const key = x >> 4;
+        if (key === prevKey) {
+          pos++;
+          if (pos === 16) pos = 4;
+        } else {
+          pos = 0;
+          kind = x & 7;
+          prevKey = key;
+        }
+        acc += gain[(kind << 4) | pos] as number;
+      }
+      if (i >= to) break;
+      sStart = i;
+      sAcc = acc;
+    }
+    const stop = pending >= 0 ? pending : to;
+    for (; i < stop; i++) {
+      const x = info[codes[i] as number] as number;
+      if ((x & TOKEN_EVENT) !== 0) break;
+      const key = x >> 4;
+      if (key === prevKey) {
+        pos++;
+        if (pos === 16) pos = 4;
+      } else {
+        pos = 0;
+        kind = x & 7;
+        prevKey = key;
+      }
+      acc += gain[(kind << 4) | pos] as number;
+    }
+    if (i === pending) {
+      out.push(sStart, i, acc - sAcc, sAcc - endAcc);
+      endAcc = acc;
+      sStart = -1;
+      pending = -1;
+      continue;
+    }
+    if (i >= to) break;
+    const c = codes[i] as number;
+    if (c === 10) {
+      // a line break: a blank line (two or more breaks in one white-space run) ends the sentence; the
+      // breaks of a run are met in order, so a break before this one in the run would have found it
+      let j = i + 1;
+      while (j < to && spaceCode(codes, j) && codes[j] !== 10) j++;
+      if (j < to && codes[j] === 10) {
+        let r = i;
+        while (r > sStart && spaceCode(codes, r - 1)) r--;
+        const rAcc = acc - weightThirds(codes, r, i); // white space from r on is a run of its own
+        out.push(sStart, r, rAcc - sAcc, sAcc - endAcc);
+        endAcc = rAcc;
+        sStart = -1;
+        continue;
+      }
+    } else if (!(i > from && isTerminator(codes[i - 1] as number))) {
+      // a terminator sequence starts here: decide once, where the sequence begins
+      let last = i;
+      while (last + 1 < to && isTerminator(codes[last + 1] as number)) last++;
+      let after = last + 1;
+      while (after < to && isCloser(codes[after] as number)) after++;
+      if (after < to && spaceCode(codes, after)) {
+        let next = after;
+        while (next < to && spaceCode(codes, next)) next++;
+        if (next >= to || endsSentence(text, from, i, last, next, to)) pending = after;
+      }
+      // a terminator run that reaches `to` ends the last sentence there anyway
+    }
+    const x = info[c] as number;
+    const key = x >> 4;
+    if (key === prevKey) {
+      pos++;
+      if (pos === 16) pos = 4;
+    } else {
+      pos = 0;
+      kind = x & 7;
+      prevKey = key;
+    }
+    acc += gain[(kind << 4) | pos] as number;
+    i++;
+  }
+  if (sStart >= 0) {
+    let r = to;
+    while (r > sStart && spaceCode(codes, r - 1)) r--;
+    const rAcc = acc - weightThirds(codes, r, to);
+    out.push(sStart, r, rAcc - sAcc, sAcc - endAcc);
+  }
+}
+
+/**
  * Splits text[start, end) into sentences, German-aware: abbreviations ("z. B.", "Nr.", "Abs.", "ggf."),
  * ordinals ("3. Kapitel", "am 1. Januar 2024"), dates and numbers ("01.02.2024", "1.000"), enumeration
  * labels at the start of a line ("1."), ellipses and quotes/brackets after the period. A blank line always
  * ends a sentence; a single line break does not (hard-wrapped text). Spans are trimmed of white space and
- * together cover every visible character of the range, in order.
- *
- * One pass over the characters, run by run (letters, digits, white space, symbols) exactly as the
- * tokenizer walks them, so each sentence comes with its token weight (`weight`, unrounded; round the sum
- * of a chunk's sentences once) and the chunker needs no second pass. Abbreviation look-ups happen only at
- * a period followed by white space and an upper-case letter.
+ * together cover every visible character of the range, in order. Each sentence comes with its token
+ * weight (`weight`, unrounded; round the sum of a chunk's sentences once), found in the same pass.
  */
 export function splitSentences(text: string, start = 0, end: number = text.length): SentenceSpan[] {
-  const out: SentenceSpan[] = [];
-  const n = Math.min(end, text.length);
   const from = Math.max(0, start);
-  const table = CHAR_CLASS;
-  let sStart = -1; // first visible character of the current sentence
-  let sEnd = 0; // after its last visible character
-  let weight = 0; // weight from sStart to the current position
-  let visibleWeight = 0; // weight from sStart to sEnd
-  let pending = -1; // a decided sentence end that the walk has not reached yet
-  let i = from;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    const cls = table[c] as number;
-    const runStart = i;
-    if (cls === CLASS_SPACE || cls === CLASS_NEWLINE) {
-      // a decided sentence end always lies where white space begins
-      if (i === pending) {
-        out.push({ start: sStart, end: i, weight });
-        sStart = -1;
-        weight = 0;
-        pending = -1;
-      }
-      let newlines = cls === CLASS_NEWLINE ? 1 : 0;
-      i++;
-      for (; i < n; i++) {
-        const d = table[text.charCodeAt(i)];
-        if (d === CLASS_NEWLINE) newlines++;
-        else if (d !== CLASS_SPACE) break;
-      }
-      if (sStart < 0) continue;
-      if (newlines >= 2) {
-        // blank line: paragraph break
-        out.push({ start: sStart, end: sEnd, weight: visibleWeight });
-        sStart = -1;
-        weight = 0;
-        pending = -1;
-        continue;
-      }
-      weight += spaceRunWeight(i - runStart, newlines > 0);
-      continue;
-    }
-    if (sStart < 0) sStart = runStart;
-    if (cls === CLASS_LETTER) {
-      i++;
-      while (i < n && table[text.charCodeAt(i)] === CLASS_LETTER) i++;
-      weight += letterRunWeight(i - runStart);
-    } else if (cls === CLASS_DIGIT) {
-      i++;
-      while (i < n && table[text.charCodeAt(i)] === CLASS_DIGIT) i++;
-      weight += digitRunWeight(i - runStart);
-    } else {
-      i++;
-      while (i < n && text.charCodeAt(i) === c) i++;
-      weight += symbolRunWeight(i - runStart);
-      // a terminator sequence starts here: decide once, where the sequence begins
-      if (
-        isTerminator(c) &&
-        pending < 0 &&
-        !(runStart > from && isTerminator(text.charCodeAt(runStart - 1)))
-      ) {
-        let last = runStart;
-        while (last + 1 < n && isTerminator(text.charCodeAt(last + 1))) last++;
-        let after = last + 1;
-        while (after < n && isCloser(text.charCodeAt(after))) after++;
-        if (after >= n || isSpace(text.charCodeAt(after))) {
-          let next = after;
-          while (next < n && isSpace(text.charCodeAt(next))) next++;
-          if (next >= n || endsSentence(text, from, runStart, last, next, n)) pending = after;
-        }
-      }
-    }
-    sEnd = i;
-    visibleWeight = weight;
+  const to = Math.min(end, text.length);
+  if (from >= to) return [];
+  // the walk looks at nothing outside [from, to), so the range's own code units suffice
+  const sub = from === 0 && to === text.length ? text : text.slice(from, to);
+  const list = new SentenceList();
+  scanSentences(sub, codeUnits(sub), 0, sub.length, list);
+  const out: SentenceSpan[] = new Array(list.count);
+  for (let k = 0; k < list.count; k++) {
+    out[k] = {
+      start: (list.start[k] as number) + from,
+      end: (list.end[k] as number) + from,
+      weight: (list.weight[k] as number) / 3,
+    };
   }
-  if (sStart >= 0) out.push({ start: sStart, end: sEnd, weight: visibleWeight });
   return out;
 }

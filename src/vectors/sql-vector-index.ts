@@ -3,6 +3,7 @@ import { blobToVector, normalizeVector, vectorToBlob } from '../embed/vector-blo
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
 import { checkStamp, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
+import { SimdMatrix } from './simd-scores.js';
 import type {
   CollectionInfo,
   CollectionSpec,
@@ -24,6 +25,8 @@ class PackedCollection {
   ids: string[] = [];
   documentIds: number[] = [];
   matrix: Float32Array;
+  /** the same matrix in WebAssembly memory, scored with SIMD, when available */
+  private simd: SimdMatrix | undefined;
   readonly rowOf = new Map<string, number>();
 
   constructor(
@@ -31,7 +34,12 @@ class PackedCollection {
     public revision: number,
     capacity = 1024,
   ) {
-    this.matrix = new Float32Array(Math.max(1, capacity) * dimensions);
+    this.matrix = this.allocate(Math.max(1, capacity));
+  }
+
+  private allocate(rows: number): Float32Array {
+    this.simd = SimdMatrix.create(rows, this.dimensions);
+    return this.simd?.matrix ?? new Float32Array(rows * this.dimensions);
   }
 
   get size(): number {
@@ -43,8 +51,9 @@ class PackedCollection {
     if (row === undefined) {
       row = this.ids.length;
       if ((row + 1) * this.dimensions > this.matrix.length) {
-        const grown = new Float32Array(Math.ceil((row + 1) * 1.5) * this.dimensions);
-        grown.set(this.matrix);
+        const old = this.matrix.subarray(0, row * this.dimensions);
+        const grown = this.allocate(Math.ceil((row + 1) * 1.5));
+        grown.set(old);
         this.matrix = grown;
       }
       this.ids.push(id);
@@ -87,6 +96,28 @@ class PackedCollection {
     const bestRows: number[] = [];
     const bestScores: number[] = [];
     let floor = -Infinity;
+    const keep = (row: number, score: number) => {
+      if (bestRows.length === limit && score <= floor) return;
+      let at = bestScores.length;
+      while (at > 0 && bestScores[at - 1] < score) at--;
+      bestScores.splice(at, 0, score);
+      bestRows.splice(at, 0, row);
+      if (bestRows.length > limit) {
+        bestRows.pop();
+        bestScores.pop();
+      }
+      if (bestRows.length === limit) floor = bestScores[limit - 1];
+    };
+    if (this.simd) {
+      const scores = this.simd.scores(q, n);
+      for (let row = 0; row < n; row++) {
+        const score = scores[row];
+        if (score <= floor && bestRows.length === limit) continue;
+        if (allowed && !allowed.has(this.documentIds[row])) continue;
+        keep(row, score);
+      }
+      return bestRows.map((row, k) => ({ row, score: bestScores[k] }));
+    }
     for (let row = 0; row < n; row++) {
       if (allowed && !allowed.has(this.documentIds[row])) continue;
       let base = row * d;
@@ -102,17 +133,7 @@ class PackedCollection {
         s3 += m[base + 3] * q[i + 3];
       }
       for (; i < d; i++, base++) s0 += m[base] * q[i];
-      const score = s0 + s1 + s2 + s3;
-      if (bestRows.length === limit && score <= floor) continue;
-      let at = bestScores.length;
-      while (at > 0 && bestScores[at - 1] < score) at--;
-      bestScores.splice(at, 0, score);
-      bestRows.splice(at, 0, row);
-      if (bestRows.length > limit) {
-        bestRows.pop();
-        bestScores.pop();
-      }
-      if (bestRows.length === limit) floor = bestScores[limit - 1];
+      keep(row, s0 + s1 + s2 + s3);
     }
     return bestRows.map((row, k) => ({ row, score: bestScores[k] }));
   }

@@ -1,7 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '../../src/config/schema.js';
 import { type Engine, openEngine } from '../../src/engine/engine.js';
@@ -52,7 +52,11 @@ export function createTestSetup(backend: Backend, extra: Partial<AppConfig> = {}
     open: (more = {}) => openEngine({ flags: { ...flags, ...more }, env, cwd: dataDir }),
     async cleanup() {
       if (names.length) {
-        const admin = new DataSource({ type: 'mysql', url: `${process.env.CPE_TEST_MYSQL_URL!.replace(/\/+$/, '')}/`, connectorPackage: 'mysql2' } as any);
+        const admin = new DataSource({
+          type: 'mysql',
+          url: `${process.env.CPE_TEST_MYSQL_URL!.replace(/\/+$/, '')}/`,
+          connectorPackage: 'mysql2',
+        } as any);
         await admin.initialize();
         for (const name of names) await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
         await admin.destroy();

@@ -3,7 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 
 /** A folder of small German text files: name -> content. Returns the folder. */
-export function makeSourceFolder(files: Record<string, string>, dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-src-'))): string {
+export function makeSourceFolder(
+  files: Record<string, string>,
+  dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-src-')),
+): string {
   for (const [name, content] of Object.entries(files)) {
     const file = path.join(dir, name);
     mkdirSync(path.dirname(file), { recursive: true });

@@ -9,7 +9,12 @@ export interface StepRowSpec {
 }
 
 /** Inserts a pipeline the way a user would, with plain SQL and only the required columns. Returns its id. */
-export async function insertPipeline(db: SqlExecutor, name: string, steps: StepRowSpec[], isDefault = false): Promise<number> {
+export async function insertPipeline(
+  db: SqlExecutor,
+  name: string,
+  steps: StepRowSpec[],
+  isDefault = false,
+): Promise<number> {
   await db.run('INSERT INTO pipeline_configs (name, description, is_default, status) VALUES (?, ?, ?, ?)', [
     name,
     `test pipeline ${name}`,
@@ -19,7 +24,12 @@ export async function insertPipeline(db: SqlExecutor, name: string, steps: StepR
   const [{ id }] = await db.query<{ id: number }>('SELECT id FROM pipeline_configs WHERE name = ?', [name]);
   let order = 10;
   for (const step of steps) {
-    const config = step.config === undefined || step.config === null ? null : typeof step.config === 'string' ? step.config : JSON.stringify(step.config);
+    const config =
+      step.config === undefined || step.config === null
+        ? null
+        : typeof step.config === 'string'
+          ? step.config
+          : JSON.stringify(step.config);
     const dependsOn =
       step.dependsOn === undefined || step.dependsOn === null
         ? null
@@ -27,14 +37,10 @@ export async function insertPipeline(db: SqlExecutor, name: string, steps: StepR
           ? step.dependsOn
           : JSON.stringify(step.dependsOn);
     if (dependsOn === null) {
-      await db.run('INSERT INTO pipeline_steps (pipeline_id, name, step_type, sort_order, enabled, config) VALUES (?, ?, ?, ?, ?, ?)', [
-        id,
-        step.name,
-        step.type,
-        order,
-        step.enabled === false ? 0 : 1,
-        config,
-      ]);
+      await db.run(
+        'INSERT INTO pipeline_steps (pipeline_id, name, step_type, sort_order, enabled, config) VALUES (?, ?, ?, ?, ?, ?)',
+        [id, step.name, step.type, order, step.enabled === false ? 0 : 1, config],
+      );
     } else {
       await db.run(
         'INSERT INTO pipeline_steps (pipeline_id, name, step_type, sort_order, enabled, config, depends_on) VALUES (?, ?, ?, ?, ?, ?, ?)',

@@ -1,8 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import { describeConfig, loadConfig } from '../../config/load.js';
 import { envNames } from '../../config/schema.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
 export const configModule: CommandModule<object, GlobalArgs> = {

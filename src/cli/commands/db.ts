@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { seedDatabase } from '../../db/seed.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 
 const migrate: CommandModule<object, GlobalArgs> = {
   command: 'migrate',
@@ -10,8 +10,12 @@ const migrate: CommandModule<object, GlobalArgs> = {
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       for (const db of [engine.dbs.content, engine.dbs.log]) {
-        const applied = db.applied.length ? `applied ${db.applied.map((v) => String(v).padStart(4, '0')).join(', ')}` : 'up to date';
-        process.stdout.write(`${db.role === 'content' ? 'ki_content' : 'ki_dev'} (${db.location}): ${applied}\n`);
+        const applied = db.applied.length
+          ? `applied ${db.applied.map((v) => String(v).padStart(4, '0')).join(', ')}`
+          : 'up to date';
+        process.stdout.write(
+          `${db.role === 'content' ? 'ki_content' : 'ki_dev'} (${db.location}): ${applied}\n`,
+        );
       }
       return EXIT_OK;
     });
@@ -20,7 +24,8 @@ const migrate: CommandModule<object, GlobalArgs> = {
 
 const seed: CommandModule<object, GlobalArgs> = {
   command: 'seed',
-  describe: 'insert the seeded pipelines (Standard, Schulungsunterlagen) where missing; never overwrites edits',
+  describe:
+    'insert the seeded pipelines (Standard, Schulungsunterlagen) where missing; never overwrites edits',
   builder: (y) => globalOptions(y) as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {

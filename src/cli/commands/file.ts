@@ -8,8 +8,8 @@ import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { sha256File } from '../../util/hash.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { withEngine } from '../engine-options.js';
+import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
@@ -18,27 +18,41 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
   command: 'file <path>',
   describe: 'process one file now (queued and processed like any other; unchanged files cost nothing)',
   builder: (y) =>
-    runOptions(y).positional('path', { type: 'string', demandOption: true, describe: 'the file' }) as unknown as Argv<
-      RunArgs & { path: string }
-    >,
+    runOptions(y).positional('path', {
+      type: 'string',
+      demandOption: true,
+      describe: 'the file',
+    }) as unknown as Argv<RunArgs & { path: string }>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       assertRegistryHealthy(engine.registry);
       const file = path.resolve(args.path);
       const info = await stat(file).catch(() => undefined);
       if (!info?.isFile()) throw new ConfigError(ErrorCodes.USAGE, `${file} is not a file`);
-      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline);
+      const plan = await planPipeline(
+        engine.dbs.content.sql,
+        engine.registry,
+        args.pipeline ?? engine.config.pipeline,
+      );
       const { hash, size } = await sha256File(file);
       const newest = await newestVersion(engine.dbs.content.sql, file);
       const current = newest && newest.status !== 'deleted' ? newest : undefined;
       if (current?.content_hash === hash && !args.force) {
-        process.stdout.write(`${file}: unchanged (document ${current.id}, version ${current.version}, ${current.status})\n`);
+        process.stdout.write(
+          `${file}: unchanged (document ${current.id}, version ${current.version}, ${current.status})\n`,
+        );
         return EXIT_OK;
       }
       await enqueue(engine.dbs.content.sql, {
         path: file,
         hash,
-        action: current ? (current.content_hash === hash ? (current.version > 1 ? 'update' : 'new') : 'update') : 'new',
+        action: current
+          ? current.content_hash === hash
+            ? current.version > 1
+              ? 'update'
+              : 'new'
+            : 'update'
+          : 'new',
         documentId: current?.content_hash === hash ? current.id : null,
         fileSize: size,
         maxAttempts: engine.config.maxAttempts,

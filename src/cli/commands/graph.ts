@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { exportGraph, type GraphFormat } from '../../knowledge/graph-export.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 
 interface GraphArgs extends GlobalArgs {
   format: GraphFormat;
@@ -15,7 +15,11 @@ const exportCommand: CommandModule<object, GraphArgs> = {
   builder: (y) =>
     globalOptions(y)
       .option('format', { choices: ['graphml', 'json'] as const, default: 'json' as GraphFormat })
-      .option('output', { type: 'string', alias: 'o', describe: 'file to write (default: standard output)' }) as unknown as Argv<GraphArgs>,
+      .option('output', {
+        type: 'string',
+        alias: 'o',
+        describe: 'file to write (default: standard output)',
+      }) as unknown as Argv<GraphArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       const text = await exportGraph(engine.dbs.content.sql, args.format);

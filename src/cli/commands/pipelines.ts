@@ -1,9 +1,9 @@
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError } from '../../errors.js';
 import { planPipeline } from '../../engine/plan.js';
+import { ConfigError } from '../../errors.js';
 import { drawDag } from '../draw-dag.js';
-import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
 interface PipelineArgs extends GlobalArgs {
@@ -29,11 +29,21 @@ const list: CommandModule<object, PipelineArgs> = {
         status: String(r.status),
         steps: Number(r.steps),
       }));
-      if (args.json) return printJson(data), EXIT_OK;
+      if (args.json) {
+        printJson(data);
+        return EXIT_OK;
+      }
       process.stdout.write(
         `${formatTable(
           ['id', 'name', 'default', 'status', 'steps', 'description'],
-          data.map((r) => [r.id, r.name, r.is_default ? 'yes' : '', r.status, r.steps, (r.description ?? '').slice(0, 70)]),
+          data.map((r) => [
+            r.id,
+            r.name,
+            r.is_default ? 'yes' : '',
+            r.status,
+            r.steps,
+            (r.description ?? '').slice(0, 70),
+          ]),
         )}\n`,
       );
       return EXIT_OK;
@@ -45,7 +55,9 @@ const show: CommandModule<object, PipelineArgs> = {
   command: 'show <name>',
   describe: 'the plan of a pipeline: steps, effective configs, and the DAG drawn',
   builder: (y) =>
-    globalOptions(y).positional('name', { type: 'string', demandOption: true }).option('json', { type: 'boolean' }) as unknown as Argv<PipelineArgs>,
+    globalOptions(y)
+      .positional('name', { type: 'string', demandOption: true })
+      .option('json', { type: 'boolean' }) as unknown as Argv<PipelineArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.name);
@@ -68,7 +80,8 @@ const show: CommandModule<object, PipelineArgs> = {
         return EXIT_OK;
       }
       process.stdout.write(`${drawDag(plan)}\n\nconfigs (defaults filled):\n`);
-      for (const s of plan.steps) process.stdout.write(`  ${s.name.padEnd(18)} ${JSON.stringify(s.config)}\n`);
+      for (const s of plan.steps)
+        process.stdout.write(`  ${s.name.padEnd(18)} ${JSON.stringify(s.config)}\n`);
       return EXIT_OK;
     });
   },
@@ -82,14 +95,18 @@ const validate: CommandModule<object, PipelineArgs> = {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       const names = args.name
         ? [args.name]
-        : (await engine.dbs.content.sql.query<{ name: string }>("SELECT name FROM pipeline_configs WHERE status = 'active' ORDER BY name")).map(
-            (r) => r.name,
-          );
+        : (
+            await engine.dbs.content.sql.query<{ name: string }>(
+              "SELECT name FROM pipeline_configs WHERE status = 'active' ORDER BY name",
+            )
+          ).map((r) => r.name);
       let failed = false;
       for (const name of names) {
         try {
           const plan = await planPipeline(engine.dbs.content.sql, engine.registry, name);
-          process.stdout.write(`ok       ${name} (${plan.steps.length} steps, version ${plan.versionHash})\n`);
+          process.stdout.write(
+            `ok       ${name} (${plan.steps.length} steps, version ${plan.versionHash})\n`,
+          );
         } catch (error) {
           if (!(error instanceof ConfigError)) throw error;
           failed = true;

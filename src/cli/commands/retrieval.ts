@@ -1,11 +1,17 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolvePromptTemplate } from '../../llm/prompts.js';
 import { buildContext } from '../../retrieval/context.js';
-import { contextJson, formatContext, formatSearchHits, formatVerifyReport, searchHitsJson } from '../../retrieval/format.js';
+import {
+  contextJson,
+  formatContext,
+  formatSearchHits,
+  formatVerifyReport,
+  searchHitsJson,
+} from '../../retrieval/format.js';
 import { searchChunks } from '../../retrieval/search.js';
 import { verifyIndex } from '../../retrieval/verify.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
 interface QueryArgs extends GlobalArgs {
@@ -15,15 +21,22 @@ interface QueryArgs extends GlobalArgs {
 }
 
 const queryOptions = <T>(y: Argv<T>) =>
-  globalOptions(y).positional('query', { type: 'string', demandOption: true }).option('json', { type: 'boolean' });
+  globalOptions(y)
+    .positional('query', { type: 'string', demandOption: true })
+    .option('json', { type: 'boolean' });
 
 export const searchModule: CommandModule<object, QueryArgs> = {
   command: 'search <query>',
   describe: 'similarity search over the chunks: score, document, heading path, page, snippet',
-  builder: (y) => queryOptions(y).option('limit', { type: 'number', default: 10 }) as unknown as Argv<QueryArgs>,
+  builder: (y) =>
+    queryOptions(y).option('limit', { type: 'number', default: 10 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
-      const hits = await searchChunks({ db: engine.dbs.content.sql, providers: engine.providers }, args.query, { limit: args.limit });
+      const hits = await searchChunks(
+        { db: engine.dbs.content.sql, providers: engine.providers },
+        args.query,
+        { limit: args.limit },
+      );
       if (args.json) printJson(searchHitsJson(hits));
       else process.stdout.write(`${formatSearchHits(args.query, hits)}\n`);
       return EXIT_OK;
@@ -34,12 +47,17 @@ export const searchModule: CommandModule<object, QueryArgs> = {
 export const contextModule: CommandModule<object, QueryArgs> = {
   command: 'context <query>',
   describe: 'the context block an assistant would get: [Quelle N: title] blocks within a token budget',
-  builder: (y) => queryOptions(y).option('max-tokens', { type: 'number', default: 3000 }) as unknown as Argv<QueryArgs>,
+  builder: (y) =>
+    queryOptions(y).option('max-tokens', { type: 'number', default: 3000 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
-      const context = await buildContext({ db: engine.dbs.content.sql, providers: engine.providers }, args.query, {
-        maxTokens: args['max-tokens'],
-      });
+      const context = await buildContext(
+        { db: engine.dbs.content.sql, providers: engine.providers },
+        args.query,
+        {
+          maxTokens: args['max-tokens'],
+        },
+      );
       if (args.json) printJson(contextJson(context));
       else process.stdout.write(`${formatContext(context)}\n`);
       return EXIT_OK;
@@ -64,30 +82,51 @@ const answerSchema = {
 
 export const askModule: CommandModule<object, QueryArgs & { provider?: string; model?: string }> = {
   command: 'ask <query>',
-  describe: 'answer a question from the context with an LLM, citing [Quelle N]; without an LLM, show the context',
+  describe:
+    'answer a question from the context with an LLM, citing [Quelle N]; without an LLM, show the context',
   builder: (y) =>
     queryOptions(y)
       .option('max-tokens', { type: 'number', default: 3000, describe: 'context budget' })
       .option('provider', { type: 'string', choices: ['anthropic', 'ollama'] })
-      .option('model', { type: 'string' }) as unknown as Argv<QueryArgs & { provider?: string; model?: string }>,
+      .option('model', { type: 'string' }) as unknown as Argv<
+      QueryArgs & { provider?: string; model?: string }
+    >,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
-      const context = await buildContext({ db: engine.dbs.content.sql, providers: engine.providers }, args.query, {
-        maxTokens: args['max-tokens'],
-      });
+      const context = await buildContext(
+        { db: engine.dbs.content.sql, providers: engine.providers },
+        args.query,
+        {
+          maxTokens: args['max-tokens'],
+        },
+      );
       const resolution = await engine.providers.llm({ provider: args.provider, model: args.model });
       if (!resolution.llm) {
         if (args.json) printJson({ answer: null, reason: resolution.reason, context: contextJson(context) });
-        else process.stdout.write(`${resolution.reason}\nThe context that would have been used:\n\n${formatContext(context)}\n`);
+        else
+          process.stdout.write(
+            `${resolution.reason}\nThe context that would have been used:\n\n${formatContext(context)}\n`,
+          );
         return EXIT_OK;
       }
       const prompt = resolvePromptTemplate('ask')
         .replaceAll('{{question}}', args.query)
         .replaceAll('{{context}}', context.text || '(keine passenden Quellen gefunden)');
-      const result = await resolution.llm.generate<Answer>({ prompt, schema: answerSchema, schemaName: 'answer', maxTokens: 1500 });
+      const result = await resolution.llm.generate<Answer>({
+        prompt,
+        schema: answerSchema,
+        schemaName: 'answer',
+        maxTokens: 1500,
+      });
       const cited = result.value.sources.map((n) => context.sources[n - 1]).filter(Boolean);
       if (args.json) {
-        printJson({ answer: result.value.answer, sources: cited, model: result.model, provider: result.provider, cached: result.cached });
+        printJson({
+          answer: result.value.answer,
+          sources: cited,
+          model: result.model,
+          provider: result.provider,
+          cached: result.cached,
+        });
       } else {
         process.stdout.write(`${result.value.answer}\n\n`);
         for (const n of result.value.sources) {
@@ -102,14 +141,18 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
 
 export const verifyModule: CommandModule<object, GlobalArgs & { repair?: boolean }> = {
   command: 'verify',
-  describe: 'compare SQL with the vector index (missing, orphan, stale points; model and dimension); --repair fixes',
+  describe:
+    'compare SQL with the vector index (missing, orphan, stale points; model and dimension); --repair fixes',
   builder: (y) =>
     globalOptions(y)
       .option('repair', { type: 'boolean', describe: 'make the index agree with SQL' })
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { repair?: boolean }>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
-      const report = await verifyIndex({ db: engine.dbs.content.sql, providers: engine.providers }, { repair: args.repair });
+      const report = await verifyIndex(
+        { db: engine.dbs.content.sql, providers: engine.providers },
+        { repair: args.repair },
+      );
       if (args.json) printJson(report);
       else process.stdout.write(`${formatVerifyReport(report)}\n`);
       return report.ok ? EXIT_OK : EXIT_FAILURES;

@@ -1,7 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { retryFailedItems } from '../../engine/queue.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 
 export const retryModule: CommandModule<object, GlobalArgs> = {
   command: 'retry',

@@ -1,13 +1,13 @@
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { assertRegistryHealthy } from '../../engine/registry.js';
-import { planPipeline } from '../../engine/plan.js';
-import { runPipeline, type RunSummary } from '../../engine/runner.js';
 import type { Engine } from '../../engine/engine.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
-import { createProgress } from '../progress.js';
+import { planPipeline } from '../../engine/plan.js';
+import { assertRegistryHealthy } from '../../engine/registry.js';
+import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { printDryRun } from '../dry-run.js';
+import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 
 export interface RunArgs extends GlobalArgs {
@@ -25,7 +25,10 @@ export const runOptions = <T>(yargs: Argv<T>) =>
     .option('source', { type: 'string', describe: 'folder to scan (CPE_SOURCE)' })
     .option('concurrency', { type: 'number', describe: 'documents processed at once (default 2)' })
     .option('dry-run', { type: 'boolean', describe: 'list what would be done per file; change nothing' })
-    .option('force', { type: 'boolean', describe: 'reprocess every document, ignoring checkpoints (caches still apply)' })
+    .option('force', {
+      type: 'boolean',
+      describe: 'reprocess every document, ignoring checkpoints (caches still apply)',
+    })
     .option('json', { type: 'boolean', describe: 'print the run summary as JSON' });
 
 export function printSummary(summary: RunSummary, json: boolean | undefined) {
@@ -38,13 +41,22 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
     `run ${summary.runId} ${summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped ` +
       `of ${summary.docsTotal} in ${seconds} s (steps: ${summary.stepsOk} ok, ${summary.stepsFailed} failed, ${summary.stepsSkipped} skipped)\n`,
   );
-  for (const failure of summary.failures) process.stdout.write(`  failed: ${failure.path}\n    ${failure.error.split('\n')[0]}\n`);
+  for (const failure of summary.failures)
+    process.stdout.write(`  failed: ${failure.path}\n    ${failure.error.split('\n')[0]}\n`);
 }
 
 /** scan + process with one pipeline: the main job. */
-export async function runCommand(engine: Engine, args: RunArgs, mode: { scan: boolean; process: boolean; limit?: number }) {
+export async function runCommand(
+  engine: Engine,
+  args: RunArgs,
+  mode: { scan: boolean; process: boolean; limit?: number },
+) {
   assertRegistryHealthy(engine.registry);
-  const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline);
+  const plan = await planPipeline(
+    engine.dbs.content.sql,
+    engine.registry,
+    args.pipeline ?? engine.config.pipeline,
+  );
   const sourceDir = engine.config.source ? path.resolve(engine.config.source) : undefined;
   if (args['dry-run']) {
     await printDryRun(engine, plan, sourceDir, args.json ?? false);
@@ -77,8 +89,10 @@ export const runModule: CommandModule<object, RunArgs> = {
   describe: 'scan the source folder and process everything queued with a pipeline',
   builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, { source: args.source, concurrency: args.concurrency }, (engine) =>
-      runCommand(engine, args, { scan: true, process: true }),
+    process.exitCode = await withEngine(
+      args,
+      { source: args.source, concurrency: args.concurrency },
+      (engine) => runCommand(engine, args, { scan: true, process: true }),
     );
   },
 };
@@ -105,9 +119,10 @@ export const processModule: CommandModule<object, RunArgs & { limit?: number }> 
   command: 'process',
   describe: 'process queued items (no scan)',
   builder: (y) =>
-    runOptions(y).option('limit', { type: 'number', describe: 'stop after this many queue items' }) as unknown as Argv<
-      RunArgs & { limit?: number }
-    >,
+    runOptions(y).option('limit', {
+      type: 'number',
+      describe: 'stop after this many queue items',
+    }) as unknown as Argv<RunArgs & { limit?: number }>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, { concurrency: args.concurrency }, (engine) =>
       runCommand(engine, args, { scan: false, process: true, limit: args.limit }),

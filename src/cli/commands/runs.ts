@@ -1,8 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
 export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = {
@@ -23,7 +23,20 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
       }
       process.stdout.write(
         `${formatTable(
-          ['run', 'pipeline', 'version', 'status', 'docs', 'done', 'failed', 'steps ok/failed/skipped', 'tokens in/out', 'seconds', 'started', 'host:pid'],
+          [
+            'run',
+            'pipeline',
+            'version',
+            'status',
+            'docs',
+            'done',
+            'failed',
+            'steps ok/failed/skipped',
+            'tokens in/out',
+            'seconds',
+            'started',
+            'host:pid',
+          ],
           runs.map((r) => [
             r.id,
             r.pipeline_name,
@@ -55,10 +68,18 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> =
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       const log = engine.dbs.log.sql;
-      const [run] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [args.runId]);
+      const [run] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [
+        args.runId,
+      ]);
       if (!run) throw new ConfigError(ErrorCodes.USAGE, `no run ${args.runId} in ki_dev`);
-      const steps = await log.query<Record<string, any>>('SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id', [args.runId]);
-      const lines = await log.query<Record<string, any>>('SELECT * FROM pipeline_log WHERE run_id = ? ORDER BY id', [args.runId]);
+      const steps = await log.query<Record<string, any>>(
+        'SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id',
+        [args.runId],
+      );
+      const lines = await log.query<Record<string, any>>(
+        'SELECT * FROM pipeline_log WHERE run_id = ? ORDER BY id',
+        [args.runId],
+      );
       if (args.json) {
         printJson({
           run: { ...run, profile: parseJsonColumn(run.profile, null) },
@@ -84,7 +105,9 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> =
         )}\n\n`,
       );
       for (const l of lines) {
-        process.stdout.write(`${l.created_at} ${String(l.level).padEnd(5)} ${l.step_name ?? ''}${l.document_id ? ` doc ${l.document_id}` : ''}: ${l.message}\n`);
+        process.stdout.write(
+          `${l.created_at} ${String(l.level).padEnd(5)} ${l.step_name ?? ''}${l.document_id ? ` doc ${l.document_id}` : ''}: ${l.message}\n`,
+        );
       }
       return EXIT_OK;
     });

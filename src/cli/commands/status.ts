@@ -1,8 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import { documentStatus, statusReport } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
 interface StatusArgs extends GlobalArgs {
@@ -15,20 +15,29 @@ export const statusModule: CommandModule<object, StatusArgs> = {
   command: 'status',
   describe: 'queue, documents, embeddings, recent runs and which parts are embedded or real servers',
   builder: (y) =>
-    globalOptions(y)
-      .option('json', { type: 'boolean' })
-      .option('doc', { type: 'string', describe: 'one document: its id or source path' }) as unknown as Argv<StatusArgs>,
+    globalOptions(y).option('json', { type: 'boolean' }).option('doc', {
+      type: 'string',
+      describe: 'one document: its id or source path',
+    }) as unknown as Argv<StatusArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       if (args.doc !== undefined) {
         const report = await documentStatus(engine, String(args.doc));
         if (!report) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.doc}`);
-        if (args.json) return printJson(report), EXIT_OK;
+        if (args.json) {
+          printJson(report);
+          return EXIT_OK;
+        }
         const d = report.document;
         out(`document ${d.id}: ${d.source_path}`);
-        out(`  version ${d.version}${d.previous_version_id ? ` (previous: ${d.previous_version_id})` : ''}, status ${d.status}${Number(d.is_latest) ? ', latest' : ''}`);
-        out(`  title ${d.title ?? '-'}, language ${d.language ?? '-'}, ${report.pages} page(s), ${report.chunks} chunk(s)`);
-        if (report.ocrNeeded) out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
+        out(
+          `  version ${d.version}${d.previous_version_id ? ` (previous: ${d.previous_version_id})` : ''}, status ${d.status}${Number(d.is_latest) ? ', latest' : ''}`,
+        );
+        out(
+          `  title ${d.title ?? '-'}, language ${d.language ?? '-'}, ${report.pages} page(s), ${report.chunks} chunk(s)`,
+        );
+        if (report.ocrNeeded)
+          out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
         if (d.error) out(`  error: ${d.error}`);
         out('');
         out(
@@ -49,7 +58,10 @@ export const statusModule: CommandModule<object, StatusArgs> = {
         return EXIT_OK;
       }
       const report = await statusReport(engine);
-      if (args.json) return printJson(report), EXIT_OK;
+      if (args.json) {
+        printJson(report);
+        return EXIT_OK;
+      }
       out('parts:');
       for (const [part, where] of Object.entries(report.profile)) out(`  ${part.padEnd(10)} ${where}`);
       const list = (counts: Record<string, number>) =>
@@ -67,11 +79,15 @@ export const statusModule: CommandModule<object, StatusArgs> = {
       }
       if (report.expiredLeases.length) {
         out('expired leases (taken over by the next claim):');
-        for (const e of report.expiredLeases) out(`  item ${e.id} ${e.path} (was ${e.lockedBy}, until ${e.lockedUntil})`);
+        for (const e of report.expiredLeases)
+          out(`  item ${e.id} ${e.path} (was ${e.lockedBy}, until ${e.lockedUntil})`);
       }
       if (report.recentFailures.length) {
         out('failures:');
-        for (const f of report.recentFailures) out(`  ${f.status} after ${f.attempts} attempt(s): ${f.path}\n    ${(f.lastError ?? '').split('\n')[0]}`);
+        for (const f of report.recentFailures)
+          out(
+            `  ${f.status} after ${f.attempts} attempt(s): ${f.path}\n    ${(f.lastError ?? '').split('\n')[0]}`,
+          );
       }
       if (report.runs.length) {
         out('last runs:');

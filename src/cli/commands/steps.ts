@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
-import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
 export const stepsModule: CommandModule<object, GlobalArgs> = {
@@ -21,10 +21,15 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
       } else {
         for (const step of steps) {
           process.stdout.write(`${step.type}  (${step.scope}, ${step.source})\n  ${step.description}\n`);
-          const props = (step.configSchema.properties ?? {}) as Record<string, { type?: unknown; default?: unknown; description?: string }>;
+          const props = (step.configSchema.properties ?? {}) as Record<
+            string,
+            { type?: unknown; default?: unknown; description?: string }
+          >;
           for (const [key, schema] of Object.entries(props)) {
             const def = schema.default === undefined ? '' : ` = ${JSON.stringify(schema.default)}`;
-            process.stdout.write(`    ${key}: ${JSON.stringify(schema.type ?? 'any')}${def}${schema.description ? `  (${schema.description})` : ''}\n`);
+            process.stdout.write(
+              `    ${key}: ${JSON.stringify(schema.type ?? 'any')}${def}${schema.description ? `  (${schema.description})` : ''}\n`,
+            );
           }
         }
         for (const problem of engine.registry.problems) process.stderr.write(`cpe: ${problem}\n`);

@@ -5,8 +5,8 @@ import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { watchFolder } from '../../engine/watch.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
@@ -15,36 +15,52 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
   command: 'watch',
   describe: 'watch an import folder and process what arrives (debounced; files still being written wait)',
   builder: (y) =>
-    runOptions(y).option('debounce', { type: 'number', default: 1500, describe: 'quiet milliseconds before processing' }) as unknown as Argv<
-      RunArgs & { debounce: number }
-    >,
+    runOptions(y).option('debounce', {
+      type: 'number',
+      default: 1500,
+      describe: 'quiet milliseconds before processing',
+    }) as unknown as Argv<RunArgs & { debounce: number }>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, { source: args.source, concurrency: args.concurrency }, async (engine) => {
-      assertRegistryHealthy(engine.registry);
-      if (!engine.config.source) throw new ConfigError(ErrorCodes.USAGE, 'watch needs a folder: --source=DIR (or CPE_SOURCE)');
-      const sourceDir = path.resolve(engine.config.source);
-      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline);
-      const cancel = cancelOnSignals();
-      const pass = async () => {
-        const progress = createProgress();
-        const summary = await runPipeline(engine, {
-          plan,
-          sourceDir,
-          concurrency: engine.config.concurrency,
-          signal: cancel.signal,
-          onEvent: progress.onEvent,
-        });
-        progress.finish();
-        printSummary(summary, false);
-      };
-      try {
-        await pass(); // what is already there
-        process.stderr.write(`watching ${sourceDir} (Ctrl-C stops)\n`);
-        await watchFolder(sourceDir, { debounceMs: args.debounce, settleMs: 500, signal: cancel.signal, onBatch: pass });
-        return EXIT_OK;
-      } finally {
-        cancel.dispose();
-      }
-    });
+    process.exitCode = await withEngine(
+      args,
+      { source: args.source, concurrency: args.concurrency },
+      async (engine) => {
+        assertRegistryHealthy(engine.registry);
+        if (!engine.config.source)
+          throw new ConfigError(ErrorCodes.USAGE, 'watch needs a folder: --source=DIR (or CPE_SOURCE)');
+        const sourceDir = path.resolve(engine.config.source);
+        const plan = await planPipeline(
+          engine.dbs.content.sql,
+          engine.registry,
+          args.pipeline ?? engine.config.pipeline,
+        );
+        const cancel = cancelOnSignals();
+        const pass = async () => {
+          const progress = createProgress();
+          const summary = await runPipeline(engine, {
+            plan,
+            sourceDir,
+            concurrency: engine.config.concurrency,
+            signal: cancel.signal,
+            onEvent: progress.onEvent,
+          });
+          progress.finish();
+          printSummary(summary, false);
+        };
+        try {
+          await pass(); // what is already there
+          process.stderr.write(`watching ${sourceDir} (Ctrl-C stops)\n`);
+          await watchFolder(sourceDir, {
+            debounceMs: args.debounce,
+            settleMs: 500,
+            signal: cancel.signal,
+            onBatch: pass,
+          });
+          return EXIT_OK;
+        } finally {
+          cancel.dispose();
+        }
+      },
+    );
   },
 };

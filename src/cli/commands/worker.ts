@@ -2,8 +2,8 @@ import type { Argv, CommandModule } from 'yargs';
 import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
-import { EXIT_OK } from '../exit-codes.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 import { printSummary } from './run.js';
@@ -23,11 +23,18 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
   builder: (y) =>
     globalOptions(y)
       .option('pipeline', { type: 'string', describe: 'pipeline name (default: the is_default one)' })
-      .option('concurrency', { type: 'number', describe: 'items processed at once' }) as unknown as Argv<WorkerArgs>,
+      .option('concurrency', {
+        type: 'number',
+        describe: 'items processed at once',
+      }) as unknown as Argv<WorkerArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, { concurrency: args.concurrency }, async (engine) => {
       assertRegistryHealthy(engine.registry);
-      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline);
+      const plan = await planPipeline(
+        engine.dbs.content.sql,
+        engine.registry,
+        args.pipeline ?? engine.config.pipeline,
+      );
       const progress = createProgress();
       const cancel = cancelOnSignals();
       try {

@@ -25,7 +25,9 @@ for (const backend of testBackends()) {
         { name: 'nap', type: 'sleep', config: { ms: 400 } },
         { name: 'double', type: 'double' },
       ]);
-      await insertPipeline(engine.dbs.content.sql, 'bad', [{ name: 'x', type: 'double', config: { value: 'viel' } }]);
+      await insertPipeline(engine.dbs.content.sql, 'bad', [
+        { name: 'x', type: 'double', config: { value: 'viel' } },
+      ]);
       await engine.close();
     });
     after(async () => setup?.cleanup());
@@ -41,7 +43,9 @@ for (const backend of testBackends()) {
       const good = await runCli(['pipelines', 'validate', 'Schulungsunterlagen'], setup.env);
       expect(good.code).to.equal(0);
       const show = await runCli(['pipelines', 'show', 'Schulungsunterlagen'], setup.env);
-      expect(show.stdout).to.contain('per document:').and.to.contain('finalize  <- metadata_store, vector_store');
+      expect(show.stdout)
+        .to.contain('per document:')
+        .and.to.contain('finalize  <- metadata_store, vector_store');
     });
 
     it('rejects unknown options and bad configuration with exit 2', async () => {
@@ -67,9 +71,13 @@ for (const backend of testBackends()) {
       expect(code).to.be.oneOf([0, 1]);
       const engine = await setup.open();
       try {
-        const [run] = await engine.dbs.log.sql.query<Record<string, any>>('SELECT status FROM pipeline_runs ORDER BY id DESC LIMIT 1');
+        const [run] = await engine.dbs.log.sql.query<Record<string, any>>(
+          'SELECT status FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+        );
         expect(run.status).to.equal('cancelled');
-        const locked = await engine.dbs.content.sql.query("SELECT id FROM pipeline_queue WHERE status = 'processing' OR locked_by IS NOT NULL");
+        const locked = await engine.dbs.content.sql.query(
+          "SELECT id FROM pipeline_queue WHERE status = 'processing' OR locked_by IS NOT NULL",
+        );
         expect(locked).to.deep.equal([]);
       } finally {
         await engine.close();
@@ -102,7 +110,9 @@ for (const backend of testBackends()) {
         );
         expect(docs).to.have.length(6);
         expect(docs.every((d) => Number(d.n) === 1 && d.status === 'done')).to.equal(true);
-        const items = await engine.dbs.content.sql.query<Record<string, any>>("SELECT status FROM pipeline_queue WHERE path LIKE '%sigkill%'");
+        const items = await engine.dbs.content.sql.query<Record<string, any>>(
+          "SELECT status FROM pipeline_queue WHERE path LIKE '%sigkill%'",
+        );
         expect(items.map((i) => i.status)).to.deep.equal(new Array(6).fill('done'));
       } finally {
         await engine.close();

@@ -35,11 +35,23 @@ for (const backend of testBackends()) {
     it('seeds Standard (default, 5 steps) and Schulungsunterlagen (20 steps, a DAG that branches after chunk)', async () => {
       const standard = await planPipeline(engine.dbs.content.sql, engine.registry);
       expect(standard.pipeline.name).to.equal('Standard');
-      expect(standard.steps.map((s) => s.type)).to.deep.equal(['detect', 'extract', 'chunk', 'embed', 'analyze']);
+      expect(standard.steps.map((s) => s.type)).to.deep.equal([
+        'detect',
+        'extract',
+        'chunk',
+        'embed',
+        'analyze',
+      ]);
       const training = await planPipeline(engine.dbs.content.sql, engine.registry, 'Schulungsunterlagen');
       expect(training.steps).to.have.length(20);
       const afterChunk = training.steps.filter((s) => s.dependsOn.includes('chunk')).map((s) => s.name);
-      expect(afterChunk).to.include.members(['embed', 'entity_extract', 'semantic_analyze', 'summarize', 'question_generate']);
+      expect(afterChunk).to.include.members([
+        'embed',
+        'entity_extract',
+        'semantic_analyze',
+        'summarize',
+        'question_generate',
+      ]);
       expect(training.byName.get('finalize')!.dependsOn.length).to.be.greaterThan(3);
       expect(training.byName.get('collection_setup')!.phase).to.equal('pre');
       expect(training.byName.get('index_optimize')!.phase).to.equal('post');
@@ -71,7 +83,10 @@ for (const backend of testBackends()) {
         { name: 'a', type: 'sleep' },
         { name: 'f', type: 'double', config: { valu: 2 } },
       ]);
-      const rows = await db.query<{ id: number; name: string }>('SELECT id, name FROM pipeline_steps WHERE pipeline_id = ? ORDER BY id', [id]);
+      const rows = await db.query<{ id: number; name: string }>(
+        'SELECT id, name FROM pipeline_steps WHERE pipeline_id = ? ORDER BY id',
+        [id],
+      );
       const rowId = (name: string, nth = 0) => Number(rows.filter((r) => r.name === name)[nth]!.id);
       const problems = await planError(engine, 'broken');
       expect(problems).to.include.members([
@@ -84,7 +99,9 @@ for (const backend of testBackends()) {
         `pipeline_steps id=${rowId('a', 1)} 'a': duplicate step name 'a' (also pipeline_steps id=${rowId('a')})`,
         `pipeline_steps id=${rowId('f')} 'f': config has unknown key 'valu'`,
       ]);
-      expect(problems.find((p) => p.startsWith(`pipeline_steps id=${rowId('c')} 'c': config is not valid JSON`))).to.be.a('string');
+      expect(
+        problems.find((p) => p.startsWith(`pipeline_steps id=${rowId('c')} 'c': config is not valid JSON`)),
+      ).to.be.a('string');
     });
 
     it('refuses a cycle and names it', async () => {
@@ -95,7 +112,9 @@ for (const backend of testBackends()) {
       ]);
       const problems = await planError(engine, 'cyclic');
       expect(problems).to.have.length(1);
-      expect(problems[0]).to.match(/^pipeline 'cyclic': steps form a cycle: (x|y|z) -> (x|y|z) -> (x|y|z) -> (x|y|z)$/);
+      expect(problems[0]).to.match(
+        /^pipeline 'cyclic': steps form a cycle: (x|y|z) -> (x|y|z) -> (x|y|z) -> (x|y|z)$/,
+      );
     });
 
     it('names an unknown pipeline and lists the known ones', async () => {
@@ -103,7 +122,9 @@ for (const backend of testBackends()) {
         await planPipeline(engine.dbs.content.sql, engine.registry, 'Nope');
         expect.fail('planned');
       } catch (error) {
-        expect((error as Error).message).to.match(/pipeline 'Nope' not found; known pipelines: .*Schulungsunterlagen.*Standard/);
+        expect((error as Error).message).to.match(
+          /pipeline 'Nope' not found; known pipelines: .*Schulungsunterlagen.*Standard/,
+        );
       }
     });
 
@@ -115,7 +136,10 @@ for (const backend of testBackends()) {
         { name: 'side', type: 'double', dependsOn: ['one'] },
       ]);
       const before = await planPipeline(db, engine.registry, 'lineage');
-      await db.run(`UPDATE pipeline_steps SET config = '{"value": 5}' WHERE pipeline_id = ? AND name = 'two'`, [id]);
+      await db.run(
+        `UPDATE pipeline_steps SET config = '{"value": 5}' WHERE pipeline_id = ? AND name = 'two'`,
+        [id],
+      );
       const after = await planPipeline(db, engine.registry, 'lineage');
       expect(after.versionHash).to.not.equal(before.versionHash);
       expect(after.byName.get('one')!.lineageHash).to.equal(before.byName.get('one')!.lineageHash);
@@ -138,7 +162,9 @@ describe('plugin registry', () => {
   it('does not let a custom plugin silently replace a built-in type', async () => {
     const registry = await loadPluginRegistry([path.join(fixtures, 'shadow-plugins')]);
     expect(registry.get('detect')!.source).to.equal('builtin');
-    expect(registry.problems[0]).to.match(/my_detect\.ts: type 'detect' is a built-in step type; a custom plugin may not replace it/);
+    expect(registry.problems[0]).to.match(
+      /my_detect\.ts: type 'detect' is a built-in step type; a custom plugin may not replace it/,
+    );
   });
 
   it('loads built-ins from steps/ with type = basename, and fixture plugins with their file as source', async () => {

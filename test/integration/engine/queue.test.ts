@@ -1,13 +1,17 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
-import { enqueue, failQueueItem, claimQueueItems, retryFailedItems } from '../../../src/engine/queue.js';
+import { claimQueueItems, enqueue, failQueueItem, retryFailedItems } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { projectRoot } from '../../helpers/cli.js';
 
 function claimInChild(name: string, startAt: number, env: NodeJS.ProcessEnv): Promise<number[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/helpers/claim-worker.ts'), name, String(startAt)], { env });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(projectRoot, 'test/helpers/claim-worker.ts'), name, String(startAt)],
+      { env },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => {
@@ -16,7 +20,9 @@ function claimInChild(name: string, startAt: number, env: NodeJS.ProcessEnv): Pr
     child.stderr.on('data', (d) => {
       err += d;
     });
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${name} exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${name} exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -32,11 +38,19 @@ for (const backend of testBackends()) {
     it('never gives one item to two processes claiming from one queue of 200 items', async () => {
       const engine = await setup.open();
       for (let i = 0; i < 200; i++) {
-        await enqueue(engine.dbs.content.sql, { path: `/claims/f${i}.md`, hash: 'h'.repeat(64), action: 'new', maxAttempts: 3 });
+        await enqueue(engine.dbs.content.sql, {
+          path: `/claims/f${i}.md`,
+          hash: 'h'.repeat(64),
+          action: 'new',
+          maxAttempts: 3,
+        });
       }
       await engine.close();
       const startAt = Date.now() + 15000; // both processes are up by then and start claiming together
-      const [a, b] = await Promise.all([claimInChild('A', startAt, setup.env), claimInChild('B', startAt, setup.env)]);
+      const [a, b] = await Promise.all([
+        claimInChild('A', startAt, setup.env),
+        claimInChild('B', startAt, setup.env),
+      ]);
       const all = [...a, ...b];
       expect(all).to.have.length(200);
       expect(new Set(all).size).to.equal(200);

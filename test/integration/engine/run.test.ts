@@ -24,15 +24,27 @@ for (const backend of testBackends()) {
 
     const plan = (name: string) => planPipeline(engine.dbs.content.sql, engine.registry, name);
     const stepRuns = (runId: number) =>
-      engine.dbs.log.sql.query<Record<string, any>>('SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id', [runId]);
+      engine.dbs.log.sql.query<Record<string, any>>(
+        'SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id',
+        [runId],
+      );
 
     it('runs a custom plugin pipeline inserted with SQL over a folder and records every step in ki_dev', async () => {
       await insertPipeline(engine.dbs.content.sql, 'custom', [
         { name: 'detect', type: 'detect' },
         { name: 'double', type: 'double', config: { value: 4 } },
       ]);
-      const source = makeSourceFolder({ ...generatedDocuments(3), '.hidden.md': 'x', '.git/x.md': 'y', 'notes.xyz': 'z' });
-      const summary = await runPipeline(engine, { plan: await plan('custom'), sourceDir: source, concurrency: 2 });
+      const source = makeSourceFolder({
+        ...generatedDocuments(3),
+        '.hidden.md': 'x',
+        '.git/x.md': 'y',
+        'notes.xyz': 'z',
+      });
+      const summary = await runPipeline(engine, {
+        plan: await plan('custom'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(summary).to.include({ status: 'ok', docsTotal: 3, docsDone: 3, docsFailed: 0 });
       const rows = await stepRuns(summary.runId);
       const doubled = rows.filter((r) => r.step_name === 'double');
@@ -40,10 +52,15 @@ for (const backend of testBackends()) {
       expect(doubled.every((r) => r.status === 'ok' && JSON.parse(r.counts).doubled === 8)).to.equal(true);
       const detect = rows.find((r) => r.step_name === 'detect')!;
       expect(JSON.parse(detect.counts)).to.include({ new: 3, ignored: 1 });
-      const [run] = await engine.dbs.log.sql.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [summary.runId]);
+      const [run] = await engine.dbs.log.sql.query<Record<string, any>>(
+        'SELECT * FROM pipeline_runs WHERE id = ?',
+        [summary.runId],
+      );
       expect(run).to.include({ status: 'ok', pipeline_name: 'custom' });
       expect(Number(run.docs_done)).to.equal(3);
-      const docs = await engine.dbs.content.sql.query<Record<string, any>>('SELECT * FROM documents ORDER BY id');
+      const docs = await engine.dbs.content.sql.query<Record<string, any>>(
+        'SELECT * FROM documents ORDER BY id',
+      );
       expect(docs.map((d) => [d.status, Number(d.is_latest), Number(d.version)])).to.deep.equal([
         ['done', 1, 1],
         ['done', 1, 1],
@@ -59,7 +76,11 @@ for (const backend of testBackends()) {
         { name: 'join', type: 'double', dependsOn: ['left', 'right'] },
       ]);
       const source = makeSourceFolder(generatedDocuments(1));
-      const summary = await runPipeline(engine, { plan: await plan('branches'), sourceDir: source, concurrency: 1 });
+      const summary = await runPipeline(engine, {
+        plan: await plan('branches'),
+        sourceDir: source,
+        concurrency: 1,
+      });
       expect(summary.docsDone).to.equal(1);
       const rows = await stepRuns(summary.runId);
       const span = (name: string) => {
@@ -79,7 +100,11 @@ for (const backend of testBackends()) {
         { name: 'detect', type: 'detect' },
         { name: 'flaky', type: 'fail_once', config: { marker_dir: path.join(setup.dataDir, 'markers') } },
       ]);
-      const summary = await runPipeline(engine, { plan: await plan('flaky'), sourceDir: makeSourceFolder(generatedDocuments(2)), concurrency: 2 });
+      const summary = await runPipeline(engine, {
+        plan: await plan('flaky'),
+        sourceDir: makeSourceFolder(generatedDocuments(2)),
+        concurrency: 2,
+      });
       expect(summary).to.include({ docsDone: 2, docsFailed: 0 });
       const rows = (await stepRuns(summary.runId)).filter((r) => r.step_name === 'flaky');
       expect(rows.map((r) => [r.status, Number(r.attempt)]).sort()).to.deep.equal([
@@ -98,19 +123,33 @@ for (const backend of testBackends()) {
         { name: 'after', type: 'double' },
       ]);
       const source = makeSourceFolder({ ...generatedDocuments(3), 'bad-file.md': '# kaputt\n' });
-      const summary = await runPipeline(engine, { plan: await plan('picky'), sourceDir: source, concurrency: 2 });
+      const summary = await runPipeline(engine, {
+        plan: await plan('picky'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(summary).to.include({ status: 'ok', docsDone: 3, docsFailed: 1 });
       expect(summary.failures[0]!.path).to.equal(path.join(source, 'bad-file.md'));
-      const [item] = await engine.dbs.content.sql.query<Record<string, any>>("SELECT * FROM pipeline_queue WHERE path LIKE '%bad-file.md'");
+      const [item] = await engine.dbs.content.sql.query<Record<string, any>>(
+        "SELECT * FROM pipeline_queue WHERE path LIKE '%bad-file.md'",
+      );
       expect(item.status).to.equal('failed');
       expect(item.next_attempt_at).to.equal(null);
       expect(item.last_error).to.contain('simulated corrupt content');
-      const [doc] = await engine.dbs.content.sql.query<Record<string, any>>("SELECT * FROM documents WHERE filename = 'bad-file.md'");
+      const [doc] = await engine.dbs.content.sql.query<Record<string, any>>(
+        "SELECT * FROM documents WHERE filename = 'bad-file.md'",
+      );
       expect(doc.status).to.equal('failed');
       expect(doc.error).to.contain(`${path.join(source, 'bad-file.md')}: simulated corrupt content`);
       const rows = (await stepRuns(summary.runId)).filter((r) => Number(r.document_id) === Number(doc.id));
-      expect(rows.find((r) => r.step_name === 'after')).to.include({ status: 'skipped', reason: "not run: step 'check' failed" });
-      expect(rows.find((r) => r.step_name === 'check')).to.include({ status: 'failed', error_code: 'CORRUPT_FILE' });
+      expect(rows.find((r) => r.step_name === 'after')).to.include({
+        status: 'skipped',
+        reason: "not run: step 'check' failed",
+      });
+      expect(rows.find((r) => r.step_name === 'check')).to.include({
+        status: 'failed',
+        error_code: 'CORRUPT_FILE',
+      });
     });
 
     it('skips what is done on a rerun, reruns only a changed step and its dependants, and makes new versions', async () => {
@@ -122,23 +161,44 @@ for (const backend of testBackends()) {
         { name: 'c', type: 'double', dependsOn: ['a'] },
       ]);
       const source = makeSourceFolder(generatedDocuments(2));
-      const first = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2 });
+      const first = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(first.stepsOk).to.equal(1 + 2 * 3);
 
-      const unchanged = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2 });
+      const unchanged = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(unchanged).to.include({ docsTotal: 0, stepsOk: 1 }); // only detect: unchanged files cost no step work
 
-      await db.run(`UPDATE pipeline_steps SET config = '{"value": 7}' WHERE pipeline_id = ? AND name = 'b'`, [id]);
-      const changed = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2 });
+      await db.run(`UPDATE pipeline_steps SET config = '{"value": 7}' WHERE pipeline_id = ? AND name = 'b'`, [
+        id,
+      ]);
+      const changed = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       const rows = (await stepRuns(changed.runId)).filter((r) => r.document_id !== null);
       expect(rows.map((r) => r.step_name).sort()).to.deep.equal(['b', 'b']);
 
       // a changed file becomes a new version that references the previous one; the old one stops being latest
       const file = Object.keys(generatedDocuments(1))[0]!;
       writeFileSync(path.join(source, file), '# Neu\n\nGeänderter Inhalt.\n');
-      const updated = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2 });
+      const updated = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(updated.docsDone).to.equal(1);
-      const versions = await db.query<Record<string, any>>('SELECT * FROM documents WHERE filename = ? ORDER BY version', [file]);
+      const versions = await db.query<Record<string, any>>(
+        'SELECT * FROM documents WHERE filename = ? ORDER BY version',
+        [file],
+      );
       expect(versions.map((v) => [Number(v.version), Number(v.is_latest), v.status])).to.deep.equal([
         [1, 0, 'done'],
         [2, 1, 'done'],
@@ -146,16 +206,29 @@ for (const backend of testBackends()) {
       expect(Number(versions[1]!.previous_version_id)).to.equal(Number(versions[0]!.id));
 
       // --force reprocesses everything
-      const forced = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2, force: true });
+      const forced = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+        force: true,
+      });
       expect(forced.docsDone).to.equal(2);
 
       // a deleted file becomes a delete item; its document is marked deleted
       rmSync(path.join(source, file));
-      const deleted = await runPipeline(engine, { plan: await plan('incremental'), sourceDir: source, concurrency: 2 });
+      const deleted = await runPipeline(engine, {
+        plan: await plan('incremental'),
+        sourceDir: source,
+        concurrency: 2,
+      });
       expect(deleted.docsDone).to.equal(1);
-      const after = await db.query<Record<string, any>>('SELECT status FROM documents WHERE filename = ?', [file]);
+      const after = await db.query<Record<string, any>>('SELECT status FROM documents WHERE filename = ?', [
+        file,
+      ]);
       expect(after.every((d) => d.status === 'deleted')).to.equal(true);
-      const left = await db.query<{ n: number }>("SELECT COUNT(*) AS n FROM documents WHERE is_latest = 1 AND status = 'done'");
+      const left = await db.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM documents WHERE is_latest = 1 AND status = 'done'",
+      );
       expect(Number(left[0]!.n)).to.equal(1);
     });
 
@@ -176,10 +249,17 @@ for (const backend of testBackends()) {
       });
       const summary = await running;
       expect(summary.status).to.equal('cancelled');
-      const items = await engine.dbs.content.sql.query<Record<string, any>>('SELECT status, locked_by, attempts FROM pipeline_queue');
+      const items = await engine.dbs.content.sql.query<Record<string, any>>(
+        'SELECT status, locked_by, attempts FROM pipeline_queue',
+      );
       expect(items).to.have.length(4);
-      expect(items.every((i) => i.status === 'pending' && i.locked_by === null && Number(i.attempts) === 0)).to.equal(true);
-      const [run] = await engine.dbs.log.sql.query<Record<string, any>>('SELECT status FROM pipeline_runs WHERE id = ?', [summary.runId]);
+      expect(
+        items.every((i) => i.status === 'pending' && i.locked_by === null && Number(i.attempts) === 0),
+      ).to.equal(true);
+      const [run] = await engine.dbs.log.sql.query<Record<string, any>>(
+        'SELECT status FROM pipeline_runs WHERE id = ?',
+        [summary.runId],
+      );
       expect(run.status).to.equal('cancelled');
     });
   });

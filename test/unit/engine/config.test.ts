@@ -10,19 +10,34 @@ const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
 describe('configuration', () => {
   it('takes flags over environment over the config file over defaults', () => {
     const cwd = dir();
-    writeFileSync(path.join(cwd, 'cpe.config.json'), JSON.stringify({ concurrency: 3, leaseSeconds: 30, source: 'docs' }));
-    const loaded = loadConfig({ cwd, env: { CPE_CONCURRENCY: '5', CPE_LEASE_SECONDS: '20' }, flags: { concurrency: 7 } });
+    writeFileSync(
+      path.join(cwd, 'cpe.config.json'),
+      JSON.stringify({ concurrency: 3, leaseSeconds: 30, source: 'docs' }),
+    );
+    const loaded = loadConfig({
+      cwd,
+      env: { CPE_CONCURRENCY: '5', CPE_LEASE_SECONDS: '20' },
+      flags: { concurrency: 7 },
+    });
     expect(loaded.config.concurrency).to.equal(7);
     expect(loaded.config.leaseSeconds).to.equal(20);
     expect(loaded.config.source).to.equal(path.join(cwd, 'docs'));
     expect(loaded.config.maxAttempts).to.equal(3);
-    expect(loaded.sources).to.include({ concurrency: 'flag', leaseSeconds: 'env', source: 'file', maxAttempts: 'default' });
+    expect(loaded.sources).to.include({
+      concurrency: 'flag',
+      leaseSeconds: 'env',
+      source: 'file',
+      maxAttempts: 'default',
+    });
     expect(loaded.config.dataDir).to.equal(path.join(cwd, '.cpe'));
   });
 
   it('names every unknown or bad key and where it came from', () => {
     const cwd = dir();
-    writeFileSync(path.join(cwd, 'cpe.config.json'), JSON.stringify({ concurency: 3, anthropicApiKey: 'x', logLevel: 'loud' }));
+    writeFileSync(
+      path.join(cwd, 'cpe.config.json'),
+      JSON.stringify({ concurency: 3, anthropicApiKey: 'x', logLevel: 'loud' }),
+    );
     try {
       loadConfig({ cwd, env: { CPE_DB_URL: 'postgres://x/y' } });
       expect.fail('loaded');
@@ -39,7 +54,11 @@ describe('configuration', () => {
   it('reads secrets only from the environment and never shows them', () => {
     const loaded = loadConfig({
       cwd: dir(),
-      env: { ANTHROPIC_API_KEY: 'sk-ant-secret', CPE_DB_URL: 'mysql://cpe:hunter2@db:3306/ki_content', CPE_OLLAMA_HOST: 'gpu1:11434,http://gpu2:11434' },
+      env: {
+        ANTHROPIC_API_KEY: 'sk-ant-secret',
+        CPE_DB_URL: 'mysql://cpe:hunter2@db:3306/ki_content',
+        CPE_OLLAMA_HOST: 'gpu1:11434,http://gpu2:11434',
+      },
     });
     expect(loaded.secrets.anthropicApiKey).to.equal('sk-ant-secret');
     expect(loaded.config.ollamaHosts).to.deep.equal(['http://gpu1:11434', 'http://gpu2:11434']);

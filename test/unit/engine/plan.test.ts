@@ -6,7 +6,11 @@ import type { StepPlugin } from '../../../src/engine/plugin.js';
 import type { PluginRegistry, RegisteredPlugin } from '../../../src/engine/registry.js';
 import { describeError } from '../../../src/errors.js';
 
-const plugin = (type: string, scope: 'document' | 'run' = 'document', properties: Record<string, unknown> = {}): StepPlugin => ({
+const plugin = (
+  type: string,
+  scope: 'document' | 'run' = 'document',
+  properties: Record<string, unknown> = {},
+): StepPlugin => ({
   type,
   description: type,
   scope,
@@ -15,7 +19,9 @@ const plugin = (type: string, scope: 'document' | 'run' = 'document', properties
 });
 
 function registry(...plugins: StepPlugin[]): PluginRegistry {
-  const map = new Map<string, RegisteredPlugin>(plugins.map((p) => [p.type, { plugin: p, source: 'builtin', file: `${p.type}.ts` }]));
+  const map = new Map<string, RegisteredPlugin>(
+    plugins.map((p) => [p.type, { plugin: p, source: 'builtin', file: `${p.type}.ts` }]),
+  );
   return { get: (t) => map.get(t), all: () => [...map.values()], problems: [] };
 }
 
@@ -80,18 +86,30 @@ describe('planning (pure)', () => {
   });
 
   it('skips disabled steps and chains the rest by sort order; an explicit dependency on a disabled step is an error', () => {
-    const plan = buildPlan(config, [row('one', 'work'), row('off', 'work', { enabled: 0 }), row('two', 'work')], reg);
-    expect(plan.byName.get('two')!.dependsOn).to.deep.equal(['one']);
-    expect(() => buildPlan(config, [row('off', 'work', { enabled: 0 }), row('x', 'work', { depends_on: '["off"]' })], reg)).to.throw(
-      /depends_on names disabled step 'off'/,
+    const plan = buildPlan(
+      config,
+      [row('one', 'work'), row('off', 'work', { enabled: 0 }), row('two', 'work')],
+      reg,
     );
+    expect(plan.byName.get('two')!.dependsOn).to.deep.equal(['one']);
+    expect(() =>
+      buildPlan(
+        config,
+        [row('off', 'work', { enabled: 0 }), row('x', 'work', { depends_on: '["off"]' })],
+        reg,
+      ),
+    ).to.throw(/depends_on names disabled step 'off'/);
   });
 
   it('refuses a document step that waits for a run step that waits for documents', () => {
     expect(() =>
       buildPlan(
         config,
-        [row('w', 'work'), row('opt', 'optimize', { depends_on: '["w"]' }), row('late', 'work', { depends_on: '["opt"]' })],
+        [
+          row('w', 'work'),
+          row('opt', 'optimize', { depends_on: '["w"]' }),
+          row('late', 'work', { depends_on: '["opt"]' }),
+        ],
         reg,
       ),
     ).to.throw(/a document step cannot depend on run step\(s\) opt/);
@@ -101,18 +119,25 @@ describe('planning (pure)', () => {
     try {
       buildPlan(
         config,
-        [row('small', 'work', { id: 17, config: '{"size": 10}' }), row('deps', 'work', { id: 18, depends_on: '"small"' })],
+        [
+          row('small', 'work', { id: 17, config: '{"size": 10}' }),
+          row('deps', 'work', { id: 18, depends_on: '"small"' }),
+        ],
         reg,
       );
       expect.fail('planned');
     } catch (error) {
       expect((error as Error).message).to.contain("pipeline_steps id=17 'small': config.size must be >= 50");
-      expect((error as Error).message).to.contain("pipeline_steps id=18 'deps': depends_on must be a JSON array of step names");
+      expect((error as Error).message).to.contain(
+        "pipeline_steps id=18 'deps': depends_on must be a JSON array of step names",
+      );
     }
   });
 
   it('refuses an archived pipeline', () => {
-    expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(/status is 'archived'/);
+    expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
+      /status is 'archived'/,
+    );
   });
 });
 

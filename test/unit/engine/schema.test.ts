@@ -13,7 +13,8 @@ describe('schema/ and migrations', () => {
     });
 
     it(`has the same numbered migrations for SQLite and MariaDB (${role})`, () => {
-      const names = (dialect: 'sqlite' | 'mysql') => listMigrations(dialect, role).map((m) => `${m.version}_${m.name}`);
+      const names = (dialect: 'sqlite' | 'mysql') =>
+        listMigrations(dialect, role).map((m) => `${m.version}_${m.name}`);
       expect(names('sqlite')).to.deep.equal(names('mysql'));
       expect(names('mysql')[0]).to.equal('1_initial');
     });

@@ -1,0 +1,153 @@
+/**
+ * npm run eval:extract — measures extraction on ../shared/corpus and prints Markdown tables:
+ * 1. text recall of our PDF text against `pdftotext` (poppler-utils): word-level, multiset, per PDF and
+ *    overall (target >= 0.97). pdftotext's own line-end hyphenation is joined the same way as ours first, so
+ *    the figure measures lost text, not a different hyphenation policy.
+ * 2. outcome per hostile or odd file (everything in bad/, plus the odd PDF/TXT/MD files): code, message, ms,
+ *    through the isolated dispatcher exactly as the pipeline calls it.
+ * Always exits 0: it reports, it does not judge.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CpeError } from '../src/errors.js';
+import { disposeIsolatedWorkers, extractIsolated } from '../src/extract/isolate.js';
+import { joinLineEndHyphenation } from '../src/extract/normalize.js';
+import type { ExtractedDocument } from '../src/extract/types.js';
+
+const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const corpus = resolve(projectRoot, '../shared/corpus');
+
+/** Files outside bad/ that test robustness rather than ordinary extraction. */
+const ODD_FILES = [
+  'pdf/pdfjs_xref_command_missing.pdf',
+  'pdf/pdfjs_helloworld-bad.pdf',
+  'pdf/pdfjs_issue6069_junk-before-header.pdf',
+  'pdf/pdfjs_secHandler_empty-userpw.pdf',
+  'pdf/pdfjs_issue7665_encrypt-indirect.pdf',
+  'pdf/de_docspell_protected-test123_copy-no.pdf',
+  'pdf/de_afu_TechnikFragenkatalogKlasseE.pdf',
+  'pdf/de_kreuzberg_image-only-german-pdf.pdf',
+  'pdf/docspell_scanner_pdf13.pdf',
+  'pdf/de_onlyoffice_new-de-DE-blank.pdf',
+  'pdf/unstructured_rotated-page-90.pdf',
+  'pdf/tika_testPDF_deeplyEmbeddedAttachments.pdf',
+  'pdf/pdfjs_freeculture_352p.pdf',
+  'pdf/pdfjs_standard_fonts.pdf',
+  'txt/de_afu_Quellen_latin1_crlf.txt',
+  'txt/tika_testTXT_win-1252.txt',
+  'txt/unstructured_fake-text-all-whitespace.txt',
+  'txt/unstructured_fake-text-utf-16-le_nobom.txt',
+  'txt/unstructured_fake-text-utf-16_bom.txt',
+  'md/de_afu_Checkliste_Kursstart_7bytes.md',
+  'md/de_unstructured_umlauts-non-utf8.md',
+  'md/unstructured_codeblock.md',
+  'md/unstructured_simple-table.md',
+];
+
+interface Outcome {
+  document?: ExtractedDocument;
+  code: string;
+  message: string;
+  ms: number;
+}
+
+async function run(path: string): Promise<Outcome> {
+  const started = Date.now();
+  try {
+    const document = await extractIsolated(path);
+    const ocr = document.ocrNeeded ? ', OCR needed' : '';
+    const message = `${document.pages.length} page(s), ${document.text.length} chars${ocr}`;
+    return { document, code: 'OK', message, ms: Date.now() - started };
+  } catch (error) {
+    const ms = Date.now() - started;
+    const message = error instanceof Error ? error.message.replace(`${path}: `, '') : String(error);
+    if (error instanceof CpeError && /extractor module .* cannot be loaded/.test(error.message)) {
+      return { code: 'extractor missing', message, ms };
+    }
+    return { code: error instanceof CpeError ? error.code : 'UNEXPECTED', message, ms };
+  }
+}
+
+function words(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const raw of text.normalize('NFC').split(/\s+/)) {
+    const word = raw.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '').toLowerCase();
+    if (word !== '') counts.set(word, (counts.get(word) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function recall(reference: Map<string, number>, ours: Map<string, number>): { hit: number; total: number } {
+  let hit = 0;
+  let total = 0;
+  for (const [word, count] of reference) {
+    total += count;
+    hit += Math.min(count, ours.get(word) ?? 0);
+  }
+  return { hit, total };
+}
+
+function pdftotext(path: string): string | undefined {
+  try {
+    return execFileSync('pdftotext', ['-enc', 'UTF-8', path, '-'], { maxBuffer: 256 * 1024 * 1024 }).toString(
+      'utf8',
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+const cell = (value: string) => value.replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);
+
+async function main(): Promise<void> {
+  if (!existsSync(join(corpus, 'MANIFEST.tsv'))) {
+    console.log(`No corpus at ${corpus}; nothing to measure.`);
+    return;
+  }
+  const hasPdftotext = pdftotext(join(corpus, 'pdf/pdfjs_helloworld-bad.pdf')) !== undefined;
+
+  console.log('## PDF text recall against pdftotext\n');
+  if (!hasPdftotext) {
+    console.log('pdftotext not found (apt-get install -y poppler-utils); recall not measured.\n');
+  } else {
+    console.log('| file | pdftotext words | recall |');
+    console.log('|---|---:|---:|');
+    let hits = 0;
+    let total = 0;
+    for (const name of readdirSync(join(corpus, 'pdf'))
+      .filter((n) => n.endsWith('.pdf'))
+      .sort()) {
+      const path = join(corpus, 'pdf', name);
+      const reference = words(joinLineEndHyphenation(pdftotext(path) ?? ''));
+      const referenceWords = [...reference.values()].reduce((a, b) => a + b, 0);
+      if (referenceWords < 20) continue; // scans, blank pages: nothing to recall
+      const outcome = await run(path);
+      const r = recall(reference, words(outcome.document?.text ?? ''));
+      hits += r.hit;
+      total += r.total;
+      const note = outcome.document ? '' : ` (${outcome.code})`;
+      console.log(`| ${name} | ${r.total} | ${(r.hit / r.total).toFixed(3)}${note} |`);
+    }
+    console.log(`| **all text PDFs** | ${total} | **${(hits / Math.max(total, 1)).toFixed(3)}** |\n`);
+  }
+
+  console.log('## Hostile and odd files -> outcome (isolated dispatcher, 30 s / 1024 MB limits)\n');
+  console.log('| file | outcome | message | ms |');
+  console.log('|---|---|---|---:|');
+  const files = [
+    ...readdirSync(join(corpus, 'bad'))
+      .sort()
+      .map((n) => `bad/${n}`),
+    ...ODD_FILES.filter((f) => existsSync(join(corpus, f))),
+  ];
+  for (const relative of files) {
+    const outcome = await run(join(corpus, relative));
+    console.log(`| ${relative} | ${outcome.code} | ${cell(outcome.message)} | ${outcome.ms} |`);
+  }
+}
+
+main()
+  .catch((error) => console.error(error))
+  .finally(() => disposeIsolatedWorkers());
