@@ -84,7 +84,10 @@ interface ServerHandle {
 
 /** Worker side: the fake Ollama, answering stats queries from the main thread. */
 async function serveInWorker(): Promise<void> {
-  const { dims, cost } = workerData as { dims: number; cost: { perRequestMs: number; perInputMs: number; maxConcurrent: number } };
+  const { dims, cost } = workerData as {
+    dims: number;
+    cost: { perRequestMs: number; perInputMs: number; maxConcurrent: number };
+  };
   const server = new OllamaTestServer({ dimensions: dims, cost });
   const { url, close } = await server.start();
   parentPort!.on('message', async (message: string) => {
@@ -162,7 +165,8 @@ export async function benchEmbedding(
         ? `batch ${options.cpe.batchSize ?? OLLAMA_DEFAULTS.batchSize}, ${options.cpe.concurrency ?? OLLAMA_DEFAULTS.concurrency} in flight per host`
         : `defaults (batch ${OLLAMA_DEFAULTS.batchSize}, ${OLLAMA_DEFAULTS.concurrency} in flight per host)`,
       run: async () =>
-        (await createOllamaEmbedder({ hosts: [url], model, dimensions: dims, ...options.cpe }).embed(texts)).length,
+        (await createOllamaEmbedder({ hosts: [url], model, dimensions: dims, ...options.cpe }).embed(texts))
+          .length,
     },
     {
       name: 'LangChain OllamaEmbeddings',
@@ -234,7 +238,11 @@ export async function benchEmbedding(
 
 if (!isMainThread && (workerData as { role?: string } | null)?.role === WORKER_ROLE) {
   void serveInWorker();
-} else if (isMainThread && process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+} else if (
+  isMainThread &&
+  process.argv[1] &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+) {
   const arg = (name: string) => {
     const i = process.argv.indexOf(name);
     return i > 0 ? Number(process.argv[i + 1]) : undefined;

@@ -47,9 +47,12 @@ function vectorFactory(dims: number) {
   };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
-export async function benchSearch(options: SearchBenchOptions = {}): Promise<{ rows: SearchBenchRow[]; markdown: string }> {
+export async function benchSearch(
+  options: SearchBenchOptions = {},
+): Promise<{ rows: SearchBenchRow[]; markdown: string }> {
   const sizes = [...(options.sizes ?? [10_000, 100_000])].sort((a, b) => a - b);
   const queries = options.queries ?? 50;
   const limit = options.limit ?? 10;
@@ -114,7 +117,9 @@ export async function benchSearch(options: SearchBenchOptions = {}): Promise<{ r
     '',
     '| points | load (first query of a fresh process) | p50 | p95 | query after a write |',
     '|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.points} | ${r.loadMs} ms | ${r.p50Ms} ms | ${r.p95Ms} ms | ${r.afterWriteMs} ms |`),
+    ...rows.map(
+      (r) => `| ${r.points} | ${r.loadMs} ms | ${r.p50Ms} ms | ${r.p95Ms} ms | ${r.afterWriteMs} ms |`,
+    ),
   ].join('\n');
   return { rows, markdown };
 }

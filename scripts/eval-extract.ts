@@ -2,7 +2,8 @@
  * npm run eval:extract — measures extraction on ../shared/corpus and prints Markdown tables:
  * 1. text recall of our PDF text against `pdftotext` (poppler-utils): word-level, multiset, per PDF and
  *    overall (target >= 0.97). pdftotext's own line-end hyphenation is joined the same way as ours first, so
- *    the figure measures lost text, not a different hyphenation policy.
+ *    the figure measures lost text, not a different hyphenation policy. pdftotext reads the crop box
+ *    (-cropbox) like pdf.js: printer's marks outside the visible page are not text anyone reads.
  * 2. outcome per hostile or odd file (everything in bad/, plus the odd PDF/TXT/MD files): code, message, ms,
  *    through the isolated dispatcher exactly as the pipeline calls it.
  * Always exits 0: it reports, it does not judge.
@@ -91,9 +92,9 @@ function recall(reference: Map<string, number>, ours: Map<string, number>): { hi
 
 function pdftotext(path: string): string | undefined {
   try {
-    return execFileSync('pdftotext', ['-enc', 'UTF-8', path, '-'], { maxBuffer: 256 * 1024 * 1024 }).toString(
-      'utf8',
-    );
+    return execFileSync('pdftotext', ['-enc', 'UTF-8', '-cropbox', path, '-'], {
+      maxBuffer: 256 * 1024 * 1024,
+    }).toString('utf8');
   } catch {
     return undefined;
   }

@@ -60,10 +60,14 @@ const embed: StepPlugin<EmbedConfig> = {
       ctx.report({ itemsIn: 0, itemsOut: 0, versionsRemoved: removed.length });
       return;
     }
-    const chunks = await ctx.db.query<{ id: number; content: string; status: string; embedding_model: string | null }>(
-      'SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? ORDER BY chunk_index',
-      [ctx.document.id],
-    );
+    const chunks = await ctx.db.query<{
+      id: number;
+      content: string;
+      status: string;
+      embedding_model: string | null;
+    }>('SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? ORDER BY chunk_index', [
+      ctx.document.id,
+    ]);
     const embedder = await ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined);
     const result = await embedChunks(
       ctx.db,

@@ -7,7 +7,8 @@ export interface IndexOptimizeConfig {
 /** Qdrant: payload indexes (document_id, chunk_index, source_path). Embedded index: ANALYZE / PRAGMA optimize. */
 const indexOptimize: StepPlugin<IndexOptimizeConfig> = {
   type: 'index_optimize',
-  description: 'Payload indexes on Qdrant (document_id, chunk_index, source_path); ANALYZE on the embedded index',
+  description:
+    'Payload indexes on Qdrant (document_id, chunk_index, source_path); ANALYZE on the embedded index',
   scope: 'run',
   configSchema: {
     type: 'object',
@@ -35,7 +36,8 @@ const indexOptimize: StepPlugin<IndexOptimizeConfig> = {
       }
       const done = await index.optimize(name);
       optimized++;
-      for (const line of done) ctx.log.info(line, { backend: index.kind, collection: name, points: info.points });
+      for (const line of done)
+        ctx.log.info(line, { backend: index.kind, collection: name, points: info.points });
     }
     ctx.report({ itemsIn: ctx.config.collections.length, itemsOut: optimized });
     if (optimized === 0) return ctx.skip('no collection exists yet');

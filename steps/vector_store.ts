@@ -21,7 +21,11 @@ const vectorStore: StepPlugin<VectorStoreConfig> = {
     additionalProperties: false,
     properties: {
       collection: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,100}$', default: 'documents' },
-      model: { type: 'string', minLength: 1, description: "whose vectors are stored; default: the configured embedder's" },
+      model: {
+        type: 'string',
+        minLength: 1,
+        description: "whose vectors are stored; default: the configured embedder's",
+      },
     },
   },
 

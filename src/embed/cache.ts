@@ -16,7 +16,11 @@ export class EmbeddingCache {
   constructor(private readonly db: SqlExecutor) {}
 
   /** The cached vectors among `hashes` for this model and size (rows of another size are ignored). */
-  async getMany(model: string, hashes: readonly string[], dimensions?: number): Promise<Map<string, Float32Array>> {
+  async getMany(
+    model: string,
+    hashes: readonly string[],
+    dimensions?: number,
+  ): Promise<Map<string, Float32Array>> {
     const found = new Map<string, Float32Array>();
     const unique = [...new Set(hashes)];
     for (let start = 0; start < unique.length; start += SQL_BATCH) {
@@ -34,7 +38,11 @@ export class EmbeddingCache {
   }
 
   /** Stores vectors; an existing entry for the same key is replaced (same text, same model: same vector). */
-  async putMany(model: string, entries: ReadonlyArray<{ hash: string; vector: Float32Array }>, db?: SqlExecutor) {
+  async putMany(
+    model: string,
+    entries: ReadonlyArray<{ hash: string; vector: Float32Array }>,
+    db?: SqlExecutor,
+  ) {
     const exec = db ?? this.db;
     const unique = [...new Map(entries.map((e) => [e.hash, e])).values()];
     for (let start = 0; start < unique.length; start += SQL_BATCH) {

@@ -2,7 +2,7 @@ import type { SqlExecutor } from '../db/sql.js';
 import type { Logger } from '../engine/plugin.js';
 import { EmbeddingCache, textHash } from './cache.js';
 import { DEFAULT_MAX_EMBED_CHARS, prepareEmbedText } from './prepare.js';
-import { EmbedInputError, type Embedder } from './types.js';
+import { type Embedder, EmbedInputError } from './types.js';
 
 export interface ChunkRow {
   id: number;
@@ -126,7 +126,10 @@ export async function embedChunks(
           model,
           p.hash,
         ]);
-        await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id = ?`, [model, p.chunk.id]);
+        await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id = ?`, [
+          model,
+          p.chunk.id,
+        ]);
       }
     });
     result.cached += cachedHere;

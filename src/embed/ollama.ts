@@ -1,6 +1,6 @@
 import { Ollama } from 'ollama';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
-import { EmbedInputError, type Embedder, knownDimensions } from './types.js';
+import { type Embedder, EmbedInputError, knownDimensions } from './types.js';
 
 export interface OllamaEmbedderOptions {
   /** one or more Ollama base URLs ('http://gpu1:11434'); requests are spread over them */
@@ -242,7 +242,11 @@ export class OllamaEmbedder implements Embedder {
     return last!;
   }
 
-  private async request(host: Host, input: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+  private async request(
+    host: Host,
+    input: string[],
+    signal: AbortSignal | undefined,
+  ): Promise<Float32Array[]> {
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     // ollama's embed() takes no signal; a fetch bound to this request's signal gives it a timeout and Ctrl-C
@@ -309,7 +313,11 @@ export class OllamaEmbedder implements Embedder {
         return { kind: 'transient', error: new ProviderError(message, { cause: error, status }) };
       }
       if (status === 400 || status === 413 || status === 422) {
-        return { kind: 'input', retry: false, error: new ProviderError(message, { cause: error, retryable: false, status }) };
+        return {
+          kind: 'input',
+          retry: false,
+          error: new ProviderError(message, { cause: error, retryable: false, status }),
+        };
       }
       return { kind: 'input', retry: true, error: new ProviderError(message, { cause: error, status }) };
     }
@@ -319,11 +327,16 @@ export class OllamaEmbedder implements Embedder {
       const code = (cause as { code?: string } | undefined)?.code ?? (error as { code?: string }).code;
       return {
         kind: 'transient',
-        error: new ProviderError(`Ollama ${host.url} unreachable: ${code ?? error.message}`, { cause: error }),
+        error: new ProviderError(`Ollama ${host.url} unreachable: ${code ?? error.message}`, {
+          cause: error,
+        }),
       };
     }
     if (error instanceof ProviderError) return { kind: 'transient', error };
-    return { kind: 'transient', error: new ProviderError(`Ollama ${host.url}: ${error.message}`, { cause: error }) };
+    return {
+      kind: 'transient',
+      error: new ProviderError(`Ollama ${host.url}: ${error.message}`, { cause: error }),
+    };
   }
 
   /** The least busy host that is up (or, when all are down, the least busy one): waits for a free slot. */

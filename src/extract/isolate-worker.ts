@@ -47,4 +47,6 @@ if (process.send) {
   });
   // the parent is gone (or let us go): nothing left to do
   process.on('disconnect', () => process.exit(0));
+  // modules are loaded: the parent starts a file's clock only now, so a slow start is not the file's fault
+  process.send({ ready: true });
 }

@@ -33,6 +33,7 @@ export interface IsolateOptions extends Partial<ExtractOptions> {
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MEMORY_MB = 1024;
 const POLL_MS = 100;
+const STARTUP_TIMEOUT_MS = 120_000;
 const MAX_IDLE = 2;
 /** a child that has grown beyond this share of its limit is retired after its file */
 const RETIRE_SHARE = 0.5;
@@ -65,6 +66,8 @@ interface Child {
   process: ChildProcess;
   maxMemoryMb: number;
   stderr: string;
+  /** resolves when the child has loaded its modules, false when it died first */
+  ready: Promise<boolean>;
 }
 
 const idle: Child[] = [];
@@ -80,7 +83,17 @@ function spawnChild(maxMemoryMb: number): Child {
     }),
     maxMemoryMb,
     stderr: '',
+    ready: Promise.resolve(false),
   };
+  child.ready = new Promise<boolean>((resolve) => {
+    const onMessage = (message: { ready?: boolean }) => {
+      if (message?.ready !== true) return;
+      child.process.off('message', onMessage);
+      resolve(true);
+    };
+    child.process.on('message', onMessage);
+    child.process.once('exit', () => resolve(false));
+  });
   // pdf.js writes warnings to the console; keep the tail of stderr to recognise a V8 out-of-memory death
   child.process.stdout?.resume();
   child.process.stderr?.on('data', (chunk: Buffer) => {
@@ -185,6 +198,7 @@ export function extractIsolated(path: string, options: IsolateOptions = {}): Pro
     ): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(startup);
       clearTimeout(timer);
       clearInterval(poll);
       signal?.removeEventListener('abort', onAbort);
@@ -223,21 +237,23 @@ export function extractIsolated(path: string, options: IsolateOptions = {}): Pro
     };
     const onAbort = () =>
       finish({ error: new CpeError(ErrorCodes.CANCELLED, `${path}: extraction cancelled`) }, false);
-    const timer = setTimeout(() => {
-      finish(
-        {
-          error: new FileError(
-            ErrorCodes.EXTRACTION_TIMEOUT,
-            path,
-            `timed out after ${formatSeconds(timeoutMs)}`,
-            {
-              details: { timeoutMs },
-            },
-          ),
-        },
-        false,
-      );
-    }, timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const startClock = () =>
+      setTimeout(() => {
+        finish(
+          {
+            error: new FileError(
+              ErrorCodes.EXTRACTION_TIMEOUT,
+              path,
+              `timed out after ${formatSeconds(timeoutMs)}`,
+              {
+                details: { timeoutMs },
+              },
+            ),
+          },
+          false,
+        );
+      }, timeoutMs);
     const poll = setInterval(() => {
       const rss = residentMb(child.process.pid);
       if (rss !== undefined && rss > maxMemoryMb) {
@@ -258,14 +274,26 @@ export function extractIsolated(path: string, options: IsolateOptions = {}): Pro
     child.process.on('exit', onExit);
     signal?.addEventListener('abort', onAbort, { once: true });
     const job: IsolateJob = { id, path, options: extractOptions };
-    child.process.send(job, (error) => {
-      if (error)
-        finish(
-          {
-            error: new CpeError(ErrorCodes.STEP_FAILED, `${path}: cannot start extraction`, { cause: error }),
-          },
-          false,
-        );
+    // the clock starts when the child has loaded its modules (a cold start under load takes seconds), but
+    // a child that never gets ready is stopped too
+    const startup = setTimeout(() => {
+      finish(
+        { error: new CpeError(ErrorCodes.STEP_FAILED, `${path}: extraction process did not start`) },
+        false,
+      );
+    }, STARTUP_TIMEOUT_MS);
+    void child.ready.then((ready) => {
+      clearTimeout(startup);
+      if (!ready || settled) return;
+      timer = startClock();
+      child.process.send(job, (error) => {
+        if (error) {
+          const failure = new CpeError(ErrorCodes.STEP_FAILED, `${path}: cannot start extraction`, {
+            cause: error,
+          });
+          finish({ error: failure }, false);
+        }
+      });
     });
   });
 }

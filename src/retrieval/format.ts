@@ -103,6 +103,8 @@ export function formatVerifyReport(report: VerifyReport): string {
     lines.push('after repair:', ...describeState(report.after));
     for (const problem of report.after.problems) lines.push(`  - ${problem}`);
   }
-  lines.push(report.ok ? 'OK: SQL and the vector index agree.' : 'NOT OK: SQL and the vector index disagree.');
+  lines.push(
+    report.ok ? 'OK: SQL and the vector index agree.' : 'NOT OK: SQL and the vector index disagree.',
+  );
   return lines.join('\n');
 }

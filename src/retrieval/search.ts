@@ -47,20 +47,27 @@ export async function searchChunks(
 ): Promise<SearchHit[]> {
   const limit = options.limit ?? 10;
   const collection = options.collection ?? 'documents';
-  if (!Number.isInteger(limit) || limit < 1) throw new CpeError(ErrorCodes.USAGE, 'limit must be a positive integer');
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new CpeError(ErrorCodes.USAGE, 'limit must be a positive integer');
   if (query.trim() === '') throw new CpeError(ErrorCodes.USAGE, 'the search query is empty');
 
   const [embedder, index] = await Promise.all([services.providers.embedder(), services.providers.vectors()]);
   const info = await index.describeCollection(collection);
   if (!info.exists || info.points === 0) return [];
-  if ((info.model !== undefined && info.model !== embedder.model) || info.dimensions !== embedder.dimensions) {
+  if (
+    (info.model !== undefined && info.model !== embedder.model) ||
+    info.dimensions !== embedder.dimensions
+  ) {
     throw collectionMismatch(index.kind, collection, info, {
       model: embedder.model,
       size: embedder.dimensions,
       distance: 'Cosine',
     });
   }
-  const [vector] = await embedder.embed([prepareEmbedText(query, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)], options.signal);
+  const [vector] = await embedder.embed(
+    [prepareEmbedText(query, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)],
+    options.signal,
+  );
 
   let fetch = Math.min(MAX_FETCH, limit * OVERFETCH + 10);
   for (;;) {
@@ -75,7 +82,9 @@ async function joinWithSql(
   db: SqlExecutor,
   results: ReadonlyArray<{ id: string; score: number; payload: Record<string, unknown> }>,
 ): Promise<SearchHit[]> {
-  const documentIds = [...new Set(results.map((r) => Number(r.payload.document_id)).filter(Number.isInteger))];
+  const documentIds = [
+    ...new Set(results.map((r) => Number(r.payload.document_id)).filter(Number.isInteger)),
+  ];
   if (documentIds.length === 0) return [];
   const rows: any[] = [];
   for (let start = 0; start < documentIds.length; start += 200) {

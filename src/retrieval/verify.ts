@@ -65,7 +65,10 @@ const EXAMPLES = 5;
  * wrong vector sizes, a collection built with another model; with repair, makes them agree (deletes what should
  * not be there, embeds and stores what is missing) and verifies again.
  */
-export async function verifyIndex(services: RetrievalServices, options: VerifyOptions = {}): Promise<VerifyReport> {
+export async function verifyIndex(
+  services: RetrievalServices,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
   const collection = options.collection ?? 'documents';
   const [embedder, index] = await Promise.all([services.providers.embedder(), services.providers.vectors()]);
   const info = await index.describeCollection(collection);
@@ -92,7 +95,10 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
     },
     problems: [],
   };
-  if (info.exists && ((info.model !== undefined && info.model !== embedder.model) || info.dimensions !== embedder.dimensions)) {
+  if (
+    info.exists &&
+    ((info.model !== undefined && info.model !== embedder.model) || info.dimensions !== embedder.dimensions)
+  ) {
     report.mismatch = collectionMismatch(index.kind, collection, info, {
       model: embedder.model,
       size: embedder.dimensions,
@@ -107,7 +113,9 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
   const documents = await db.query<{ id: number; is_latest: number; status: string }>(
     'SELECT id, is_latest, status FROM documents',
   );
-  const current = new Set(documents.filter((d) => Number(d.is_latest) === 1 && d.status !== 'deleted').map((d) => Number(d.id)));
+  const current = new Set(
+    documents.filter((d) => Number(d.is_latest) === 1 && d.status !== 'deleted').map((d) => Number(d.id)),
+  );
   const known = new Set(documents.map((d) => Number(d.id)));
   const chunks = await db.query<{
     id: number;
@@ -136,17 +144,23 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
   const points = info.exists ? await index.listPoints(collection) : [];
   const present = new Set(points.map((p) => p.id));
   const wrongSize =
-    info.exists && index instanceof SqlVectorIndex ? await index.wrongSizePoints(collection, embedder.dimensions) : [];
+    info.exists && index instanceof SqlVectorIndex
+      ? await index.wrongSizePoints(collection, embedder.dimensions)
+      : [];
 
   const missing = [...expected.entries()].filter(([id]) => !present.has(id));
   const orphans = points.filter((p) => !known.has(p.documentId) || !allChunkIds.has(p.id));
-  const stale = points.filter((p) => known.has(p.documentId) && allChunkIds.has(p.id) && !current.has(p.documentId));
+  const stale = points.filter(
+    (p) => known.has(p.documentId) && allChunkIds.has(p.id) && !current.has(p.documentId),
+  );
   const wrongRefs = [...expected.entries()].filter(([id, c]) => present.has(id) && c.qdrant_id !== id);
   const c = report.counts;
   c.expected = expected.size;
   c.points = points.length;
   c.missing = missing.length;
-  c.unembedded = missing.filter(([, chunk]) => chunk.has_vector === null || chunk.has_vector === undefined).length;
+  c.unembedded = missing.filter(
+    ([, chunk]) => chunk.has_vector === null || chunk.has_vector === undefined,
+  ).length;
   c.orphans = orphans.length;
   c.stale = stale.length;
   c.wrongSize = wrongSize.length;
@@ -161,7 +175,9 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
     );
   }
   if (orphans.length > 0) {
-    report.problems.push(`${orphans.length} points belong to no chunk in SQL; e.g. ${sample(orphans.map((p) => p.id))}`);
+    report.problems.push(
+      `${orphans.length} points belong to no chunk in SQL; e.g. ${sample(orphans.map((p) => p.id))}`,
+    );
   }
   if (stale.length > 0) {
     report.problems.push(
@@ -169,7 +185,9 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
     );
   }
   if (wrongSize.length > 0) {
-    report.problems.push(`${wrongSize.length} points have vectors of the wrong size; e.g. ${sample(wrongSize)}`);
+    report.problems.push(
+      `${wrongSize.length} points have vectors of the wrong size; e.g. ${sample(wrongSize)}`,
+    );
   }
   if (wrongRefs.length > 0) {
     report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
@@ -191,7 +209,12 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
   let chunksEmbedded = 0;
   for (const documentId of toRestore) {
     options.signal?.throwIfAborted();
-    const docChunks = await db.query<{ id: number; content: string; status: string; embedding_model: string | null }>(
+    const docChunks = await db.query<{
+      id: number;
+      content: string;
+      status: string;
+      embedding_model: string | null;
+    }>(
       `SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? AND status <> 'failed' ORDER BY chunk_index`,
       [documentId],
     );
@@ -199,10 +222,17 @@ export async function verifyIndex(services: RetrievalServices, options: VerifyOp
       db,
       embedder,
       docChunks.map((row) => ({ ...row, id: Number(row.id) })),
-      { maxEmbedChars: options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS, signal: options.signal, log: options.log },
+      {
+        maxEmbedChars: options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS,
+        signal: options.signal,
+        log: options.log,
+      },
     );
     chunksEmbedded += embedded.embedded + embedded.cached;
-    await storeDocumentPoints({ ...services, log: options.log }, documentId, { collection, model: embedder.model });
+    await storeDocumentPoints({ ...services, log: options.log }, documentId, {
+      collection,
+      model: embedder.model,
+    });
   }
   report.repaired = { pointsDeleted: doomed.length, documentsRestored: toRestore.size, chunksEmbedded };
   report.after = await verifyIndex(services, { ...options, repair: false });

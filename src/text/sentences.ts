@@ -8,7 +8,17 @@ import {
   isSpace,
   isUpperAt,
 } from './chars.js';
-import { TOKEN_EVENT, TOKEN_GAIN, TOKEN_INFO, weightThirds } from './tokenizer.js';
+import {
+  TC_NEWLINE,
+  TC_SPACE,
+  TC_SYMBOL,
+  TC_TERMINATOR,
+  TOKEN_CLASS,
+  TOKEN_REPEAT,
+  TOKEN_START,
+  TOKEN_STEP,
+  weightThirds,
+} from './tokenizer.js';
 
 /** A span of text: `start` inclusive, `end` exclusive, both offsets into the text given. */
 export interface TextSpan {
@@ -414,7 +424,7 @@ function spaceCode(codes: Uint16Array, i: number): boolean {
 /**
  * The sentence splitter's walk over text[from, to) (`codes` are the code units of `text`): appends the
  * sentences to `out`. One pass: the tokenizer's per-character loop (tokenizer.ts) runs until the next
- * character that can matter for a sentence end (. ! ? … or a line break, flagged in TOKEN_INFO) or the
+ * character that can matter for a sentence end (. ! ? … or a line break, classes >= TC_NEWLINE of TOKEN_CLASS) or the
  * decided end of the current sentence, so each sentence gets its token weight from the same walk, and
  * the rules in endsSentence run only at terminators.
  */
@@ -425,13 +435,12 @@ export function scanSentences(
   to: number,
   out: SentenceList,
 ): void {
-  const info = TOKEN_INFO;
-  const gain = TOKEN_GAIN;
-  // tokenizer state: weight so far (thirds), current run key, position in the run, run kind
+  const cls = TOKEN_CLASS;
+  const step = TOKEN_STEP;
+  // tokenizer automaton (tokenizer.ts): weight so far (thirds), state, previous code unit
   let acc = 0;
-  let prevKey = -1;
-  let pos = 0;
-  let kind = 0;
+  let state = TOKEN_START;
+  let prev = -1;
   let sStart = -1; // first character of the current sentence, -1 between sentences
   let sAcc = 0; // acc at sStart
   let endAcc = 0; // acc at the end of the previous sentence
@@ -440,20 +449,14 @@ export function scanSentences(
   while (i < to) {
     if (sStart < 0) {
       // between sentences: white space up to the next visible character
-      let p = i;
-      while (p < to && spaceCode(codes, p)) p++;
-      for (; i < p; i++) {
-        const x = info[codes[i] as number] as number;
-        const key = x >> 4;
-        if (key === prevKey) {
-          pos++;
-          if (pos === 16) pos = 4;
-        } else {
-          pos = 0;
-          kind = x & 7;
-          prevKey = key;
-        }
-        acc += gain[(kind << 4) | pos] as number;
+      for (; i < to; i++) {
+        const c = codes[i] as number;
+        const k = cls[c] as number;
+        if (k !== TC_SPACE && k !== TC_NEWLINE) break;
+        const e = step[state | k] as number;
+        acc += e >> 10;
+        state = e & 1023;
+        prev = c;
       }
       if (i >= to) break;
       sStart = i;
@@ -461,18 +464,14 @@ export function scanSentences(
     }
     const stop = pending >= 0 ? pending : to;
     for (; i < stop; i++) {
-      const x = info[codes[i] as number] as number;
-      if ((x & TOKEN_EVENT) !== 0) break;
-      const key = x >> 4;
-      if (key === prevKey) {
-        pos++;
-        if (pos === 16) pos = 4;
-      } else {
-        pos = 0;
-        kind = x & 7;
-        prevKey = key;
-      }
-      acc += gain[(kind << 4) | pos] as number;
+      const c = codes[i] as number;
+      const k = cls[c] as number;
+      if (k >= TC_NEWLINE) break; // line break or terminator
+      const e =
+        c === prev && k === TC_SYMBOL ? (TOKEN_REPEAT[state >> 3] as number) : (step[state | k] as number);
+      acc += e >> 10;
+      state = e & 1023;
+      prev = c;
     }
     if (i === pending) {
       out.push(sStart, i, acc - sAcc, sAcc - endAcc);
@@ -510,17 +509,12 @@ export function scanSentences(
       }
       // a terminator run that reaches `to` ends the last sentence there anyway
     }
-    const x = info[c] as number;
-    const key = x >> 4;
-    if (key === prevKey) {
-      pos++;
-      if (pos === 16) pos = 4;
-    } else {
-      pos = 0;
-      kind = x & 7;
-      prevKey = key;
-    }
-    acc += gain[(kind << 4) | pos] as number;
+    const k = cls[c] as number;
+    const e =
+      c === prev && k === TC_TERMINATOR ? (TOKEN_REPEAT[state >> 3] as number) : (step[state | k] as number);
+    acc += e >> 10;
+    state = e & 1023;
+    prev = c;
     i++;
   }
   if (sStart >= 0) {

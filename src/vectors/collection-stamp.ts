@@ -46,7 +46,11 @@ export async function deleteStamp(db: SqlExecutor, backend: CollectionStamp['bac
   await db.run('DELETE FROM vector_collections WHERE backend = ? AND name = ?', [backend, name]);
 }
 
-const slug = (model: string) => model.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '');
+const slug = (model: string) =>
+  model
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_|_$/g, '');
 
 /**
  * The refusal when the configured embedder does not match what a collection was built with, saying how to move

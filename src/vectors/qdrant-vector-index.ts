@@ -261,7 +261,9 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   async count(collection: string): Promise<number> {
-    const result = await this.call(`count '${collection}'`, () => this.client.count(collection, { exact: true }));
+    const result = await this.call(`count '${collection}'`, () =>
+      this.client.count(collection, { exact: true }),
+    );
     return result.count;
   }
 
@@ -269,7 +271,11 @@ export class QdrantVectorIndex implements VectorIndex {
     const done: string[] = [];
     for (const index of PAYLOAD_INDEXES) {
       await this.call(`create payload index ${index.field} on '${collection}'`, () =>
-        this.client.createPayloadIndex(collection, { field_name: index.field, field_schema: index.schema, wait: true }),
+        this.client.createPayloadIndex(collection, {
+          field_name: index.field,
+          field_schema: index.schema,
+          wait: true,
+        }),
       );
       done.push(`payload index ${collection}.${index.field} (${index.schema})`);
     }
@@ -293,7 +299,8 @@ async function ignoreMissingCollection(operation: Promise<unknown>): Promise<voi
     await operation;
   } catch (error) {
     if ((error as { details?: { status?: number } }).details?.status === 404) return;
-    if (((error as { cause?: { status?: number } }).cause as { status?: number } | undefined)?.status === 404) return;
+    if (((error as { cause?: { status?: number } }).cause as { status?: number } | undefined)?.status === 404)
+      return;
     throw error;
   }
 }

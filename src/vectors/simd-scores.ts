@@ -226,13 +226,23 @@ function moduleBytes(): Uint8Array {
   ]);
 }
 
-let compiled: WebAssembly.Module | null | undefined;
+/** The part of the WebAssembly API used here (the project's TypeScript lib has no WebAssembly types). */
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: object) => { exports: Record<string, unknown> };
+  Memory: new (descriptor: { initial: number }) => { buffer: ArrayBuffer };
+}
+type WasmModule = { readonly __wasmModule?: never };
 
-function wasmModule(): WebAssembly.Module | null {
+const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+let compiled: WasmModule | null | undefined;
+
+function wasmModule(): WasmModule | null {
   if (compiled === undefined) {
     try {
       const bytes = moduleBytes();
-      compiled = WebAssembly.validate(bytes) ? new WebAssembly.Module(bytes) : null;
+      compiled = wasm?.validate(bytes) ? new wasm.Module(bytes) : null;
     } catch {
       compiled = null;
     }
@@ -258,14 +268,14 @@ export class SimdMatrix {
   private constructor(
     readonly capacity: number,
     readonly dimensions: number,
-    module: WebAssembly.Module,
+    module: WasmModule,
   ) {
     const matrixBytes = capacity * dimensions * 4;
     this.queryOffset = matrixBytes;
     this.scoresOffset = matrixBytes + dimensions * 4;
     const total = this.scoresOffset + capacity * 4;
-    const memory = new WebAssembly.Memory({ initial: Math.ceil(total / PAGE) });
-    const instance = new WebAssembly.Instance(module, { env: { memory } });
+    const memory = new wasm!.Memory({ initial: Math.ceil(total / PAGE) });
+    const instance = new wasm!.Instance(module, { env: { memory } });
     this.run = instance.exports.scores as SimdMatrix['run'];
     this.matrix = new Float32Array(memory.buffer, 0, capacity * dimensions);
     this.query = new Float32Array(memory.buffer, this.queryOffset, dimensions);

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
-import { blobToVector, normalizeVector, vectorToBlob } from '../embed/vector-blob.js';
+import { normalizeVector, vectorToBlob } from '../embed/vector-blob.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
 import { checkStamp, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
@@ -231,7 +231,13 @@ export class SqlVectorIndex implements VectorIndex {
         throw new CpeError(ErrorCodes.STEP_FAILED, `point ${p.id}: payload.document_id must be an integer`);
       }
       const chunkId = p.payload.chunk_id === undefined ? null : Number(p.payload.chunk_id);
-      return { id: p.id, documentId, chunkId, vector: normalizeVector(p.vector), payload: JSON.stringify(p.payload) };
+      return {
+        id: p.id,
+        documentId,
+        chunkId,
+        vector: normalizeVector(p.vector),
+        payload: JSON.stringify(p.payload),
+      };
     });
     await this.write(
       collection,
@@ -308,7 +314,8 @@ export class SqlVectorIndex implements VectorIndex {
       return undefined;
     }
     const current = this.memory.get(collection);
-    if (current && current.revision === stamp.revision && current.dimensions === stamp.dimensions) return current;
+    if (current && current.revision === stamp.revision && current.dimensions === stamp.dimensions)
+      return current;
     let pending = this.loading.get(collection);
     if (!pending) {
       pending = this.load(collection, stamp.dimensions).finally(() => this.loading.delete(collection));
@@ -366,7 +373,9 @@ export class SqlVectorIndex implements VectorIndex {
       `SELECT point_id, payload FROM vector_points WHERE collection = ? AND point_id IN (${ids.map(() => '?').join(',')})`,
       [collection, ...ids],
     );
-    const payloads = new Map(rows.map((r) => [r.point_id, parseJsonColumn<Record<string, unknown>>(r.payload, {})]));
+    const payloads = new Map(
+      rows.map((r) => [r.point_id, parseJsonColumn<Record<string, unknown>>(r.payload, {})]),
+    );
     return best
       .map((b, k) => ({ id: ids[k], score: b.score, payload: payloads.get(ids[k]) }))
       .filter((r): r is VectorSearchResult => r.payload !== undefined);
@@ -391,9 +400,10 @@ export class SqlVectorIndex implements VectorIndex {
   }
 
   async count(collection: string): Promise<number> {
-    const [row] = await this.db.query<{ n: number }>('SELECT COUNT(*) AS n FROM vector_points WHERE collection = ?', [
-      collection,
-    ]);
+    const [row] = await this.db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM vector_points WHERE collection = ?',
+      [collection],
+    );
     return Number(row?.n ?? 0);
   }
 

@@ -44,7 +44,13 @@ interface DocumentRow {
 /** The Qdrant payload of a chunk: what a search hit shows and what points back to SQL. */
 export function chunkPayload(
   document: Pick<DocumentRow, 'id' | 'title' | 'filename' | 'source_path'>,
-  chunk: { id: number; chunk_index: number; content: string; heading_path: unknown; page_start: number | null },
+  chunk: {
+    id: number;
+    chunk_index: number;
+    content: string;
+    heading_path: unknown;
+    page_start: number | null;
+  },
 ): Record<string, unknown> {
   return {
     document_id: Number(document.id),
@@ -76,7 +82,8 @@ async function otherVersions(db: SqlExecutor, sourcePath: string, documentId: nu
 }
 
 async function clearPointIds(db: SqlExecutor, documentIds: readonly number[]): Promise<void> {
-  for (const id of documentIds) await db.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [id]);
+  for (const id of documentIds)
+    await db.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [id]);
 }
 
 /**
@@ -96,9 +103,20 @@ export async function storeDocumentPoints(
   const index = await services.providers.vectors();
   if (doc.status === 'deleted') {
     const removed = await removeDocumentPoints(services, doc.source_path, options.collection);
-    return { stored: 0, withoutVector: 0, removedVersions: removed, note: 'document deleted: its points were removed' };
+    return {
+      stored: 0,
+      withoutVector: 0,
+      removedVersions: removed,
+      note: 'document deleted: its points were removed',
+    };
   }
-  if (Number(doc.is_latest) !== 1) {
+  // A version being processed is not latest yet (it becomes latest when done, see finishDocument); only a
+  // newer version of the same file makes this one superseded.
+  const [newer] = await db.query<{ id: number }>(
+    "SELECT id FROM documents WHERE source_path = ? AND id <> ? AND status <> 'deleted' AND (is_latest = 1 AND id > ?) LIMIT 1",
+    [doc.source_path, doc.id, doc.id],
+  );
+  if (Number(doc.is_latest) !== 1 && newer) {
     await index.deleteByDocument(options.collection, doc.id);
     await clearPointIds(db, [doc.id]);
     return {
@@ -133,7 +151,11 @@ export async function storeDocumentPoints(
       withoutVector++;
       continue;
     }
-    points.push({ id: chunkPointId(doc.id, Number(row.chunk_index)), vector, payload: chunkPayload(doc, row) });
+    points.push({
+      id: chunkPointId(doc.id, Number(row.chunk_index)),
+      vector,
+      payload: chunkPayload(doc, row),
+    });
   }
 
   await index.upsert(options.collection, points);
@@ -147,10 +169,15 @@ export async function storeDocumentPoints(
     for (const p of points) {
       await tx.run('UPDATE chunks SET qdrant_id = ? WHERE id = ?', [p.id, Number(p.payload.chunk_id)]);
     }
-    for (const other of others) await tx.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [other]);
+    for (const other of others)
+      await tx.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [other]);
   });
   if (withoutVector > 0) {
-    services.log?.warn('chunks without a vector were not stored', { documentId: doc.id, chunks: withoutVector, model });
+    services.log?.warn('chunks without a vector were not stored', {
+      documentId: doc.id,
+      chunks: withoutVector,
+      model,
+    });
   }
   return { stored: points.length, withoutVector, removedVersions: others };
 }
@@ -162,7 +189,9 @@ export async function removeDocumentPoints(
   collection: string,
 ): Promise<number[]> {
   const index: VectorIndex = await services.providers.vectors();
-  const rows = await services.db.query<{ id: number }>('SELECT id FROM documents WHERE source_path = ?', [sourcePath]);
+  const rows = await services.db.query<{ id: number }>('SELECT id FROM documents WHERE source_path = ?', [
+    sourcePath,
+  ]);
   const ids = rows.map((r) => Number(r.id));
   for (const id of ids) await index.deleteByDocument(collection, id);
   await clearPointIds(services.db, ids);

@@ -50,7 +50,11 @@ export interface VectorIndex {
   /** inserts or replaces points by id (idempotent) */
   upsert(collection: string, points: readonly VectorPoint[]): Promise<void>;
   /** removes the document's points, except keepIds (the ones just stored) */
-  deleteByDocument(collection: string, documentId: number, options?: { keepIds?: readonly string[] }): Promise<void>;
+  deleteByDocument(
+    collection: string,
+    documentId: number,
+    options?: { keepIds?: readonly string[] },
+  ): Promise<void>;
   deletePoints(collection: string, ids: readonly string[]): Promise<void>;
   search(
     collection: string,

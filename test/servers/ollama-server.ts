@@ -73,8 +73,13 @@ export class OllamaTestServer extends TestHttpServer {
 
   private async embed(body: any, aborted: () => boolean) {
     const model = body?.model;
-    if (typeof model !== 'string' || model === '') return { status: 400, body: { error: 'model is required' } };
-    if (this.options.models && !this.options.models.includes(model) && !this.options.models.includes(model.replace(/:latest$/, ''))) {
+    if (typeof model !== 'string' || model === '')
+      return { status: 400, body: { error: 'model is required' } };
+    if (
+      this.options.models &&
+      !this.options.models.includes(model) &&
+      !this.options.models.includes(model.replace(/:latest$/, ''))
+    ) {
       return { status: 404, body: { error: `model "${model}" not found, try pulling it first` } };
     }
     const input: string[] = typeof body.input === 'string' ? [body.input] : body.input;

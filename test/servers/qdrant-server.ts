@@ -1,4 +1,9 @@
-import { type RouteRequest, type RouteResult, type StartedServer, TestHttpServer } from './test-http-server.js';
+import {
+  type RouteRequest,
+  type RouteResult,
+  type StartedServer,
+  TestHttpServer,
+} from './test-http-server.js';
 
 /**
  * A fake Qdrant speaking the REST API as @qdrant/js-client-rest uses it: collections (create, exists, get,
@@ -18,15 +23,23 @@ export interface FakeCollection {
   payloadIndexes: Map<string, unknown>;
 }
 
-const ok = (result: unknown, status = 200): RouteResult => ({ status, body: { result, status: 'ok', time: 0.0001 } });
-const fail = (status: number, error: string): RouteResult => ({ status, body: { status: { error }, time: 0.0001 } });
+const ok = (result: unknown, status = 200): RouteResult => ({
+  status,
+  body: { result, status: 'ok', time: 0.0001 },
+});
+const fail = (status: number, error: string): RouteResult => ({
+  status,
+  body: { status: { error }, time: 0.0001 },
+});
 
 function normalizeId(id: unknown): string {
   return typeof id === 'number' ? String(id) : String(id).toLowerCase();
 }
 
 function getPath(payload: Record<string, unknown>, key: string): unknown {
-  return key.split('.').reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as any)[k] : undefined), payload);
+  return key
+    .split('.')
+    .reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as any)[k] : undefined), payload);
 }
 
 function matchCondition(point: StoredPoint, condition: any): boolean {
@@ -71,9 +84,13 @@ function unit(vector: number[]): number[] {
   return vector.map((v) => v / norm);
 }
 
-function selectPayload(payload: Record<string, unknown>, withPayload: unknown): Record<string, unknown> | undefined {
+function selectPayload(
+  payload: Record<string, unknown>,
+  withPayload: unknown,
+): Record<string, unknown> | undefined {
   if (withPayload === false || withPayload === undefined) return undefined;
-  if (Array.isArray(withPayload)) return Object.fromEntries(withPayload.filter((k) => k in payload).map((k) => [k, payload[k]]));
+  if (Array.isArray(withPayload))
+    return Object.fromEntries(withPayload.filter((k) => k in payload).map((k) => [k, payload[k]]));
   return payload;
 }
 
@@ -104,9 +121,21 @@ export class QdrantTestServer extends TestHttpServer {
         return handler(collection, request);
       };
 
-    this.route('GET', '/', guarded(() => ({ body: { title: 'qdrant - vector search engine', version: '1.18.0' } })));
-    this.route('GET', '/collections', guarded(() => ok({ collections: [...this.collections.keys()].map((name) => ({ name })) })));
-    this.route('GET', '/collections/:name/exists', guarded((r) => ok({ exists: this.collections.has(r.params.name) })));
+    this.route(
+      'GET',
+      '/',
+      guarded(() => ({ body: { title: 'qdrant - vector search engine', version: '1.18.0' } })),
+    );
+    this.route(
+      'GET',
+      '/collections',
+      guarded(() => ok({ collections: [...this.collections.keys()].map((name) => ({ name })) })),
+    );
+    this.route(
+      'GET',
+      '/collections/:name/exists',
+      guarded((r) => ok({ exists: this.collections.has(r.params.name) })),
+    );
     this.route(
       'GET',
       '/collections/:name',
@@ -119,7 +148,9 @@ export class QdrantTestServer extends TestHttpServer {
             indexed_vectors_count: 0,
             segments_count: 1,
             config: { params: { vectors: { size: c.size, distance: c.distance } } },
-            payload_schema: Object.fromEntries([...c.payloadIndexes].map(([k, v]) => [k, { data_type: v, points: c.points.size }])),
+            payload_schema: Object.fromEntries(
+              [...c.payloadIndexes].map(([k, v]) => [k, { data_type: v, points: c.points.size }]),
+            ),
           }),
         ),
       ),
@@ -128,9 +159,14 @@ export class QdrantTestServer extends TestHttpServer {
       'PUT',
       '/collections/:name',
       guarded((r) => {
-        if (this.collections.has(r.params.name)) return fail(409, `Wrong input: Collection \`${r.params.name}\` already exists!`);
+        if (this.collections.has(r.params.name))
+          return fail(409, `Wrong input: Collection \`${r.params.name}\` already exists!`);
         const vectors = r.body?.vectors;
-        if (!vectors || typeof vectors.size !== 'number' || !['Cosine', 'Dot', 'Euclid', 'Manhattan'].includes(vectors.distance)) {
+        if (
+          !vectors ||
+          typeof vectors.size !== 'number' ||
+          !['Cosine', 'Dot', 'Euclid', 'Manhattan'].includes(vectors.distance)
+        ) {
           return fail(400, 'Wrong input: vectors.size and vectors.distance are required');
         }
         this.collections.set(r.params.name, {
@@ -142,7 +178,11 @@ export class QdrantTestServer extends TestHttpServer {
         return ok(true);
       }),
     );
-    this.route('DELETE', '/collections/:name', guarded((r) => ok(this.collections.delete(r.params.name))));
+    this.route(
+      'DELETE',
+      '/collections/:name',
+      guarded((r) => ok(this.collections.delete(r.params.name))),
+    );
     this.route(
       'PUT',
       '/collections/:name/index',
@@ -161,12 +201,19 @@ export class QdrantTestServer extends TestHttpServer {
           const points: StoredPoint[] = r.body?.points ?? [];
           for (const p of points) {
             if (!Array.isArray(p.vector) || p.vector.length !== c.size) {
-              return fail(400, `Wrong input: Vector dimension error: expected dim: ${c.size}, got ${p.vector?.length}`);
+              return fail(
+                400,
+                `Wrong input: Vector dimension error: expected dim: ${c.size}, got ${p.vector?.length}`,
+              );
             }
           }
           for (const p of points) {
             const vector = c.distance === 'Cosine' ? unit(p.vector) : p.vector;
-            c.points.set(normalizeId(p.id), { id: typeof p.id === 'number' ? p.id : normalizeId(p.id), vector, payload: p.payload ?? {} });
+            c.points.set(normalizeId(p.id), {
+              id: typeof p.id === 'number' ? p.id : normalizeId(p.id),
+              vector,
+              payload: p.payload ?? {},
+            });
           }
           return ok({ operation_id: 1, status: 'completed' });
         }),
@@ -181,7 +228,10 @@ export class QdrantTestServer extends TestHttpServer {
             (r.body?.ids ?? [])
               .map((id: unknown) => c.points.get(normalizeId(id)))
               .filter(Boolean)
-              .map((p: StoredPoint) => ({ id: outputId(p.id), payload: selectPayload(p.payload, r.body?.with_payload ?? true) })),
+              .map((p: StoredPoint) => ({
+                id: outputId(p.id),
+                payload: selectPayload(p.payload, r.body?.with_payload ?? true),
+              })),
           ),
         ),
       ),
@@ -204,7 +254,9 @@ export class QdrantTestServer extends TestHttpServer {
     );
     const search = (c: FakeCollection, vector: number[], body: any) => {
       if (!Array.isArray(vector) || vector.length !== c.size) {
-        return { error: `Wrong input: Vector dimension error: expected dim: ${c.size}, got ${vector?.length}` };
+        return {
+          error: `Wrong input: Vector dimension error: expected dim: ${c.size}, got ${vector?.length}`,
+        };
       }
       const q = c.distance === 'Cosine' ? unit(vector) : vector;
       const scored = [...c.points.values()]
@@ -251,7 +303,10 @@ export class QdrantTestServer extends TestHttpServer {
           const all = [...c.points.values()]
             .filter((p) => matchFilter(p, body.filter))
             .sort((a, b) => (normalizeId(a.id) < normalizeId(b.id) ? -1 : 1));
-          const start = body.offset === undefined || body.offset === null ? 0 : all.findIndex((p) => normalizeId(p.id) >= normalizeId(body.offset));
+          const start =
+            body.offset === undefined || body.offset === null
+              ? 0
+              : all.findIndex((p) => normalizeId(p.id) >= normalizeId(body.offset));
           const from = start < 0 ? all.length : start;
           const page = all.slice(from, from + limit);
           const next = all[from + limit];
@@ -269,7 +324,11 @@ export class QdrantTestServer extends TestHttpServer {
     this.route(
       'POST',
       '/collections/:name/points/count',
-      guarded(withCollection((c, r) => ok({ count: [...c.points.values()].filter((p) => matchFilter(p, r.body?.filter)).length }))),
+      guarded(
+        withCollection((c, r) =>
+          ok({ count: [...c.points.values()].filter((p) => matchFilter(p, r.body?.filter)).length }),
+        ),
+      ),
     );
   }
 

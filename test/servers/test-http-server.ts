@@ -29,7 +29,11 @@ export type RouteHandler = (request: RouteRequest) => Promise<RouteResult> | Rou
  * A handler that writes the response itself (e.g. handleOllamaChat from ollama-chat.ts); returns false when the
  * request is not its own. Raw handlers are tried before the routes and are not subject to fault injection.
  */
-export type RawHandler = (req: IncomingMessage, res: ServerResponse, rawBody: string) => Promise<boolean> | boolean;
+export type RawHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  rawBody: string,
+) => Promise<boolean> | boolean;
 
 export interface FaultState {
   /** the next N requests answer with `failStatus` */
@@ -128,7 +132,11 @@ export class TestHttpServer {
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       if (res.destroyed) return;
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+        ...headers,
+      });
       res.end(text);
     };
 

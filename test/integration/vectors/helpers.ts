@@ -64,7 +64,14 @@ export async function openTestDatabases(backend: Backend): Promise<TestDatabases
 
 export async function insertDocument(
   db: SqlExecutor,
-  doc: { sourcePath: string; title?: string; version?: number; isLatest?: boolean; status?: string; previousId?: number },
+  doc: {
+    sourcePath: string;
+    title?: string;
+    version?: number;
+    isLatest?: boolean;
+    status?: string;
+    previousId?: number;
+  },
 ): Promise<number> {
   const result = await db.run(
     `INSERT INTO documents (filename, source_path, content_hash, title, status, version, is_latest, previous_version_id)
@@ -111,13 +118,22 @@ export async function insertChunks(
 }
 
 /** Supersedes a document: the old row is no longer the latest, a new version row takes its place. */
-export async function newVersion(db: SqlExecutor, oldId: number, sourcePath: string, title?: string): Promise<number> {
+export async function newVersion(
+  db: SqlExecutor,
+  oldId: number,
+  sourcePath: string,
+  title?: string,
+): Promise<number> {
   await db.run('UPDATE documents SET is_latest = 0 WHERE id = ?', [oldId]);
-  const [{ version }] = await db.query<{ version: number }>('SELECT version FROM documents WHERE id = ?', [oldId]);
+  const [{ version }] = await db.query<{ version: number }>('SELECT version FROM documents WHERE id = ?', [
+    oldId,
+  ]);
   return insertDocument(db, { sourcePath, title, version: Number(version) + 1, previousId: oldId });
 }
 
-export const silentLogger = (): Logger & { lines: Array<{ level: string; message: string; context?: unknown }> } => {
+export const silentLogger = (): Logger & {
+  lines: Array<{ level: string; message: string; context?: unknown }>;
+} => {
   const lines: Array<{ level: string; message: string; context?: unknown }> = [];
   const log = (level: string) => (message: string, context?: Record<string, unknown>) => {
     lines.push({ level, message, context });
@@ -170,7 +186,7 @@ export function makeCtx<C>(options: CtxOptions<C>): StepContext<C> & {
     providers: options.providers,
     settings: {},
     config: options.config,
-    step: { id: 1, name: options.type, type: options.type },
+    step: { id: 1, name: options.type, type: options.type, lineageHash: 'test' },
     pipeline: { id: 1, name: 'Test', versionHash: 'test', hasStepType: (t) => stepTypes.has(t) },
     run: { id: 1, sourceDir: undefined, force: false },
     log: silentLogger(),

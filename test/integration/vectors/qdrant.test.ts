@@ -5,7 +5,7 @@ import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { createVectorIndex } from '../../../src/vectors/create-vector-index.js';
 import { chunkPointId } from '../../../src/vectors/point-id.js';
-import { QdrantVectorIndex } from '../../../src/vectors/qdrant-vector-index.js';
+import type { QdrantVectorIndex } from '../../../src/vectors/qdrant-vector-index.js';
 import embed from '../../../steps/embed.js';
 import indexOptimize from '../../../steps/index_optimize.js';
 import { QdrantTestServer } from '../../servers/qdrant-server.js';
@@ -49,17 +49,31 @@ for (const backend of backends()) {
       expect(stamp).to.include({ name: 'documents', model: 'local-hash-v1', location: url });
 
       const fresh = createVectorIndex({ qdrantUrl: url, db: t.db });
-      const error = await fresh.ensureCollection('documents', { ...spec, model: 'mxbai-embed-large' }).catch((e) => e);
+      const error = await fresh
+        .ensureCollection('documents', { ...spec, model: 'mxbai-embed-large' })
+        .catch((e) => e);
       expect((error as CpeError).code).to.equal('COLLECTION_MISMATCH');
-      expect((error as Error).message).to.include("collection 'documents' (qdrant) was built with local-hash-v1");
+      expect((error as Error).message).to.include(
+        "collection 'documents' (qdrant) was built with local-hash-v1",
+      );
 
       // a collection someone else made with another size
-      server.collections.set('mail', { size: 768, distance: 'Cosine', points: new Map(), payloadIndexes: new Map() });
+      server.collections.set('mail', {
+        size: 768,
+        distance: 'Cosine',
+        points: new Map(),
+        payloadIndexes: new Map(),
+      });
       const sizeError = await fresh.ensureCollection('mail', spec).catch((e) => e);
       expect((sizeError as CpeError).code).to.equal('COLLECTION_MISMATCH');
       expect((sizeError as Error).message).to.include('768 dimensions');
       // ... and one with the right size is adopted
-      server.collections.set('entities', { size: 1024, distance: 'Cosine', points: new Map(), payloadIndexes: new Map() });
+      server.collections.set('entities', {
+        size: 1024,
+        distance: 'Cosine',
+        points: new Map(),
+        payloadIndexes: new Map(),
+      });
       await fresh.ensureCollection('entities', spec);
       expect((await fresh.describeCollection('entities')).model).to.equal('local-hash-v1');
     });
@@ -72,7 +86,15 @@ for (const backend of backends()) {
         'Reklamationen werden binnen 48 Stunden bearbeitet.',
       ]);
       const run = (id: number, action: 'new' | 'update' | 'delete' = 'new') =>
-        embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/q.md', action } }));
+        embed.run(
+          makeCtx({
+            db: t.db,
+            providers,
+            config: embedConfig,
+            type: 'embed',
+            document: { id, sourcePath: '/src/q.md', action },
+          }),
+        );
       await run(v1);
       const first = server.points('documents').map((p) => ({ id: p.id, payload: p.payload }));
       expect(first.map((p) => p.id).sort()).to.deep.equal([chunkPointId(v1, 0), chunkPointId(v1, 1)].sort());
@@ -92,10 +114,17 @@ for (const backend of backends()) {
       await run(v2, 'update');
       expect(server.points('documents').map((p) => p.id)).to.deep.equal([chunkPointId(v2, 0)]);
 
-      const hits = await searchChunks({ db: t.db, providers }, 'Wareneingang Qualitätssicherung', { limit: 5 });
+      const hits = await searchChunks({ db: t.db, providers }, 'Wareneingang Qualitätssicherung', {
+        limit: 5,
+      });
       expect(hits.map((h) => [h.document_id, h.chunk_index])).to.deep.equal([[v2, 0]]);
 
-      const optimize = makeCtx({ db: t.db, providers, config: { collections: ['documents'] }, type: 'index_optimize' });
+      const optimize = makeCtx({
+        db: t.db,
+        providers,
+        config: { collections: ['documents'] },
+        type: 'index_optimize',
+      });
       await indexOptimize.run(optimize as any);
       expect([...server.collections.get('documents')!.payloadIndexes.entries()]).to.deep.include.members([
         ['document_id', 'integer'],
@@ -111,10 +140,22 @@ for (const backend of backends()) {
     it('retries through 500s on every third request and through dropped connections', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
       const id = await insertDocument(t.db, { sourcePath: '/src/f.txt' });
-      await insertChunks(t.db, id, Array.from({ length: 300 }, (_, i) => `Absatz ${i} über Fehlertoleranz.`));
+      await insertChunks(
+        t.db,
+        id,
+        Array.from({ length: 300 }, (_, i) => `Absatz ${i} über Fehlertoleranz.`),
+      );
       server.faults.failEvery = 3;
       server.faults.dropNext = 1;
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/f.txt' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id, sourcePath: '/src/f.txt' },
+        }),
+      );
       expect(server.points('documents')).to.have.length(300);
       expect(server.counters.failed).to.be.greaterThan(0);
       expect(server.counters.dropped).to.equal(1);
@@ -132,14 +173,24 @@ for (const backend of backends()) {
       expect(error).to.be.instanceOf(CpeError);
       expect((error as CpeError).retryable).to.equal(false);
       expect((error as Error).message).to.include('401');
-      expect(JSON.stringify({ m: (error as Error).message, d: (error as CpeError).details })).to.not.include('falsch-456');
+      expect(JSON.stringify({ m: (error as Error).message, d: (error as CpeError).details })).to.not.include(
+        'falsch-456',
+      );
     });
 
     it('verify finds missing and orphan points and repair makes Qdrant agree with SQL', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
       const id = await insertDocument(t.db, { sourcePath: '/src/v.md', title: 'V' });
       await insertChunks(t.db, id, ['Eins zwei drei.', 'Vier fünf sechs.', 'Sieben acht neun.']);
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id, sourcePath: '/src/v.md' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id, sourcePath: '/src/v.md' },
+        }),
+      );
       server.collections.get('documents')!.points.delete(chunkPointId(id, 2));
       const stray = chunkPointId(4242, 0);
       server.collections.get('documents')!.points.set(stray, {
@@ -153,9 +204,12 @@ for (const backend of backends()) {
       expect(report.counts).to.include({ expected: 3, points: 3, missing: 1, orphans: 1 });
       const repaired = await verifyIndex(services, { repair: true });
       expect(repaired.ok).to.equal(true);
-      expect(server.points('documents').map((p) => p.id).sort()).to.deep.equal(
-        [0, 1, 2].map((i) => chunkPointId(id, i)).sort(),
-      );
+      expect(
+        server
+          .points('documents')
+          .map((p) => p.id)
+          .sort(),
+      ).to.deep.equal([0, 1, 2].map((i) => chunkPointId(id, i)).sort());
     });
   });
 }

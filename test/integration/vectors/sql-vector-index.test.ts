@@ -9,7 +9,11 @@ const v = (...values: number[]) => Float32Array.from(values);
 const point = (documentId: number, chunkIndex: number, vector: Float32Array) => ({
   id: chunkPointId(documentId, chunkIndex),
   vector,
-  payload: { document_id: documentId, chunk_index: chunkIndex, content: `doc ${documentId} chunk ${chunkIndex}` },
+  payload: {
+    document_id: documentId,
+    chunk_index: chunkIndex,
+    content: `doc ${documentId} chunk ${chunkIndex}`,
+  },
 });
 
 for (const backend of backends()) {
@@ -38,7 +42,7 @@ for (const backend of backends()) {
       }
       expect(error).to.be.instanceOf(CpeError);
       expect((error as CpeError).code).to.equal('COLLECTION_MISMATCH');
-      expect((error as Error).message).to.include("was built with test-model (4 dimensions)");
+      expect((error as Error).message).to.include('was built with test-model (4 dimensions)');
       expect((error as Error).message).to.include("set config.collection to 'documents_other_model'");
       try {
         await index.ensureCollection('documents', { ...spec, size: 8 });
@@ -70,10 +74,14 @@ for (const backend of backends()) {
 
     it('keeps the in-memory matrix current on its own writes and reloads after writes by another process', async () => {
       await index.upsert('documents', [point(1, 0, v(1, 0, 0, 0))]);
-      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(chunkPointId(1, 0));
+      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(
+        chunkPointId(1, 0),
+      );
       // own write after the load
       await index.upsert('documents', [point(3, 0, v(0, 0, 1, 0))]);
-      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(chunkPointId(3, 0));
+      expect((await index.search('documents', v(0, 0, 1, 0), { limit: 1 }))[0].id).to.equal(
+        chunkPointId(3, 0),
+      );
       // a second index object on the same database stands for another process
       const other = new SqlVectorIndex(t.db);
       await other.upsert('documents', [point(4, 0, v(0, 0, 0, 1))]);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
 import type { Embedder } from '../../../src/embed/types.js';
-import { CpeError } from '../../../src/errors.js';
+import type { CpeError } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
@@ -48,8 +48,12 @@ function recordingIndex(inner: VectorIndex, log: string[]): VectorIndex {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        if (prop === 'upsert') log.push(`upsert ${(args[1] as Array<{ payload: { document_id: number } }>).map((p) => p.payload.document_id).join(',')}`);
-        if (prop === 'deleteByDocument') log.push(`delete ${args[1]}${(args[2] as any)?.keepIds ? ' (stale only)' : ''}`);
+        if (prop === 'upsert')
+          log.push(
+            `upsert ${(args[1] as Array<{ payload: { document_id: number } }>).map((p) => p.payload.document_id).join(',')}`,
+          );
+        if (prop === 'deleteByDocument')
+          log.push(`delete ${args[1]}${(args[2] as any)?.keepIds ? ' (stale only)' : ''}`);
         return value.apply(target, args);
       };
     },
@@ -71,7 +75,8 @@ const GERMAN = [
     page: 7,
   },
   {
-    content: 'Inhaltsverzeichnis ......................................... 12 Die Kantine öffnet um 11:30 Uhr.',
+    content:
+      'Inhaltsverzeichnis ......................................... 12 Die Kantine öffnet um 11:30 Uhr.',
     headingPath: ['Allgemeines'],
     page: 1,
   },
@@ -95,19 +100,33 @@ for (const backend of backends()) {
       const providers = makeProviders(embedder, index);
       const docId = await insertDocument(t.db, { sourcePath: '/src/handbuch.pdf', title: 'Handbuch' });
       const chunkIds = await insertChunks(t.db, docId, GERMAN);
-      const ctx = makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: docId, sourcePath: '/src/handbuch.pdf' } });
+      const ctx = makeCtx({
+        db: t.db,
+        providers,
+        config: embedConfig,
+        type: 'embed',
+        document: { id: docId, sourcePath: '/src/handbuch.pdf' },
+      });
       await embed.run(ctx);
 
-      const chunks = await t.db.query<any>('SELECT id, status, embedding_model, qdrant_id, chunk_index FROM chunks ORDER BY chunk_index');
+      const chunks = await t.db.query<any>(
+        'SELECT id, status, embedding_model, qdrant_id, chunk_index FROM chunks ORDER BY chunk_index',
+      );
       expect(chunks.map((c) => c.status)).to.deep.equal(['embedded', 'embedded', 'embedded']);
-      expect(chunks.map((c) => c.embedding_model)).to.deep.equal(['local-hash-v1', 'local-hash-v1', 'local-hash-v1']);
+      expect(chunks.map((c) => c.embedding_model)).to.deep.equal([
+        'local-hash-v1',
+        'local-hash-v1',
+        'local-hash-v1',
+      ]);
       expect(chunks.map((c) => c.qdrant_id)).to.deep.equal([0, 1, 2].map((i) => chunkPointId(docId, i)));
       expect(embedder.texts).to.have.length(3);
       // dot leaders collapsed before embedding
       expect(embedder.texts[2]).to.equal('Inhaltsverzeichnis ... 12 Die Kantine öffnet um 11:30 Uhr.');
       expect(ctx.reports[0]).to.include({ itemsIn: 3, itemsOut: 3, embedded: 3, pointsStored: 3 });
 
-      const points = await t.db.query<any>('SELECT point_id, document_id, chunk_id, payload FROM vector_points ORDER BY point_id');
+      const points = await t.db.query<any>(
+        'SELECT point_id, document_id, chunk_id, payload FROM vector_points ORDER BY point_id',
+      );
       expect(points).to.have.length(3);
       const payload = JSON.parse(points.find((p) => p.point_id === chunkPointId(docId, 0)).payload);
       expect(payload).to.deep.include({
@@ -121,7 +140,15 @@ for (const backend of backends()) {
       });
 
       // rerun: nothing to embed, same points
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: docId, sourcePath: '/src/handbuch.pdf' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: docId, sourcePath: '/src/handbuch.pdf' },
+        }),
+      );
       expect(embedder.texts).to.have.length(3);
       expect(await index.count('documents')).to.equal(3);
     });
@@ -131,10 +158,24 @@ for (const backend of backends()) {
       const providers = makeProviders(embedder, index);
       const v1 = await insertDocument(t.db, { sourcePath: '/src/a.md', title: 'A' });
       await insertChunks(t.db, v1, ['Erster Absatz über Brandschutz.', 'Zweiter Absatz über Fluchtwege.']);
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: v1, sourcePath: '/src/a.md' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: v1, sourcePath: '/src/a.md' },
+        }),
+      );
       const v2 = await newVersion(t.db, v1, '/src/a.md', 'A');
       await insertChunks(t.db, v2, ['Erster Absatz über Brandschutz.', 'Neuer Absatz über Feuerlöscher.']);
-      const ctx = makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: v2, sourcePath: '/src/a.md', action: 'update' } });
+      const ctx = makeCtx({
+        db: t.db,
+        providers,
+        config: embedConfig,
+        type: 'embed',
+        document: { id: v2, sourcePath: '/src/a.md', action: 'update' },
+      });
       await embed.run(ctx);
       expect(embedder.texts).to.deep.equal([
         'Erster Absatz über Brandschutz.',
@@ -149,11 +190,27 @@ for (const backend of backends()) {
       const providers = makeProviders(createLocalEmbedder(), recordingIndex(index, ops));
       const v1 = await insertDocument(t.db, { sourcePath: '/src/b.docx', title: 'B' });
       await insertChunks(t.db, v1, ['Alt eins.', 'Alt zwei.', 'Alt drei.']);
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: v1, sourcePath: '/src/b.docx' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: v1, sourcePath: '/src/b.docx' },
+        }),
+      );
       const v2 = await newVersion(t.db, v1, '/src/b.docx', 'B');
       await insertChunks(t.db, v2, ['Neu eins.', 'Neu zwei.']);
       ops.length = 0;
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: v2, sourcePath: '/src/b.docx', action: 'update' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: v2, sourcePath: '/src/b.docx', action: 'update' },
+        }),
+      );
       expect(ops).to.deep.equal([`upsert ${v2},${v2}`, `delete ${v2} (stale only)`, `delete ${v1}`]);
       const points = await index.listPoints('documents');
       expect(points.map((p) => p.documentId)).to.deep.equal([v2, v2]);
@@ -162,7 +219,13 @@ for (const backend of backends()) {
 
       // the file is gone from the source folder
       await t.db.run(`UPDATE documents SET status = 'deleted' WHERE id = ?`, [v2]);
-      const ctx = makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: v2, sourcePath: '/src/b.docx', action: 'delete' } });
+      const ctx = makeCtx({
+        db: t.db,
+        providers,
+        config: embedConfig,
+        type: 'embed',
+        document: { id: v2, sourcePath: '/src/b.docx', action: 'delete' },
+      });
       await embed.run(ctx);
       expect(await index.count('documents')).to.equal(0);
       expect(ctx.reports[0]).to.include({ versionsRemoved: 2 });
@@ -170,37 +233,80 @@ for (const backend of backends()) {
 
     it('with a vector_store step, embed only embeds and vector_store stores', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
-      const stepTypes = ['detect', 'extract', 'chunk', 'embed', 'collection_setup', 'vector_store', 'index_optimize'];
-      const setupCtx = makeCtx({ db: t.db, providers, config: { collections: ['documents', 'mail', 'entities'], distance: 'Cosine' as const }, type: 'collection_setup', stepTypes });
+      const stepTypes = [
+        'detect',
+        'extract',
+        'chunk',
+        'embed',
+        'collection_setup',
+        'vector_store',
+        'index_optimize',
+      ];
+      const setupCtx = makeCtx({
+        db: t.db,
+        providers,
+        config: { collections: ['documents', 'mail', 'entities'], distance: 'Cosine' as const },
+        type: 'collection_setup',
+        stepTypes,
+      });
       await collectionSetup.run(setupCtx as any);
       expect((await index.describeCollection('mail')).exists).to.equal(true);
 
       const docId = await insertDocument(t.db, { sourcePath: '/src/c.txt' });
       await insertChunks(t.db, docId, ['Eins.', 'Zwei.']);
       const document = { id: docId, sourcePath: '/src/c.txt' };
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document, stepTypes }));
+      await embed.run(
+        makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document, stepTypes }),
+      );
       expect(await index.count('documents')).to.equal(0);
-      const storeCtx = makeCtx({ db: t.db, providers, config: { collection: 'documents' }, type: 'vector_store', document, stepTypes });
+      const storeCtx = makeCtx({
+        db: t.db,
+        providers,
+        config: { collection: 'documents' },
+        type: 'vector_store',
+        document,
+        stepTypes,
+      });
       await vectorStore.run(storeCtx);
       expect(await index.count('documents')).to.equal(2);
       expect(storeCtx.reports[0]).to.include({ itemsIn: 2, itemsOut: 2 });
       // the title falls back to the file name
-      expect((await index.search('documents', (await createLocalEmbedder().embed(['Eins']))[0], { limit: 1 }))[0].payload.document_title).to.equal('c.txt');
+      expect(
+        (await index.search('documents', (await createLocalEmbedder().embed(['Eins']))[0], { limit: 1 }))[0]
+          .payload.document_title,
+      ).to.equal('c.txt');
 
-      const optimizeCtx = makeCtx({ db: t.db, providers, config: { collections: ['documents'] }, type: 'index_optimize', stepTypes });
+      const optimizeCtx = makeCtx({
+        db: t.db,
+        providers,
+        config: { collections: ['documents'] },
+        type: 'index_optimize',
+        stepTypes,
+      });
       await indexOptimize.run(optimizeCtx as any);
       expect(optimizeCtx.reports[0]).to.include({ itemsOut: 1 });
     });
 
     it('collection_setup refuses a collection built with another model', async () => {
-      await index.ensureCollection('documents', { size: 1024, distance: 'Cosine', model: 'mxbai-embed-large' });
-      const ctx = makeCtx({ db: t.db, providers: makeProviders(createLocalEmbedder(), index), config: { collections: ['documents'], distance: 'Cosine' as const }, type: 'collection_setup' });
+      await index.ensureCollection('documents', {
+        size: 1024,
+        distance: 'Cosine',
+        model: 'mxbai-embed-large',
+      });
+      const ctx = makeCtx({
+        db: t.db,
+        providers: makeProviders(createLocalEmbedder(), index),
+        config: { collections: ['documents'], distance: 'Cosine' as const },
+        type: 'collection_setup',
+      });
       try {
         await collectionSetup.run(ctx as any);
         expect.fail('expected a refusal');
       } catch (e) {
         expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
-        expect((e as Error).message).to.match(/built with mxbai-embed-large \(1024 dimensions\), but the configured embedder is local-hash-v1/);
+        expect((e as Error).message).to.match(
+          /built with mxbai-embed-large \(1024 dimensions\), but the configured embedder is local-hash-v1/,
+        );
         expect((e as Error).message).to.include('use a new collection');
       }
     });
@@ -210,10 +316,28 @@ for (const backend of backends()) {
       const services = { db: t.db, providers };
       const d1 = await insertDocument(t.db, { sourcePath: '/src/handbuch.pdf', title: 'Handbuch' });
       await insertChunks(t.db, d1, GERMAN);
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: d1, sourcePath: '/src/handbuch.pdf' } }));
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: d1, sourcePath: '/src/handbuch.pdf' },
+        }),
+      );
       const d2 = await insertDocument(t.db, { sourcePath: '/src/urlaub.md', title: 'Urlaubsregelung' });
-      await insertChunks(t.db, d2, ['Urlaubsanträge stellen Sie bis zum 31. März. Resturlaub verfällt am Jahresende.']);
-      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document: { id: d2, sourcePath: '/src/urlaub.md' } }));
+      await insertChunks(t.db, d2, [
+        'Urlaubsanträge stellen Sie bis zum 31. März. Resturlaub verfällt am Jahresende.',
+      ]);
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: d2, sourcePath: '/src/urlaub.md' },
+        }),
+      );
 
       const hits = await searchChunks(services, 'Gefährdungsbeurteilung am Arbeitsplatz', { limit: 3 });
       expect(hits[0]).to.deep.include({
@@ -244,7 +368,11 @@ for (const backend of backends()) {
 
       // verify: the deleted document's point is stale; a hand-made orphan and a lost point are found
       await index.upsert('documents', [
-        { id: chunkPointId(999, 0), vector: (await createLocalEmbedder().embed(['x']))[0], payload: { document_id: 999, chunk_index: 0 } },
+        {
+          id: chunkPointId(999, 0),
+          vector: (await createLocalEmbedder().embed(['x']))[0],
+          payload: { document_id: 999, chunk_index: 0 },
+        },
       ]);
       await index.deletePoints('documents', [chunkPointId(d1, 1)]);
       const report = await verifyIndex(services, {});

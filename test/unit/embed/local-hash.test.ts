@@ -9,7 +9,10 @@ describe('local-hash-v1 embedder', () => {
   it('is deterministic, 1024-dimensional, unit length, and named local-hash-v1', async () => {
     const embedder = createLocalEmbedder();
     expect(embedder).to.include({ model: 'local-hash-v1', dimensions: 1024, kind: 'local' });
-    const [a, b] = await embedder.embed(['Der Arbeitgeber trägt die Kosten.', 'Der Arbeitgeber trägt die Kosten.']);
+    const [a, b] = await embedder.embed([
+      'Der Arbeitgeber trägt die Kosten.',
+      'Der Arbeitgeber trägt die Kosten.',
+    ]);
     expect(a).to.have.length(1024);
     expect(Array.from(a)).to.deep.equal(Array.from(b));
     expect(cosine(a, a)).to.be.closeTo(1, 1e-5);
@@ -39,7 +42,9 @@ describe('local-hash-v1 embedder', () => {
 
 describe('prepareEmbedText', () => {
   it('collapses dot leaders and whitespace, and caps at max_embed_chars', () => {
-    expect(prepareEmbedText('Kapitel 3 ............ 12\n\nDie  Einleitung', 800)).to.equal('Kapitel 3 ... 12 Die Einleitung');
+    expect(prepareEmbedText('Kapitel 3 ............ 12\n\nDie  Einleitung', 800)).to.equal(
+      'Kapitel 3 ... 12 Die Einleitung',
+    );
     expect(prepareEmbedText('Inhalt . . . . . . 4', 800)).to.equal('Inhalt ... 4');
     expect(prepareEmbedText('Ende...', 800)).to.equal('Ende...');
     expect(prepareEmbedText('a'.repeat(1000), 800)).to.have.length(800);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createEmbedder } from '../../../src/embed/create-embedder.js';
 import { createOllamaEmbedder } from '../../../src/embed/ollama.js';
 import { EmbedInputError } from '../../../src/embed/types.js';
-import { CpeError, ProviderError } from '../../../src/errors.js';
+import { type CpeError, ProviderError } from '../../../src/errors.js';
 import { hashedVector, OllamaTestServer } from '../../servers/ollama-server.js';
 
 const texts = (n: number, prefix = 'Text') => Array.from({ length: n }, (_, i) => `${prefix} Nummer ${i}`);
@@ -25,13 +25,21 @@ describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)
   });
 
   const embedder = (options: Partial<Parameters<typeof createOllamaEmbedder>[0]> = {}) =>
-    createOllamaEmbedder({ hosts: [url], model: 'mxbai-embed-large', dimensions: 8, retryDelayMs: 5, ...options });
+    createOllamaEmbedder({
+      hosts: [url],
+      model: 'mxbai-embed-large',
+      dimensions: 8,
+      retryDelayMs: 5,
+      ...options,
+    });
 
   it('returns one vector per text in order, in batches bounded by count and characters', async () => {
     const input = texts(50);
     const vectors = await embedder({ batchSize: 16, concurrency: 2 }).embed(input);
     expect(vectors).to.have.length(50);
-    vectors.forEach((v, i) => expectVectorOf(v, input[i], 8));
+    vectors.forEach((v, i) => {
+      expectVectorOf(v, input[i], 8);
+    });
     expect(Math.max(...server.batchSizes)).to.be.at.most(16);
     expect(server.batchSizes.reduce((a, b) => a + b, 0)).to.equal(50);
     expect(server.stats.maxInFlight).to.be.at.most(2);
@@ -155,9 +163,13 @@ describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)
     const second = new OllamaTestServer({ dimensions: 8 });
     const secondUrl = (await second.start()).url;
     try {
-      await createOllamaEmbedder({ hosts: [url, secondUrl], model: 'm', dimensions: 8, batchSize: 8, concurrency: 1 }).embed(
-        texts(64),
-      );
+      await createOllamaEmbedder({
+        hosts: [url, secondUrl],
+        model: 'm',
+        dimensions: 8,
+        batchSize: 8,
+        concurrency: 1,
+      }).embed(texts(64));
       expect(server.stats.inputs).to.be.greaterThan(0);
       expect(second.stats.inputs).to.be.greaterThan(0);
       expect(server.stats.inputs + second.stats.inputs).to.equal(64);

@@ -44,21 +44,29 @@ describe('context assembly', () => {
       hit(0.05, 'Viertes', 'kurz'),
     ];
     const context = assembleContext(hits, 120);
-    expect(context.text.startsWith('[Quelle 1: Erstes]\nInhalt des ersten Treffers.\n\n---\n\n[Quelle 2: Zweites]\n')).to.equal(
-      true,
-    );
+    expect(
+      context.text.startsWith(
+        '[Quelle 1: Erstes]\nInhalt des ersten Treffers.\n\n---\n\n[Quelle 2: Zweites]\n',
+      ),
+    ).to.equal(true);
     // the third block would pass the budget: it stops there (the short fourth is not pulled forward)
     expect(context.sources.map((s) => s.title)).to.deep.equal(['Erstes', 'Zweites']);
     expect(context.tokens).to.equal(countTokens(context.text));
     expect(context.tokens).to.be.at.most(120);
-    expect(context.sources[0]).to.deep.include({ n: 1, path: '/src/Erstes.pdf', heading_path: ['Kapitel 1', 'Abschnitt 2'] });
+    expect(context.sources[0]).to.deep.include({
+      n: 1,
+      path: '/src/Erstes.pdf',
+      heading_path: ['Kapitel 1', 'Abschnitt 2'],
+    });
     expect(assembleContext(hits, 5).text).to.equal('');
   });
 });
 
 describe('plain-text renderers', () => {
   it('shows score, title, heading path, page and a one-line snippet per hit', () => {
-    const text = formatSearchHits('Urlaub', [hit(0.8123, 'Handbuch', 'Der Urlaub\nwird beantragt. '.repeat(30))]);
+    const text = formatSearchHits('Urlaub', [
+      hit(0.8123, 'Handbuch', 'Der Urlaub\nwird beantragt. '.repeat(30)),
+    ]);
     const lines = text.split('\n');
     expect(lines[0]).to.equal('1. 0.812  Handbuch');
     expect(lines[1]).to.equal('   Kapitel 1 > Abschnitt 2 · page 4');
@@ -79,11 +87,23 @@ describe('plain-text renderers', () => {
       collectionExists: true,
       collectionModel: 'local-hash-v1',
       collectionDimensions: 1024,
-      counts: { expected: 3, points: 2, missing: 1, unembedded: 0, orphans: 0, stale: 0, wrongSize: 0, wrongChunkRefs: 0, failedChunks: 0 },
+      counts: {
+        expected: 3,
+        points: 2,
+        missing: 1,
+        unembedded: 0,
+        orphans: 0,
+        stale: 0,
+        wrongSize: 0,
+        wrongChunkRefs: 0,
+        failedChunks: 0,
+      },
       problems: ['1 chunks of current documents have no point'],
     };
     const text = formatVerifyReport(report);
-    expect(text).to.include("collection 'documents' (embedded, sqlite:x): model local-hash-v1, 1024 dimensions");
+    expect(text).to.include(
+      "collection 'documents' (embedded, sqlite:x): model local-hash-v1, 1024 dimensions",
+    );
     expect(text).to.include('missing points: 1');
     expect(text.split('\n').at(-1)).to.equal('NOT OK: SQL and the vector index disagree.');
   });

@@ -1,0 +1,84 @@
+import { cpSync, existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Engine } from '../../../src/engine/engine.js';
+import { planPipeline } from '../../../src/engine/plan.js';
+import { runPipeline } from '../../../src/engine/runner.js';
+import { searchChunks } from '../../../src/retrieval/search.js';
+import { verifyIndex } from '../../../src/retrieval/verify.js';
+import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { projectRoot } from '../../helpers/cli.js';
+
+const examples = path.join(projectRoot, 'examples/documents');
+const corpus = path.resolve(projectRoot, '../shared/corpus');
+
+for (const backend of testBackends()) {
+  describe(`the Standard pipeline end to end on the embedded default (${backend})`, function () {
+    this.timeout(300000);
+    let setup: TestSetup;
+    let engine: Engine;
+    before(async () => {
+      setup = createTestSetup(backend);
+      engine = await setup.open();
+    });
+    after(async () => {
+      await engine?.close();
+      await setup?.cleanup();
+    });
+
+    it('processes the shipped German samples (PDF, DOCX, PPTX, Markdown, Latin-1 text) and answers a search', async () => {
+      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-examples-'));
+      cpSync(examples, source, { recursive: true });
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
+      const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
+      expect(summary.failures).to.deep.equal([]);
+      expect(summary.docsDone).to.equal(6);
+      const db = engine.dbs.content.sql;
+      const docs = await db.query<Record<string, any>>("SELECT filename, status, is_latest FROM documents ORDER BY filename");
+      expect(docs.map((d) => d.status)).to.deep.equal(new Array(6).fill('done'));
+      const chunks = await db.query<Record<string, any>>('SELECT status, embedding_model FROM chunks');
+      expect(chunks.length).to.be.at.least(6);
+      expect(chunks.every((c) => c.status === 'embedded' && c.embedding_model === 'local-hash-v1')).to.equal(true);
+
+      const latin1 = await db.query<{ content: string }>(
+        "SELECT c.content FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.filename = 'checkliste-seminar.txt'",
+      );
+      expect(latin1[0]!.content).to.contain('Teilnehmerliste an die Trainerin senden, spätestens fünf Tage');
+
+      const steps = await engine.dbs.log.sql.query<Record<string, any>>(
+        "SELECT status, reason FROM pipeline_step_runs WHERE run_id = ? AND step_name = 'analyze'",
+        [summary.runId],
+      );
+      expect(steps).to.have.length(6);
+      expect(steps.every((s) => s.status === 'skipped' && /no LLM configured/.test(s.reason))).to.equal(true);
+
+      const hits = await searchChunks({ db, providers: engine.providers }, 'Eskalationsstufen im Konflikt', { limit: 3 });
+      expect(hits[0]!.source_path).to.match(/konfliktgespraeche\.pptx$/);
+      const feedback = await searchChunks({ db, providers: engine.providers }, 'Regeln für gutes Feedback Ich-Botschaften', { limit: 3 });
+      expect(feedback[0]!.source_path).to.match(/feedback\.md$/);
+
+      const again = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
+      expect(again).to.include({ docsTotal: 0, stepsFailed: 0 });
+      expect(again.stepsOk).to.equal(1); // detect alone: unchanged files cost no step work
+      const report = await verifyIndex({ db, providers: engine.providers });
+      expect(report.ok, JSON.stringify(report)).to.equal(true);
+    });
+
+    it('runs over ../shared/corpus/md and /txt', async function () {
+      if (!existsSync(corpus)) this.skip(); // the corpus is a developer resource, absent for users
+      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-corpus-'));
+      cpSync(path.join(corpus, 'md'), path.join(source, 'md'), { recursive: true });
+      cpSync(path.join(corpus, 'txt'), path.join(source, 'txt'), { recursive: true });
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
+      const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
+      expect(summary.failures).to.deep.equal([]);
+      expect(summary.docsDone).to.equal(53);
+      const [{ n }] = await engine.dbs.content.sql.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.source_path LIKE ? AND c.status = 'embedded'",
+        [`${source}%`],
+      );
+      expect(Number(n)).to.be.greaterThan(300);
+    });
+  });
+}
