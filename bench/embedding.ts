@@ -110,15 +110,20 @@ async function startServerWorker(dims: number, cost: object): Promise<ServerHand
     ? `(async () => { const { register } = await import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}); register(); await import(${JSON.stringify(self)}); })()`
     : `import(${JSON.stringify(self)})`;
   const worker = new Worker(code, { eval: true, workerData: { role: WORKER_ROLE, dims, cost } });
+  // one listener each; answers come back in the order of the messages sent
+  const waiting: Array<{ resolve: (value: any) => void; reject: (error: Error) => void }> = [];
   let failure: Error | undefined;
-  worker.on('error', (error) => {
+  const failAll = (error: Error) => {
     failure = error;
-  });
+    for (const w of waiting.splice(0)) w.reject(error);
+  };
+  worker.on('message', (message) => waiting.shift()?.resolve(message));
+  worker.on('error', failAll);
+  worker.on('exit', () => failAll(failure ?? new Error('the fake Ollama worker exited')));
   const next = () =>
     new Promise<any>((resolve, reject) => {
       if (failure) return reject(failure);
-      worker.once('message', resolve);
-      worker.once('exit', () => reject(failure ?? new Error('the fake Ollama worker exited')));
+      waiting.push({ resolve, reject });
     });
   const { url } = await next();
   return {
@@ -158,7 +163,7 @@ export async function benchEmbedding(
   const model = 'mxbai-embed-large';
   const serverMaxMs = (n * cost.perInputMs + cost.maxConcurrent * cost.perRequestMs) / cost.maxConcurrent;
 
-  const contenders: Array<{ name: string; settings: string; run: () => Promise<number> }> = [
+  const contenders: Array<{ name: string; settings: string; run: (input: string[]) => Promise<number> }> = [
     {
       name: 'cpe',
       settings: options.cpe
@@ -171,15 +176,16 @@ export async function benchEmbedding(
     {
       name: 'LangChain OllamaEmbeddings',
       settings: 'defaults (embedDocuments on all chunks)',
-      run: async () => (await new OllamaEmbeddings({ baseUrl: url, model }).embedDocuments(texts)).length,
+      run: async (input) =>
+        (await new OllamaEmbeddings({ baseUrl: url, model }).embedDocuments(input)).length,
     },
     {
       name: 'LangChain OllamaEmbeddings',
       settings: 'hand-tuned: batches of 256, maxConcurrency 4',
-      run: async () => {
+      run: async (input) => {
         const embeddings = new OllamaEmbeddings({ baseUrl: url, model, maxConcurrency: 4 });
         const batches: string[][] = [];
-        for (let i = 0; i < texts.length; i += 256) batches.push(texts.slice(i, i + 256));
+        for (let i = 0; i < input.length; i += 256) batches.push(input.slice(i, i + 256));
         const results = await Promise.all(batches.map((b) => embeddings.embedDocuments(b)));
         return results.reduce((s, r) => s + r.length, 0);
       },
@@ -190,11 +196,13 @@ export async function benchEmbedding(
   const requests = contenders.map(() => [] as number[]);
   const busy = contenders.map(() => [] as number[]);
   try {
+    // warm-up (not timed): JIT, connection pools
+    for (const contender of contenders) await contender.run(texts.slice(0, 1024));
     for (let round = 0; round < rounds; round++) {
       for (const [k, contender] of contenders.entries()) {
         await server.takeStats();
         const started = performance.now();
-        const count = await contender.run();
+        const count = await contender.run(texts);
         const ms = performance.now() - started;
         times[k].push(ms);
         const stats = await server.takeStats();

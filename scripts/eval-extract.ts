@@ -2,8 +2,8 @@
  * npm run eval:extract — measures extraction on ../shared/corpus and prints Markdown tables:
  * 1. text recall of our PDF text against `pdftotext` (poppler-utils): word-level, multiset, per PDF and
  *    overall (target >= 0.97). pdftotext's own line-end hyphenation is joined the same way as ours first, so
- *    the figure measures lost text, not a different hyphenation policy. pdftotext reads the crop box
- *    (-cropbox) like pdf.js: printer's marks outside the visible page are not text anyone reads.
+ *    the figure measures lost text, not a different hyphenation policy. pdftotext reads the crop box like
+ *    pdf.js (see referenceText): printer's marks outside the visible page are not text anyone reads.
  * 2. outcome per hostile or odd file (everything in bad/, plus the odd PDF/TXT/MD files): code, message, ms,
  *    through the isolated dispatcher exactly as the pipeline calls it.
  * Always exits 0: it reports, it does not judge.
@@ -90,14 +90,56 @@ function recall(reference: Map<string, number>, ours: Map<string, number>): { hi
   return { hit, total };
 }
 
-function pdftotext(path: string): string | undefined {
+function pdftotext(path: string, extra: string[] = []): string | undefined {
   try {
-    return execFileSync('pdftotext', ['-enc', 'UTF-8', '-cropbox', path, '-'], {
+    return execFileSync('pdftotext', ['-enc', 'UTF-8', ...extra, path, '-'], {
       maxBuffer: 256 * 1024 * 1024,
     }).toString('utf8');
   } catch {
     return undefined;
   }
+}
+
+/**
+ * pdftotext's text of what a viewer shows: pages whose crop box is smaller than the media box are read
+ * through a crop window (-x/-y/-W/-H; its -cropbox flag does not clip text), as pdf.js clips to the crop
+ * box. Printer's marks outside the visible page (slug lines, margin line numbers) are not document text.
+ */
+function referenceText(path: string): string {
+  let boxes = '';
+  try {
+    boxes = execFileSync('pdfinfo', ['-box', '-f', '1', '-l', '100000', path]).toString('utf8');
+  } catch {
+    return pdftotext(path) ?? '';
+  }
+  const box = (kind: string, page: number): number[] | undefined => {
+    const match = new RegExp(`^Page\\s+${page} ${kind}:\\s+(.+)$`, 'm').exec(boxes);
+    return match?.[1]!.trim().split(/\s+/).map(Number);
+  };
+  const pages = Number(/^Pages:\s+(\d+)/m.exec(boxes)?.[1] ?? 0);
+  const cropped: number[] = [];
+  for (let page = 1; page <= pages; page++) {
+    const media = box('MediaBox', page);
+    const crop = box('CropBox', page);
+    if (media && crop && crop.some((v, i) => Math.abs(v - media[i]!) > 0.5)) cropped.push(page);
+  }
+  if (cropped.length === 0) return pdftotext(path) ?? '';
+  const parts: string[] = [];
+  for (let page = 1; page <= pages; page++) {
+    const range = ['-f', String(page), '-l', String(page)];
+    const media = box('MediaBox', page)!;
+    const crop = box('CropBox', page)!;
+    const window = cropped.includes(page)
+      ? [
+          ['-x', crop[0]! - media[0]!],
+          ['-y', media[3]! - crop[3]!],
+          ['-W', crop[2]! - crop[0]!],
+          ['-H', crop[3]! - crop[1]!],
+        ].flatMap(([flag, value]) => [String(flag), String(Math.round(Number(value)))])
+      : [];
+    parts.push(pdftotext(path, [...range, ...window]) ?? '');
+  }
+  return parts.join('\n');
 }
 
 const cell = (value: string) => value.replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);
@@ -121,7 +163,7 @@ async function main(): Promise<void> {
       .filter((n) => n.endsWith('.pdf'))
       .sort()) {
       const path = join(corpus, 'pdf', name);
-      const reference = words(joinLineEndHyphenation(pdftotext(path) ?? ''));
+      const reference = words(joinLineEndHyphenation(referenceText(path)));
       const referenceWords = [...reference.values()].reduce((a, b) => a + b, 0);
       if (referenceWords < 20) continue; // scans, blank pages: nothing to recall
       const outcome = await run(path);

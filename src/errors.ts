@@ -16,6 +16,10 @@ export const ErrorCodes = {
   CANCELLED: 'CANCELLED',
   TIMEOUT: 'TIMEOUT',
   LEASE_LOST: 'LEASE_LOST',
+  /** the database connection failed or was lost (server restarting, network): retryable */
+  DATABASE_UNAVAILABLE: 'DATABASE_UNAVAILABLE',
+  /** a deadlock or lock wait timeout between concurrent workers: retryable */
+  DATABASE_CONFLICT: 'DATABASE_CONFLICT',
   // input files (validate / extract)
   FILE_UNREADABLE: 'FILE_UNREADABLE',
   FILE_EMPTY: 'FILE_EMPTY',

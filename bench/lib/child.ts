@@ -1,7 +1,8 @@
 /**
  * Runs one measured task in a child process of its own, so that one contender's memory never shows up in
- * another's peak RSS: `node --import tsx bench/lib/child-main.ts` imports the task module, calls the named
- * export with the JSON arguments, and prints the result with its own `process.resourceUsage().maxRSS`.
+ * another's peak RSS: `node bench/lib/child-boot.mjs` registers tsx in process, child-main.ts imports the task
+ * module, calls the named export with the JSON arguments, and prints the result with its own
+ * `process.resourceUsage().maxRSS`.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -30,7 +31,14 @@ export function runInChild<T>(
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...(options.nodeArgs ?? []), '--import', 'tsx', path.join(here, 'child-main.ts'), modulePath, exportName],
+      [
+        ...(options.nodeArgs ?? []),
+        '--import',
+        'tsx',
+        path.join(here, 'child-main.ts'),
+        modulePath,
+        exportName,
+      ],
       {
         cwd: projectRoot,
         env: { ...process.env, ...options.env, BENCH_CHILD_ARGS: JSON.stringify(args) },

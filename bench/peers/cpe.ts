@@ -6,8 +6,22 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { open } from '../../src/index.js';
+import { pathToFileURL } from 'node:url';
+import type * as CpeApi from '../../src/index.js';
+import { projectRoot } from '../lib/child.js';
 import type { IngestArgs, IngestResult } from './types.js';
+
+/**
+ * Which cpe is measured: 'dist' is the compiled package users run (`npx cpe`, `import { open } from 'cpe'`),
+ * 'src' the TypeScript sources through tsx (slower to start: every module, and every extraction child process,
+ * is transpiled on load).
+ */
+export type CpeBuild = 'dist' | 'src';
+
+export async function loadCpe(build: CpeBuild): Promise<typeof CpeApi> {
+  const file = build === 'dist' ? 'dist/src/index.js' : 'src/index.ts';
+  return (await import(pathToFileURL(path.join(projectRoot, file)).href)) as typeof CpeApi;
+}
 
 const folderBytes = (dir: string): { files: number; bytes: number } => {
   let files = 0;
@@ -20,9 +34,12 @@ const folderBytes = (dir: string): { files: number; bytes: number } => {
   return { files, bytes };
 };
 
-export async function cpeIngest(args: IngestArgs & { concurrency?: number }): Promise<IngestResult> {
+export async function cpeIngest(
+  args: IngestArgs & { concurrency?: number; build?: CpeBuild },
+): Promise<IngestResult> {
   // a clean environment: nothing of the caller's CPE_* settings (a server URL would switch the profile)
   for (const key of Object.keys(process.env)) if (key.startsWith('CPE_')) delete process.env[key];
+  const { open } = await loadCpe(args.build ?? 'dist');
   const cpe = await open({
     flags: { dataDir: path.join(args.workDir, 'data'), logLevel: 'warn' },
     cwd: args.workDir,

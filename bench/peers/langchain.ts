@@ -2,19 +2,25 @@
  * LangChain.js as an ingestion contender, the way its documentation builds a RAG index: DirectoryLoader with a
  * TextLoader for .md and .txt, RecursiveCharacterTextSplitter (2000 characters, 200 overlap — cpe's 2000 / 10%),
  * the shared deterministic embedder, MemoryVectorStore. Re-ingest goes through LangChain's indexing API
- * (`index()` with a record manager, cleanup "incremental", source id = the file path), which hashes every chunk
- * and skips the ones it has seen.
+ * (`index()` with a record manager and the file path as source id, no cleanup since MemoryVectorStore cannot
+ * delete), which loads and splits everything again, hashes every chunk and skips the ones it has seen.
  *
  * The record manager is a Map behind LangChain's RecordManagerInterface, the same as @langchain/community's
  * InMemoryRecordManager: @langchain/community 1.1.29 cannot be installed next to cpe's typeorm 1.x (its optional
  * peer wants typeorm ^0.3), and its SQL record managers need Postgres or a typeorm 0.3 SQLite.
  */
+
+import { performance } from 'node:perf_hooks';
 import { DirectoryLoader } from '@langchain/classic/document_loaders/fs/directory';
 import { TextLoader } from '@langchain/classic/document_loaders/fs/text';
 import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
-import { index, type ListKeyOptions, type RecordManagerInterface, type UpdateOptions } from '@langchain/core/indexing';
+import {
+  index,
+  type ListKeyOptions,
+  type RecordManagerInterface,
+  type UpdateOptions,
+} from '@langchain/core/indexing';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
-import { performance } from 'node:perf_hooks';
 import { LocalHashLangChainEmbeddings } from './embedders.js';
 import type { IngestArgs, IngestResult } from './types.js';
 
@@ -28,7 +34,8 @@ export class MapRecordManager implements RecordManagerInterface {
   async update(keys: string[], options: UpdateOptions = {}): Promise<void> {
     const updatedAt = await this.getTime();
     const { timeAtLeast, groupIds: _groupIds } = options;
-    if (timeAtLeast && updatedAt < timeAtLeast) throw new Error(`time sync issue: ${updatedAt} < ${timeAtLeast}`);
+    if (timeAtLeast && updatedAt < timeAtLeast)
+      throw new Error(`time sync issue: ${updatedAt} < ${timeAtLeast}`);
     const groupIds = _groupIds ?? keys.map(() => null);
     if (groupIds.length !== keys.length) throw new Error('keys and groupIds differ in length');
     keys.forEach((key, i) => {
@@ -57,7 +64,12 @@ export class MapRecordManager implements RecordManagerInterface {
 }
 
 const loaderFor = (source: string) =>
-  new DirectoryLoader(source, { '.md': (p) => new TextLoader(p), '.txt': (p) => new TextLoader(p) }, true, 'ignore');
+  new DirectoryLoader(
+    source,
+    { '.md': (p) => new TextLoader(p), '.txt': (p) => new TextLoader(p) },
+    true,
+    'ignore',
+  );
 
 const splitter = () => new RecursiveCharacterTextSplitter({ chunkSize: 2000, chunkOverlap: 200 });
 
@@ -88,7 +100,8 @@ export async function langchainIngest(args: IngestArgs): Promise<IngestResult> {
       docsSource: chunks,
       recordManager,
       vectorStore: store,
-      options: { cleanup: 'incremental', sourceIdKey: 'source' },
+      // no cleanup: MemoryVectorStore cannot delete, and an unchanged folder has nothing to clean up
+      options: { sourceIdKey: 'source' },
     });
     return { ms: performance.now() - started, docs, chunks, result };
   };

@@ -56,7 +56,9 @@ export async function llamaindexIngest(args: LlamaIndexArgs): Promise<IngestResu
   };
   if (args.reingest) await pass();
   const timed = await pass();
-  const stored = Object.keys((vectorStore as unknown as { data: { embeddingDict: object } }).data.embeddingDict).length;
+  const stored = Object.keys(
+    (vectorStore as unknown as { data: { embeddingDict: object } }).data.embeddingDict,
+  ).length;
   return {
     ms: timed.ms,
     documents: timed.files,

@@ -8,6 +8,12 @@ import { createVectorIndex } from '../vectors/create-vector-index.js';
 import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
 
+// The client libraries (Anthropic SDK, Qdrant client, ...) are loaded on first use only: a command that needs
+// none of them (status, steps, pipelines) starts without paying for their import.
+const loadEmbedderFactory = () => import('../embed/create-embedder.js');
+const loadVectorFactory = () => import('../vectors/create-vector-index.js');
+const loadLlmFactory = () => import('../llm/factory.js');
+
 /**
  * Providers from configuration, created on first use and shared by every step of the process. The profile
  * follows from configuration only: a URL set means the real server, none means the embedded part.
@@ -28,7 +34,7 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       const key = model ?? '(default)';
       let embedder = embedders.get(key);
       if (!embedder) {
-        embedder = createEmbedder({ ollamaHosts: config.ollamaHosts, model });
+        embedder = loadEmbedderFactory().then(({ createEmbedder }) => createEmbedder({ ollamaHosts: config.ollamaHosts, model }));
         embedder.catch(() => embedders.delete(key));
         embedders.set(key, embedder);
       }
@@ -41,9 +47,11 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       return vectors;
     },
     async llm(options = {}) {
+      const { resolveLlm } = await loadLlmFactory();
       return resolveLlm(llmSettings(), options);
     },
     async vision(options = {}) {
+      const { resolveVision } = await loadLlmFactory();
       return resolveVision(llmSettings(), options);
     },
   };

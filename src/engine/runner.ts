@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
-import { CpeError, describeError, ErrorCodes } from '../errors.js';
+import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { sqlTime } from '../util/time.js';
 import { type ArchivedFile, storeInArchive } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
@@ -120,6 +120,22 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   const runInfo = { id: runId, sourceDir: options.sourceDir, force: options.force ?? false };
   const processed: DocumentRef[] = [];
   let runError: unknown;
+  // Backpressure (scale-out): a document that failed for a retryable reason (Ollama or Qdrant down, the database
+  // restarting) pauses this process's claims, longer with every such failure in a row, so an outage is not fed the
+  // whole queue; a finished document lifts the pause.
+  const backpressure = {
+    failures: 0,
+    pausedUntil: 0,
+    failed() {
+      this.failures++;
+      this.pausedUntil =
+        Date.now() + backoffMs(this.failures, Math.max(1, engine.config.retryBaseMs) * 2, 30_000);
+    },
+    succeeded() {
+      this.failures = 0;
+      this.pausedUntil = 0;
+    },
+  };
 
   const baseContext = (
     step: PlannedStep,
@@ -267,7 +283,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         );
         return 'skipped';
       }
-      doc = await createDocumentVersion(db, { ...archived, sourcePath: item.path }, { itemId: item.id, worker });
+      doc = await createDocumentVersion(
+        db,
+        { ...archived, sourcePath: item.path },
+        { itemId: item.id, worker },
+      );
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
     }
@@ -285,7 +305,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     };
     // a new version has no checkpoints; a document processed before may have some
     const checkpoints =
-      options.force || !item.document_id ? new Map<string, string>() : await loadCheckpoints(db, doc.id, plan.pipeline.id);
+      options.force || !item.document_id
+        ? new Map<string, string>()
+        : await loadCheckpoints(db, doc.id, plan.pipeline.id);
     // Checkpoints of quick steps are written with the document's completion (one statement); a step that took
     // longer than a second is checkpointed at once, so a crash does not make a resumed run repeat it.
     const pendingCheckpoints: CheckpointRow[] = [];
@@ -381,6 +403,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await saveCheckpoints(db, pendingCheckpoints); // what did finish need not run again
       await setDocumentStatus(db, ref.id, 'failed', message);
       const status = await failQueueItem(db, item, worker, message, error.retryable);
+      if (error.retryable) backpressure.failed();
       log.error(`document failed (queue item ${status}): ${message}`, {
         path: item.path,
         code: error.causeCode,
@@ -397,7 +420,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       completeDocument: !finalized,
     });
     if (!closed) {
-      log.warn(`lease on queue item ${item.id} was lost before completion; another worker finishes ${item.path}`);
+      log.warn(
+        `lease on queue item ${item.id} was lost before completion; another worker finishes ${item.path}`,
+      );
       return 'released';
     }
     processed.push(ref);
@@ -442,11 +467,30 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     let claimed = 0;
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
     let wake: (() => void) | undefined;
+    let claimFailures = 0;
     try {
       while (!runController.signal.aborted) {
         const free = Math.min(options.concurrency - active.size, limit - claimed);
         let items: QueueItem[] = [];
-        if (free > 0) items = await claimQueueItems(db, worker, free, leaseMs, options.onlyPaths);
+        if (free > 0 && Date.now() >= backpressure.pausedUntil) {
+          // a claim that fails for a retryable reason (database restarting, deadlock) does not end the run or the
+          // worker: back off (capped) and claim again; `cpe run` gives up after a few minutes, `cpe worker` never
+          try {
+            items = await claimQueueItems(db, worker, free, leaseMs, options.onlyPaths);
+            claimFailures = 0;
+          } catch (error) {
+            claimFailures++;
+            if (!isRetryable(error) || (!options.keepPolling && claimFailures > 10)) throw error;
+            const delay = backoffMs(claimFailures, 500, 15_000);
+            if (claimFailures === 1 || claimFailures % 10 === 0) {
+              process.stderr.write(
+                `cpe: claiming queue items failed (${claimFailures}x), trying again in ${delay} ms: ${describeError(error, 300)}\n`,
+              );
+            }
+            await sleep(delay, runController.signal).catch(() => undefined);
+            continue;
+          }
+        }
         for (const item of items) {
           claimed++;
           totals.docsTotal++;
@@ -456,6 +500,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             .then(
               (status) => {
                 if (status === 'done') totals.docsDone++;
+                if (status === 'done') backpressure.succeeded();
                 else if (status === 'failed') totals.docsFailed++;
                 else if (status === 'skipped') totals.docsSkipped++;
                 options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
@@ -466,6 +511,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
                 totals.docsFailed++;
                 failures.push({ path: item.path, documentId: item.document_id, error: message });
                 runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
+                if (isRetryable(error)) backpressure.failed();
                 await failQueueItem(db, item, worker, message, true).catch(() => undefined);
                 options.onEvent?.({
                   type: 'document-finished',
@@ -483,6 +529,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           active.set(item.id, { item, controller, promise });
         }
         if (active.size === 0 && items.length === 0) {
+          if (backpressure.pausedUntil > Date.now() && claimed < limit) {
+            await sleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(() => undefined);
+            continue;
+          }
           if (!options.keepPolling || claimed >= limit) break;
           await sleep(1000, runController.signal).catch(() => undefined);
           continue;
@@ -496,7 +546,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             resolve();
           };
           wake = done;
-          const timer = items.length === 0 && active.size < options.concurrency ? setTimeout(done, 500) : undefined;
+          const timer =
+            items.length === 0 && active.size < options.concurrency ? setTimeout(done, 500) : undefined;
           runController.signal.addEventListener('abort', done, { once: true });
         });
         wake = undefined;

@@ -1,6 +1,6 @@
 import { ConfigError, ErrorCodes } from '../errors.js';
 import type { ExtractedDocument } from '../extract/types.js';
-import { codeUnits, isSpace, isWordChar } from './chars.js';
+import { isSpace, isWordChar, scratchCodeUnits } from './chars.js';
 import { type Segment, walkBlocks } from './segment.js';
 import { SentenceList, scanSentences } from './sentences.js';
 import { buildSections, pageAt, type Section, sectionAt, topLevelIndex } from './structure.js';
@@ -179,26 +179,22 @@ const CLEAN_GAP = 8; // only white space (at least one character) separates it f
 
 class Units {
   count = 0;
-  start: Int32Array;
-  end: Int32Array;
-  section: Int32Array;
+  start = new Int32Array(256);
+  end = new Int32Array(256);
+  section = new Int32Array(256);
   /** level of the section when this unit is its heading, else -1 */
-  headingLevel: Int8Array;
-  flags: Uint8Array;
+  headingLevel = new Int8Array(256);
+  flags = new Uint8Array(256);
   /** weight (thirds of a token) of the unit together with the white space before it */
-  tokens: Float64Array;
+  tokens = new Float64Array(256);
   /** weight (thirds) of the white space between the previous unit and this one */
-  gap: Float64Array;
+  gap = new Float64Array(256);
+  /** prefix sums of `tokens`: prefix[i] is the weight of units 0..i-1 (filled by sumTokens) */
+  prefix = new Float64Array(257);
 
-  constructor(capacity: number) {
-    const size = Math.max(16, capacity);
-    this.start = new Int32Array(size);
-    this.end = new Int32Array(size);
-    this.section = new Int32Array(size);
-    this.headingLevel = new Int8Array(size);
-    this.flags = new Uint8Array(size);
-    this.tokens = new Float64Array(size);
-    this.gap = new Float64Array(size);
+  /** Empties the list for the next document, keeping its memory. */
+  reset(): void {
+    this.count = 0;
   }
 
   push(
@@ -221,6 +217,12 @@ class Units {
     this.gap[k] = gap;
   }
 
+  sumTokens(): void {
+    const { prefix, tokens } = this;
+    prefix[0] = 0;
+    for (let i = 0; i < this.count; i++) prefix[i + 1] = (prefix[i] as number) + (tokens[i] as number);
+  }
+
   private grow(): void {
     const size = this.start.length * 2;
     const grown = <T extends Int32Array | Int8Array | Uint8Array | Float64Array>(a: T, b: T): T => {
@@ -234,8 +236,18 @@ class Units {
     this.flags = grown(this.flags, new Uint8Array(size));
     this.tokens = grown(this.tokens, new Float64Array(size));
     this.gap = grown(this.gap, new Float64Array(size));
+    this.prefix = new Float64Array(size + 1);
   }
 }
+
+/**
+ * One unit list and one sentence list for all documents (chunkDocument is synchronous and keeps neither
+ * beyond the call): a fresh set per document was a visible share of the run time in garbage collection.
+ * Lists grown by a huge document are dropped afterwards.
+ */
+let sharedUnits: Units | null = null;
+let sharedSentences: SentenceList | null = null;
+const SHARED_MAX_UNITS = 1 << 16;
 
 /** Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits. */
 function splitOversized(
@@ -316,9 +328,9 @@ class UnitBuilder {
     private readonly codes: Uint16Array,
     private readonly sections: readonly Section[],
     private readonly config: ChunkConfig,
-    capacity: number,
+    units: Units,
   ) {
-    this.units = new Units(capacity);
+    this.units = units;
   }
 
   /** Starts a segment (a block): the next unit begins a paragraph, and a section when the section changes. */
@@ -391,10 +403,12 @@ function unitsFromBlocks(
   codes: Uint16Array,
   sections: readonly Section[],
   config: ChunkConfig,
+  units: Units,
+  sentences: SentenceList,
 ): Units {
   const { text } = doc;
-  const builder = new UnitBuilder(text, codes, sections, config, (text.length >> 6) + 16);
-  const list = new SentenceList();
+  const builder = new UnitBuilder(text, codes, sections, config, units);
+  const list = sentences;
   walkBlocks(doc, sections, {}, (type, start, end, sectionIndex, _page, prose) => {
     builder.segment(sectionIndex, type === 'heading');
     if (prose) {
@@ -417,8 +431,9 @@ function unitsFromSegments(
   sections: readonly Section[],
   segments: readonly Segment[],
   config: ChunkConfig,
+  units: Units,
 ): Units {
-  const builder = new UnitBuilder(text, codes, sections, config, segments.length * 2 + 16);
+  const builder = new UnitBuilder(text, codes, sections, config, units);
   for (const seg of segments) {
     builder.segment(seg.sectionIndex, seg.type === 'heading');
     const preferLines = seg.type === 'table' || seg.type === 'code';
@@ -652,13 +667,17 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   checkChunkConfig(config);
   const { text } = doc;
   const sections = opts.sections ?? buildSections(doc);
-  const codes = codeUnits(text);
-  const units = opts.segments
-    ? unitsFromSegments(text, codes, sections, opts.segments, config)
-    : unitsFromBlocks(doc, codes, sections, config);
-  const n = units.count;
-  const prefixTokens = new Float64Array(n + 1);
-  for (let i = 0; i < n; i++) prefixTokens[i + 1] = (prefixTokens[i] as number) + (units.tokens[i] as number);
+  const codes = scratchCodeUnits(text);
+  const units = sharedUnits ?? new Units();
+  const sentences = sharedSentences ?? new SentenceList();
+  sharedUnits = null; // taken: a nested call (none today) would get lists of its own
+  sharedSentences = null;
+  units.reset();
+  sentences.clear();
+  if (opts.segments) unitsFromSegments(text, codes, sections, opts.segments, config, units);
+  else unitsFromBlocks(doc, codes, sections, config, units, sentences);
+  units.sumTokens();
+  const prefixTokens = units.prefix;
 
   const plans: Plans = [];
   const groups = groupUnits(units, sections, config);
@@ -698,6 +717,8 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
     });
     prevEnd = end;
   }
+  if (units.start.length <= SHARED_MAX_UNITS) sharedUnits = units;
+  if (sentences.start.length <= SHARED_MAX_UNITS) sharedSentences = sentences;
   if (opts.pageVisionText && opts.pageVisionText.size > 0)
     attachVision(drafts, text, doc, opts.pageVisionText, sections);
   return drafts;

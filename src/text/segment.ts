@@ -1,5 +1,5 @@
 import type { Block, ExtractedDocument } from '../extract/types.js';
-import { codeUnits, isSpace } from './chars.js';
+import { isSpace, scratchCodeUnits } from './chars.js';
 import { SentenceList, scanSentences, type TextSpan } from './sentences.js';
 import { pageAt, type Section, sectionAt } from './structure.js';
 
@@ -144,7 +144,7 @@ export function segmentDocument(
   walkBlocks(doc, sections, opts, (type, start, end, sectionIndex, page, prose) => {
     let sentences: Array<TextSpan & { weight?: number }> = [];
     if (prose) {
-      codes ??= codeUnits(text);
+      codes ??= scratchCodeUnits(text);
       list.clear();
       scanSentences(text, codes, start, end, list);
       for (let k = 0; k < list.count; k++) {

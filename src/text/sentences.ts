@@ -9,14 +9,13 @@ import {
   isUpperAt,
 } from './chars.js';
 import {
+  TC_DIGIT,
   TC_NEWLINE,
   TC_SPACE,
-  TC_SYMBOL,
   TC_TERMINATOR,
   TOKEN_CLASS,
-  TOKEN_REPEAT,
-  TOKEN_START,
-  TOKEN_STEP,
+  TOKEN_FRESH,
+  TOKEN_SHARE,
   weightThirds,
 } from './tokenizer.js';
 
@@ -150,6 +149,23 @@ const ABBREVIATIONS = new Set([
 ]);
 
 const MAX_ABBREVIATION = Math.max(...[...ABBREVIATIONS].map((a) => a.length));
+
+/**
+ * A hash of text[start, end) lower-cased the cheap way (ASCII and Latin-1 capitals), without making a
+ * string: most words before a period are no abbreviation, and this rules them out without the slice and
+ * toLowerCase the exact test needs.
+ */
+function wordHash(text: string, start: number, end: number): number {
+  let h = end - start;
+  for (let i = start; i < end; i++) {
+    let c = text.charCodeAt(i);
+    if ((c >= 65 && c <= 90) || (c >= 0xc0 && c <= 0xde && c !== 0xd7)) c += 32;
+    h = (Math.imul(h, 31) + c) | 0;
+  }
+  return h;
+}
+
+const ABBREVIATION_HASHES = new Set([...ABBREVIATIONS].map((a) => wordHash(a, 0, a.length)));
 
 /** Abbreviations that may also close a sentence: a capital letter after them starts a new one. */
 const SENTENCE_FINAL_ABBREVIATIONS = new Set(['usw', 'etc', 'uvm']);
@@ -327,7 +343,7 @@ function endsSentence(
     if (len === 1) return false; // z. B., d. h., u. a., S. 5, i. d. R., Buchstabe a.
     // "z.B." / "i.d.R." written without spaces: the letter before the word is a period
     if (len <= 2 && ws > floor && text.charCodeAt(ws - 1) === 46) return false;
-    if (len > MAX_ABBREVIATION) return true;
+    if (len > MAX_ABBREVIATION || !ABBREVIATION_HASHES.has(wordHash(text, ws, first))) return true;
     const word = text.slice(ws, first).toLowerCase();
     if (ABBREVIATIONS.has(word)) return SENTENCE_FINAL_ABBREVIATIONS.has(word) && isUpperAt(text, next);
     return true;
@@ -436,11 +452,11 @@ export function scanSentences(
   out: SentenceList,
 ): void {
   const cls = TOKEN_CLASS;
-  const step = TOKEN_STEP;
-  // tokenizer automaton (tokenizer.ts): weight so far (thirds), state, previous code unit
+  const share = TOKEN_SHARE;
+  // the tokenizer's walk (tokenizer.ts): weight so far (thirds), class register, digit/symbol run position
   let acc = 0;
-  let state = TOKEN_START;
-  let prev = -1;
+  let w = TOKEN_FRESH;
+  let runPos = 0;
   let sStart = -1; // first character of the current sentence, -1 between sentences
   let sAcc = 0; // acc at sStart
   let endAcc = 0; // acc at the end of the previous sentence
@@ -450,13 +466,10 @@ export function scanSentences(
     if (sStart < 0) {
       // between sentences: white space up to the next visible character
       for (; i < to; i++) {
-        const c = codes[i] as number;
-        const k = cls[c] as number;
+        const k = cls[codes[i] as number] as number;
         if (k !== TC_SPACE && k !== TC_NEWLINE) break;
-        const e = step[state | k] as number;
-        acc += e >> 10;
-        state = e & 1023;
-        prev = c;
+        w = (w << 2) | k;
+        acc += share[w & 1023] as number;
       }
       if (i >= to) break;
       sStart = i;
@@ -466,12 +479,19 @@ export function scanSentences(
     for (; i < stop; i++) {
       const c = codes[i] as number;
       const k = cls[c] as number;
-      if (k >= TC_NEWLINE) break; // line break or terminator
-      const e =
-        c === prev && k === TC_SYMBOL ? (TOKEN_REPEAT[state >> 3] as number) : (step[state | k] as number);
-      acc += e >> 10;
-      state = e & 1023;
-      prev = c;
+      if (k < TC_NEWLINE) {
+        w = (w << 2) | k;
+        acc += share[w & 1023] as number;
+        continue;
+      }
+      if (k === TC_NEWLINE || k === TC_TERMINATOR) break;
+      w = (w << 2) | 3;
+      if (k === TC_DIGIT) {
+        runPos = i > from && cls[codes[i - 1] as number] === TC_DIGIT ? (runPos === 2 ? 0 : runPos + 1) : 0;
+      } else {
+        runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+      }
+      if (runPos === 0) acc += 3;
     }
     if (i === pending) {
       out.push(sStart, i, acc - sAcc, sAcc - endAcc);
@@ -496,7 +516,12 @@ export function scanSentences(
         sStart = -1;
         continue;
       }
-    } else if (!(i > from && isTerminator(codes[i - 1] as number))) {
+      w = (w << 2) | TC_NEWLINE;
+      acc += share[w & 1023] as number;
+      i++;
+      continue;
+    }
+    if (!(i > from && isTerminator(codes[i - 1] as number))) {
       // a terminator sequence starts here: decide once, where the sequence begins
       let last = i;
       while (last + 1 < to && isTerminator(codes[last + 1] as number)) last++;
@@ -509,12 +534,9 @@ export function scanSentences(
       }
       // a terminator run that reaches `to` ends the last sentence there anyway
     }
-    const k = cls[c] as number;
-    const e =
-      c === prev && k === TC_TERMINATOR ? (TOKEN_REPEAT[state >> 3] as number) : (step[state | k] as number);
-    acc += e >> 10;
-    state = e & 1023;
-    prev = c;
+    w = (w << 2) | 3;
+    runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+    if (runPos === 0) acc += 3;
     i++;
   }
   if (sStart >= 0) {

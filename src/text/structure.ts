@@ -57,14 +57,35 @@ export function pageAt(pages: readonly PageInfo[], offset: number): number {
   return (pages[k] as PageInfo).number;
 }
 
-function isHeadingBlock(b: Block): boolean {
-  return b.type === 'title' || b.type === 'heading';
+/** JavaScript's `\s`: white space and line terminators (what String.prototype.trim removes). */
+function isJsSpace(c: number): boolean {
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  return (
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 
 /** Heading text on one line, white space collapsed. */
 function headingText(text: string, b: Block): string {
   const raw = text.slice(b.start, b.end);
-  return /\s\s|[\t\n\r\u00a0]|^\s|\s$/.test(raw) ? raw.replace(/\s+/g, ' ').trim() : raw;
+  // collapse only when needed: a run of white space, a tab, line break or no-break space, or white
+  // space at either end (a character test instead of a regex: documents have thousands of headings)
+  const n = raw.length;
+  let messy = n > 0 && (isJsSpace(raw.charCodeAt(0)) || isJsSpace(raw.charCodeAt(n - 1)));
+  for (let i = 0; !messy && i < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 9 || c === 10 || c === 13 || c === 0xa0) messy = true;
+    else if (i > 0 && isJsSpace(c) && isJsSpace(raw.charCodeAt(i - 1))) messy = true;
+  }
+  return messy ? raw.replace(/\s+/g, ' ').trim() : raw;
 }
 
 /**
@@ -83,19 +104,29 @@ function headingText(text: string, b: Block): string {
 export function buildSections(doc: StructureInput, opts: StructureOptions = {}): Section[] {
   const singleH1AsTitle = opts.singleH1AsTitle ?? true;
   const { text, pages } = doc;
-  const headings = doc.blocks.filter(isHeadingBlock);
-  const levelOf = new Map<Block, number>();
-  for (const b of headings) levelOf.set(b, b.type === 'title' ? 0 : Math.max(1, Math.min(6, b.level ?? 1)));
-  if (singleH1AsTitle && headings.length > 0 && !headings.some((b) => b.type === 'title')) {
-    const first = headings[0] as Block;
-    const h1s = headings.filter((b) => levelOf.get(b) === 1);
-    if (levelOf.get(first) === 1 && h1s.length === 1) levelOf.set(first, 0);
+  const headings: Block[] = [];
+  const levels: number[] = [];
+  let hasTitle = false;
+  let h1s = 0;
+  for (const b of doc.blocks) {
+    if (b.type === 'title') {
+      hasTitle = true;
+      headings.push(b);
+      levels.push(0);
+    } else if (b.type === 'heading') {
+      const level = Math.max(1, Math.min(6, b.level ?? 1));
+      if (level === 1) h1s++;
+      headings.push(b);
+      levels.push(level);
+    }
   }
+  if (singleH1AsTitle && headings.length > 0 && !hasTitle && levels[0] === 1 && h1s === 1) levels[0] = 0;
 
   const sections: Section[] = [];
-  const firstVisible = text.search(/\S/);
+  let firstVisible = 0;
+  while (firstVisible < text.length && isJsSpace(text.charCodeAt(firstVisible))) firstVisible++;
   const firstHeadingStart = headings.length > 0 ? (headings[0] as Block).start : text.length;
-  if (firstVisible >= 0 && firstVisible < firstHeadingStart) {
+  if (firstVisible < text.length && firstVisible < firstHeadingStart) {
     sections.push({
       index: 0,
       level: 0,
@@ -110,8 +141,9 @@ export function buildSections(doc: StructureInput, opts: StructureOptions = {}):
   }
   // stack of open sections (by index) with strictly increasing levels
   const stack: Section[] = [];
-  for (const b of headings) {
-    const level = levelOf.get(b) as number;
+  for (let h = 0; h < headings.length; h++) {
+    const b = headings[h] as Block;
+    const level = levels[h] as number;
     while (stack.length > 0 && (stack[stack.length - 1] as Section).level >= level) stack.pop();
     const parent = stack.length > 0 ? (stack[stack.length - 1] as Section) : null;
     const heading = headingText(text, b);
@@ -132,13 +164,18 @@ export function buildSections(doc: StructureInput, opts: StructureOptions = {}):
     sections.push(section);
     stack.push(section);
   }
+  const onePage = pages.length <= 1;
   for (let i = 0; i < sections.length; i++) {
     const s = sections[i] as Section;
     const next = sections[i + 1];
     if (next) s.end = next.start;
     // the page of the last visible character of the section's own text
+    if (onePage) {
+      s.pageEnd = Math.max(s.pageStart, pages.length === 0 ? 1 : (pages[0] as PageInfo).number);
+      continue;
+    }
     let e = s.end;
-    while (e > s.start && /\s/.test(text[e - 1] as string)) e--;
+    while (e > s.start && isJsSpace(text.charCodeAt(e - 1))) e--;
     s.pageEnd = Math.max(s.pageStart, pageAt(pages, Math.max(s.start, e - 1)));
   }
   return sections;

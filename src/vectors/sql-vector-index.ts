@@ -151,11 +151,15 @@ export class SqlVectorIndex implements VectorIndex {
   private readonly memory = new Map<string, PackedCollection>();
   private readonly loading = new Map<string, Promise<PackedCollection>>();
 
+  private readonly loadPage: number;
+
   constructor(
     private readonly db: SqlExecutor,
     location?: string,
+    options: { loadPageSize?: number } = {},
   ) {
     this.location = location ?? `${db.dialect}:ki_content`;
+    this.loadPage = options.loadPageSize ?? LOAD_PAGE;
   }
 
   async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
@@ -335,18 +339,27 @@ export class SqlVectorIndex implements VectorIndex {
       [collection],
     );
     const packed = new PackedCollection(dimensions, Number(row?.revision ?? 0), Number(n) + 16);
-    let after = '';
+    // pages in storage order: SQLite by rowid (a sequential scan), InnoDB by its clustered primary key
+    const sqlite = this.db.dialect === 'sqlite';
+    let after: string | number = sqlite ? -1 : '';
     for (;;) {
-      const page = await this.db.query<{ point_id: string; document_id: number; vector: Uint8Array }>(
-        'SELECT point_id, document_id, vector FROM vector_points WHERE collection = ? AND point_id > ? ORDER BY point_id LIMIT ?',
-        [collection, after, LOAD_PAGE],
+      const page = await this.db.query<{
+        k: string | number;
+        point_id: string;
+        document_id: number;
+        vector: Uint8Array;
+      }>(
+        sqlite
+          ? 'SELECT rowid AS k, point_id, document_id, vector FROM vector_points WHERE collection = ? AND rowid > ? ORDER BY rowid LIMIT ?'
+          : 'SELECT point_id AS k, point_id, document_id, vector FROM vector_points WHERE collection = ? AND point_id > ? ORDER BY point_id LIMIT ?',
+        [collection, after, this.loadPage],
       );
       for (const p of page) {
         if (p.vector.byteLength !== dimensions * 4) continue; // a wrong-size row is reported by verify, not searched
         packed.set(p.point_id, Number(p.document_id), p.vector);
       }
-      if (page.length < LOAD_PAGE) break;
-      after = page[page.length - 1].point_id;
+      if (page.length < this.loadPage) break;
+      after = page[page.length - 1].k;
     }
     this.memory.set(collection, packed);
     return packed;

@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { runCli, spawnCli } from '../../helpers/cli.js';
@@ -117,6 +119,55 @@ for (const backend of testBackends()) {
       } finally {
         await engine.close();
       }
+    });
+
+    it('--dry-run lists per file what would be done and changes nothing; `file` processes one file', async () => {
+      const source = makeSourceFolder(generatedDocuments(2, 'dry'));
+      const dry = await runCli(['run', '--pipeline=slow', `--source=${source}`, '--dry-run', '--json'], setup.env);
+      expect(dry.code, dry.stderr).to.equal(0);
+      const report = JSON.parse(dry.stdout);
+      expect(report.files.map((f: { decision: string; steps: string[] }) => [f.decision, f.steps])).to.deep.equal([
+        ['new', ['nap', 'double']],
+        ['new', ['nap', 'double']],
+      ]);
+      const engine = await setup.open();
+      try {
+        const queued = await engine.dbs.content.sql.query("SELECT id FROM pipeline_queue WHERE path LIKE '%dry-%'");
+        expect(queued).to.deep.equal([]);
+      } finally {
+        await engine.close();
+      }
+      const one = await runCli(['file', `${source}/dry-0000.md`, '--pipeline=slow'], setup.env);
+      expect(one.code, one.stderr).to.equal(0);
+      expect(one.stdout).to.match(/1 done, 0 failed/);
+      const again = await runCli(['file', `${source}/dry-0000.md`, '--pipeline=slow'], setup.env);
+      expect(again.stdout).to.contain('unchanged');
+    });
+
+    it('watch processes files as they arrive, then stops on SIGINT with exit 0', async () => {
+      const source = makeSourceFolder({});
+      const child = spawnCli(['watch', '--pipeline=slow', `--source=${source}`, '--debounce=300'], setup.env);
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      await waitFor(async () => stderr.includes('watching'));
+      writeFileSync(path.join(source, 'neu.md'), '# Neu\n\nEin neues Dokument kommt an.\n');
+      const engine = await setup.open();
+      try {
+        await waitFor(async () => {
+          const rows = await engine.dbs.content.sql.query<{ status: string }>(
+            'SELECT status FROM documents WHERE source_path = ?',
+            [path.join(source, 'neu.md')],
+          );
+          return rows[0]?.status === 'done';
+        });
+      } finally {
+        await engine.close();
+      }
+      child.kill('SIGINT');
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code).to.equal(0);
     });
 
     it('prints status, runs, logs and a document report', async () => {

@@ -161,6 +161,22 @@ for (const backend of backends()) {
       expect(server.counters.dropped).to.equal(1);
     });
 
+    it('times out a Qdrant that does not answer, retries, then fails retryable naming the operation', async () => {
+      const slow = createVectorIndex({
+        qdrantUrl: url,
+        db: t.db,
+        timeoutMs: 100,
+        maxRetries: 1,
+      }) as QdrantVectorIndex;
+      (slow as any).retryDelayMs = 5;
+      server.faults.delayMs = 1000;
+      const error = await slow.count('documents').catch((e) => e);
+      expect(error).to.be.instanceOf(CpeError);
+      expect((error as CpeError).retryable).to.equal(true);
+      expect((error as Error).message).to.match(/count 'documents' failed after 2 attempts/);
+      expect(server.requests('POST /collections/:name/points/count')).to.equal(2);
+    });
+
     it('sends the API key and never shows it in errors', async () => {
       await server.close();
       server = new QdrantTestServer({ apiKey: 'geheim-123' });

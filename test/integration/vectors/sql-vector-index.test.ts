@@ -110,6 +110,15 @@ for (const backend of backends()) {
       expect(await index.search('documents', v(1, 0, 0, 0), { limit: 1 })).to.deep.equal([]);
     });
 
+    it('loads a collection larger than one page completely', async () => {
+      const points = Array.from({ length: 23 }, (_, i) => point(10 + i, 0, v(1, i, i % 3, 1)));
+      await index.upsert('documents', points);
+      const fresh = new SqlVectorIndex(t.db, undefined, { loadPageSize: 5 });
+      const hits = await fresh.search('documents', v(1, 0, 0, 1), { limit: 100 });
+      expect(hits.map((h) => h.id).sort()).to.deep.equal(points.map((p) => p.id).sort());
+      expect(hits[0].id).to.equal(chunkPointId(10, 0));
+    });
+
     it('refuses vectors of the wrong size', async () => {
       try {
         await index.upsert('documents', [point(1, 0, v(1, 0, 0))]);
