@@ -171,6 +171,7 @@ export async function benchChunking(
     peerChunks = await runPeer();
     peerMs.push(performance.now() - t);
   }
+  if (process.env.BENCH_DEBUG) console.error(cpeMs.map((x) => x.toFixed(0)).join(" "), "|", peerMs.map((x) => x.toFixed(0)).join(" "));
   const mb = bytes / (1024 * 1024);
   const cpeMBs = mb / (median(cpeMs) / 1000);
   const peerMBs = mb / (median(peerMs) / 1000);

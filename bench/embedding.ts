@@ -82,13 +82,32 @@ interface ServerHandle {
   close(): Promise<void>;
 }
 
+/**
+ * The bench server's vectors: deterministic per text like the test server's default, but from a 32-bit FNV
+ * hash instead of SHA-256 and with 6 significant digits, so that the fake server's own CPU (on a shared
+ * 2-core machine) stays small next to the cost it simulates.
+ */
+function cheapVector(text: string, dims: number): number[] {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  let state = h >>> 0 || 1;
+  const out: number[] = new Array(dims);
+  for (let i = 0; i < dims; i++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    out[i] = Math.round(((state >>> 0) / 0xffffffff - 0.5) * 1e6) / 1e6;
+  }
+  return out;
+}
+
 /** Worker side: the fake Ollama, answering stats queries from the main thread. */
 async function serveInWorker(): Promise<void> {
   const { dims, cost } = workerData as {
     dims: number;
     cost: { perRequestMs: number; perInputMs: number; maxConcurrent: number };
   };
-  const server = new OllamaTestServer({ dimensions: dims, cost });
+  const server = new OllamaTestServer({ dimensions: dims, cost, vectorize: cheapVector });
   const { url, close } = await server.start();
   parentPort!.on('message', async (message: string) => {
     if (message === 'stats') {

@@ -31,14 +31,7 @@ export function runInChild<T>(
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [
-        ...(options.nodeArgs ?? []),
-        '--import',
-        'tsx',
-        path.join(here, 'child-main.ts'),
-        modulePath,
-        exportName,
-      ],
+      [...(options.nodeArgs ?? []), path.join(here, 'child-boot.mjs'), modulePath, exportName],
       {
         cwd: projectRoot,
         env: { ...process.env, ...options.env, BENCH_CHILD_ARGS: JSON.stringify(args) },

@@ -12,9 +12,13 @@ export interface OllamaEmbedderOptions {
   batchSize?: number;
   /** most characters per request, summed over its inputs (default 262144) */
   maxBatchChars?: number;
-  /** requests in flight per host (default 4) */
+  /**
+   * requests in flight per host (default 8). More than the server works on at once (Ollama's
+   * OLLAMA_NUM_PARALLEL, often 1-4): the extra ones wait in Ollama's queue, so the server starts the next
+   * batch the moment one finishes instead of idling while an answer travels back and the next request is built.
+   */
   concurrency?: number;
-  /** per request (default 120000: a cold Ollama loads the model on the first request) */
+  /** per request, including time waiting in Ollama's queue (default 300000; a cold Ollama loads the model first) */
   timeoutMs?: number;
   /** retries per request on connection errors, timeouts, 429 and 5xx (default 4) */
   maxRetries?: number;
@@ -25,8 +29,8 @@ export interface OllamaEmbedderOptions {
 export const OLLAMA_DEFAULTS = {
   batchSize: 256,
   maxBatchChars: 262_144,
-  concurrency: 4,
-  timeoutMs: 120_000,
+  concurrency: 8,
+  timeoutMs: 300_000,
   maxRetries: 4,
   retryDelayMs: 250,
 } as const;

@@ -10,6 +10,7 @@ import {
 } from './chars.js';
 import {
   TC_DIGIT,
+  TC_LETTER,
   TC_NEWLINE,
   TC_SPACE,
   TC_TERMINATOR,
@@ -484,7 +485,15 @@ export function scanSentences(
         acc += share[w & 1023] as number;
         continue;
       }
-      if (k === TC_NEWLINE || k === TC_TERMINATOR) break;
+      if (k === TC_NEWLINE) {
+        // a line break followed by a visible character (hard-wrapped text) cannot open a blank line
+        const nk = i + 1 < to ? (cls[codes[i + 1] as number] as number) : TC_LETTER;
+        if (nk === TC_SPACE || nk === TC_NEWLINE) break;
+        w = (w << 2) | TC_NEWLINE;
+        acc += share[w & 1023] as number;
+        continue;
+      }
+      if (k === TC_TERMINATOR) break;
       w = (w << 2) | 3;
       if (k === TC_DIGIT) {
         runPos = i > from && cls[codes[i - 1] as number] === TC_DIGIT ? (runPos === 2 ? 0 : runPos + 1) : 0;
