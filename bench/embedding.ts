@@ -13,7 +13,8 @@
  * The fake server runs in a worker thread, so that its own work (reading requests, making vectors) does not
  * share an event loop with the clients being measured, as a real Ollama would not.
  *
- * Standalone: `npx tsx bench/embedding.ts [--chunks 20000] [--rounds 3] [--dims 16] [--batch N --concurrency N]`
+ * Standalone: `npx tsx bench/embedding.ts [--chunks 20000] [--rounds 3] [--dims 16] [--per-request-ms 5]
+ * [--per-input-ms 0.2] [--batch N --concurrency N]`
  * (--batch/--concurrency override cpe's defaults, for experiments).
  */
 import path from 'node:path';
@@ -280,6 +281,8 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === WORKER_R
     chunks: arg('--chunks'),
     rounds: arg('--rounds'),
     dimensions: arg('--dims'),
+    perRequestMs: arg('--per-request-ms'),
+    perInputMs: arg('--per-input-ms'),
     cpe: batchSize || concurrency ? { batchSize, concurrency } : undefined,
   }).then(
     (r) => console.log(r.markdown),

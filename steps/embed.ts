@@ -33,8 +33,9 @@ const embed: StepPlugin<EmbedConfig> = {
         type: 'integer',
         minimum: 1,
         maximum: 100000,
-        default: 256,
-        description: 'chunks looked up in the cache, embedded and written per round',
+        default: 1024,
+        description:
+          'chunks looked up in the cache, embedded and written per round (the embedder cuts a round into its own requests)',
       },
       max_embed_chars: {
         type: 'integer',

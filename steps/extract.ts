@@ -4,6 +4,7 @@ import {
   extractionLimits,
 } from '../src/content/extract-config.js';
 import { getExtraction, saveExtraction, savePages } from '../src/content/extraction.js';
+import { chooseTitle } from '../src/content/title.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 import { sqlTime } from '../src/util/time.js';
 
@@ -22,8 +23,10 @@ const extract: StepPlugin<ExtractionConfig> = {
     const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
     await saveExtraction(ctx.db, ctx.document.id, doc);
     if (!ctx.pipeline.hasStepType('page_split')) await savePages(ctx.db, ctx.document.id, doc);
-    await ctx.db.run('UPDATE documents SET page_count = ?, updated_at = ? WHERE id = ?', [
+    // a title right away (metadata_store may refine it), so search results and contexts name the document
+    await ctx.db.run('UPDATE documents SET page_count = ?, title = COALESCE(title, ?), updated_at = ? WHERE id = ?', [
       doc.pages.length,
+      chooseTitle(doc, ctx.document.filename),
       sqlTime(),
       ctx.document.id,
     ]);

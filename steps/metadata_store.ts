@@ -1,24 +1,10 @@
 import path from 'node:path';
 import { getExtraction } from '../src/content/extraction.js';
 import { detectLanguage } from '../src/content/language.js';
+import { chooseTitle } from '../src/content/title.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 import { parseJsonColumn } from '../src/util/json.js';
 import { sqlTime } from '../src/util/time.js';
-
-/** The title: document metadata, then the first title/H1 (slide 1's title for decks), then the file name. */
-function chooseTitle(doc: Awaited<ReturnType<typeof getExtraction>>, filename: string): string {
-  const fromMeta = [
-    doc.metadata.title,
-    (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title,
-  ].find((t): t is string => typeof t === 'string' && t.trim() !== '');
-  if (fromMeta) return fromMeta.trim();
-  const heading =
-    doc.blocks.find((b) => b.type === 'title') ??
-    doc.blocks.find((b) => b.type === 'heading' && (b.level ?? 1) === 1) ??
-    doc.blocks.find((b) => b.type === 'heading');
-  if (heading) return doc.text.slice(heading.start, heading.end).trim().slice(0, 300);
-  return filename.replace(/\.[^.]+$/, '');
-}
 
 /** Title, language, counts, dates and folder tags onto the document row. */
 const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {

@@ -13,7 +13,7 @@ export interface ChunkRow {
 
 export interface EmbedChunksOptions {
   maxEmbedChars?: number;
-  /** chunks looked up, embedded and written per round (default 256) */
+  /** chunks looked up, embedded and written per round (default 1024) */
   batchSize?: number;
   signal?: AbortSignal;
   log?: Logger;
@@ -76,7 +76,7 @@ export async function embedChunks(
     return !current;
   });
 
-  const roundSize = Math.max(1, options.batchSize ?? 256);
+  const roundSize = Math.max(1, options.batchSize ?? 1024);
   for (let start = 0; start < todo.length; start += roundSize) {
     options.signal?.throwIfAborted();
     const round = todo.slice(start, start + roundSize);

@@ -20,6 +20,7 @@ import {
 } from './queue.js';
 import { RunLog, type RunTotals } from './run-log.js';
 import { StepError } from './step-error.js';
+import { abortableSleep } from '../util/sleep.js';
 
 export interface RunOptions {
   plan: Plan;
@@ -225,7 +226,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       runLog
         .logger({ runId, stepName: step.name, documentId })
         .warn(`retrying in ${delay} ms: ${failed.message}`);
-      await sleep(delay, signal);
+      await abortableSleep(delay, signal);
     }
   };
 
@@ -487,7 +488,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
                 `cpe: claiming queue items failed (${claimFailures}x), trying again in ${delay} ms: ${describeError(error, 300)}\n`,
               );
             }
-            await sleep(delay, runController.signal).catch(() => undefined);
+            await abortableSleep(delay, runController.signal).catch(() => undefined);
             continue;
           }
         }
@@ -530,11 +531,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         }
         if (active.size === 0 && items.length === 0) {
           if (backpressure.pausedUntil > Date.now() && claimed < limit) {
-            await sleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(() => undefined);
+            await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(() => undefined);
             continue;
           }
           if (!options.keepPolling || claimed >= limit) break;
-          await sleep(1000, runController.signal).catch(() => undefined);
+          await abortableSleep(1000, runController.signal).catch(() => undefined);
           continue;
         }
         if (claimed >= limit && active.size === 0) break;
@@ -570,19 +571,4 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
   if (runError && status === 'failed') throw runError;
   return { runId, status, durationMs: Date.now() - startedAt, failures, ...totals };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -26,25 +26,11 @@ export interface LimiterOptions {
   }) => void;
 }
 
-const WINDOW_MS = 60_000;
+import { abortableSleep } from '../util/sleep.js';
 
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting'));
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export { abortableSleep };
+
+const WINDOW_MS = 60_000;
 
 interface WindowEntry {
   at: number;

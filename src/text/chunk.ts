@@ -1,7 +1,7 @@
 import { ConfigError, ErrorCodes } from '../errors.js';
 import type { ExtractedDocument } from '../extract/types.js';
 import { isSpace, isWordChar, scratchCodeUnits } from './chars.js';
-import { type Segment, walkBlocks } from './segment.js';
+import { type BlockVisitor, type Segment, type SegmentType, walkBlocks } from './segment.js';
 import { SentenceList, scanSentences } from './sentences.js';
 import { buildSections, pageAt, type Section, sectionAt, topLevelIndex } from './structure.js';
 import { countTokens, thirdsToTokens, tokenizerName, weightThirds } from './tokenizer.js';
@@ -240,13 +240,7 @@ class Units {
   }
 }
 
-/**
- * One unit list and one sentence list for all documents (chunkDocument is synchronous and keeps neither
- * beyond the call): a fresh set per document was a visible share of the run time in garbage collection.
- * Lists grown by a huge document are dropped afterwards.
- */
-let sharedUnits: Units | null = null;
-let sharedSentences: SentenceList | null = null;
+/** Lists grown beyond this many entries by a huge document are not kept for the next one. */
 const SHARED_MAX_UNITS = 1 << 16;
 
 /** Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits. */
@@ -313,9 +307,19 @@ function splitOversized(
   return pieces;
 }
 
-/** Appends units to `units`, computing the gap before each from the previous unit's end. */
-class UnitBuilder {
-  readonly units: Units;
+/**
+ * Turns blocks and sentences into units, computing the gap before each from the previous unit's end.
+ * One builder is reused for every document (see takeBuilder): a builder or closure made per call lets
+ * the optimizer embed that call's objects in its code, and the code is thrown away at every garbage
+ * collection once they die, which cost a third of the run time when another library allocates in between.
+ */
+class UnitBuilder implements BlockVisitor {
+  readonly units = new Units();
+  readonly list = new SentenceList();
+  private text = '';
+  private codes: Uint16Array = new Uint16Array(0);
+  private sections: readonly Section[] = [];
+  private config: ChunkConfig = defaultChunkConfig;
   private prevEnd = 0;
   private firstInSegment = true;
   private sectionStart = false;
@@ -323,14 +327,41 @@ class UnitBuilder {
   private section = 0;
   private headingLevel = -1;
 
-  constructor(
-    private readonly text: string,
-    private readonly codes: Uint16Array,
-    private readonly sections: readonly Section[],
-    private readonly config: ChunkConfig,
-    units: Units,
-  ) {
-    this.units = units;
+  begin(text: string, codes: Uint16Array, sections: readonly Section[], config: ChunkConfig): void {
+    this.text = text;
+    this.codes = codes;
+    this.sections = sections;
+    this.config = config;
+    this.units.reset();
+    this.list.clear();
+    this.prevEnd = 0;
+    this.firstInSegment = true;
+    this.sectionStart = false;
+    this.lastSection = -1;
+    this.section = 0;
+    this.headingLevel = -1;
+  }
+
+  /** Drops the references to the document, so the builder does not keep it alive. */
+  end(): void {
+    this.text = '';
+    this.codes = new Uint16Array(0);
+    this.sections = [];
+  }
+
+  /** A block of walkBlocks: its sentences (prose) or the whole block as one unit. */
+  block(type: SegmentType, start: number, end: number, sectionIndex: number, _page: number, prose: boolean): void {
+    this.segment(sectionIndex, type === 'heading');
+    if (prose) {
+      const list = this.list;
+      list.clear();
+      scanSentences(this.text, this.codes, start, end, list);
+      if (list.count > 0) {
+        this.sentences(list);
+        return;
+      }
+    }
+    this.span(start, end, weightThirds(this.codes, start, end), type === 'table' || type === 'code');
   }
 
   /** Starts a segment (a block): the next unit begins a paragraph, and a section when the section changes. */
@@ -364,7 +395,7 @@ class UnitBuilder {
 
   /** A sentence or block: one unit, or pieces cut at line breaks or word boundaries when it is oversized. */
   span(ps: number, pe: number, weight: number, preferLines: boolean): void {
-    const { config } = this;
+    const config = this.config;
     if (pe - ps <= config.maxChars && weight <= config.targetTokens * 3) {
       this.unit(ps, pe, weight, false);
       return;
@@ -383,7 +414,7 @@ class UnitBuilder {
 
   /** The sentences of a prose block, found by scanSentences with their weights and white-space gaps. */
   sentences(list: SentenceList): void {
-    const { config } = this;
+    const config = this.config;
     const maxThirds = config.targetTokens * 3;
     for (let k = 0; k < list.count; k++) {
       const ps = list.start[k] as number;
@@ -397,43 +428,24 @@ class UnitBuilder {
   }
 }
 
-/** Units straight from the document's blocks: one walk, the sentence scan weighing every sentence. */
-function unitsFromBlocks(
-  doc: ChunkInput,
-  codes: Uint16Array,
-  sections: readonly Section[],
-  config: ChunkConfig,
-  units: Units,
-  sentences: SentenceList,
-): Units {
-  const { text } = doc;
-  const builder = new UnitBuilder(text, codes, sections, config, units);
-  const list = sentences;
-  walkBlocks(doc, sections, {}, (type, start, end, sectionIndex, _page, prose) => {
-    builder.segment(sectionIndex, type === 'heading');
-    if (prose) {
-      list.clear();
-      scanSentences(text, codes, start, end, list);
-      if (list.count > 0) {
-        builder.sentences(list);
-        return;
-      }
-    }
-    builder.span(start, end, weightThirds(codes, start, end), type === 'table' || type === 'code');
-  });
-  return builder.units;
+let sharedBuilder: UnitBuilder | null = null;
+
+/** The shared builder, or a new one when it is in use (a nested call; none today). */
+function takeBuilder(): UnitBuilder {
+  const builder = sharedBuilder ?? new UnitBuilder();
+  sharedBuilder = null;
+  return builder;
+}
+
+/** Returns the builder for the next document, unless a huge document grew its lists. */
+function returnBuilder(builder: UnitBuilder): void {
+  builder.end();
+  if (builder.units.start.length <= SHARED_MAX_UNITS && builder.list.start.length <= SHARED_MAX_UNITS)
+    sharedBuilder = builder;
 }
 
 /** Units from segments made earlier (the segment step): their sentences, weighed where they lack a weight. */
-function unitsFromSegments(
-  text: string,
-  codes: Uint16Array,
-  sections: readonly Section[],
-  segments: readonly Segment[],
-  config: ChunkConfig,
-  units: Units,
-): Units {
-  const builder = new UnitBuilder(text, codes, sections, config, units);
+function unitsFromSegments(builder: UnitBuilder, codes: Uint16Array, segments: readonly Segment[]): void {
   for (const seg of segments) {
     builder.segment(seg.sectionIndex, seg.type === 'heading');
     const preferLines = seg.type === 'table' || seg.type === 'code';
@@ -442,7 +454,6 @@ function unitsFromSegments(
       builder.span(s.start, s.end, weight, preferLines);
     }
   }
-  return builder.units;
 }
 
 /**
@@ -668,14 +679,11 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   const { text } = doc;
   const sections = opts.sections ?? buildSections(doc);
   const codes = scratchCodeUnits(text);
-  const units = sharedUnits ?? new Units();
-  const sentences = sharedSentences ?? new SentenceList();
-  sharedUnits = null; // taken: a nested call (none today) would get lists of its own
-  sharedSentences = null;
-  units.reset();
-  sentences.clear();
-  if (opts.segments) unitsFromSegments(text, codes, sections, opts.segments, config, units);
-  else unitsFromBlocks(doc, codes, sections, config, units, sentences);
+  const builder = takeBuilder();
+  builder.begin(text, codes, sections, config);
+  if (opts.segments) unitsFromSegments(builder, codes, opts.segments);
+  else walkBlocks(doc, sections, {}, builder);
+  const units = builder.units;
   units.sumTokens();
   const prefixTokens = units.prefix;
 
@@ -717,8 +725,7 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
     });
     prevEnd = end;
   }
-  if (units.start.length <= SHARED_MAX_UNITS) sharedUnits = units;
-  if (sentences.start.length <= SHARED_MAX_UNITS) sharedSentences = sentences;
+  returnBuilder(builder);
   if (opts.pageVisionText && opts.pageVisionText.size > 0)
     attachVision(drafts, text, doc, opts.pageVisionText, sections);
   return drafts;

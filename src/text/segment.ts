@@ -1,5 +1,5 @@
 import type { Block, ExtractedDocument } from '../extract/types.js';
-import { isSpace, scratchCodeUnits } from './chars.js';
+import { codeUnits, isSpace } from './chars.js';
 import { SentenceList, scanSentences, type TextSpan } from './sentences.js';
 import { pageAt, type Section, sectionAt } from './structure.js';
 
@@ -76,15 +76,14 @@ function paragraphsOf(doc: SegmentInput): Block[] {
   return blocks;
 }
 
-/** Receives one block of walkBlocks: trimmed offsets, its section, and whether its prose is split into sentences. */
-export type BlockVisitor = (
-  type: SegmentType,
-  start: number,
-  end: number,
-  sectionIndex: number,
-  page: number,
-  sentences: boolean,
-) => void;
+/**
+ * Receives the blocks of walkBlocks: trimmed offsets, the section, and whether the block is prose to split
+ * into sentences. An object with a method rather than a callback, so callers can keep one visitor for all
+ * documents (see UnitBuilder in chunk.ts on why that matters for speed).
+ */
+export interface BlockVisitor {
+  block(type: SegmentType, start: number, end: number, sectionIndex: number, page: number, prose: boolean): void;
+}
 
 /**
  * The blocks a document is segmented into, in reading order: trimmed of white space (blank ones left
@@ -122,7 +121,7 @@ export function walkBlocks(
       type === 'footnote' ||
       type === 'caption' ||
       (type === 'list_item' && e - s > longListItem);
-    visit(type, s, e, sectionIndex, b.page, prose);
+    visit.block(type, s, e, sectionIndex, b.page, prose);
   }
 }
 
@@ -137,16 +136,26 @@ export function segmentDocument(
   sections: readonly Section[],
   opts: SegmentOptions = {},
 ): Segment[] {
-  const { text } = doc;
-  const segments: Segment[] = [];
-  let codes: Uint16Array | null = null;
-  const list = new SentenceList();
-  walkBlocks(doc, sections, opts, (type, start, end, sectionIndex, page, prose) => {
+  const collector = new SegmentCollector(doc.text);
+  walkBlocks(doc, sections, opts, collector);
+  return collector.segments;
+}
+
+/** Builds Segment objects from walkBlocks, splitting prose into sentences. */
+class SegmentCollector implements BlockVisitor {
+  readonly segments: Segment[] = [];
+  private codes: Uint16Array | null = null;
+  private readonly list = new SentenceList();
+
+  constructor(private readonly text: string) {}
+
+  block(type: SegmentType, start: number, end: number, sectionIndex: number, page: number, prose: boolean): void {
     let sentences: Array<TextSpan & { weight?: number }> = [];
     if (prose) {
-      codes ??= scratchCodeUnits(text);
+      const { text, list } = this;
+      this.codes ??= codeUnits(text);
       list.clear();
-      scanSentences(text, codes, start, end, list);
+      scanSentences(text, this.codes, start, end, list);
       for (let k = 0; k < list.count; k++) {
         sentences.push({
           start: list.start[k] as number,
@@ -156,7 +165,7 @@ export function segmentDocument(
       }
     }
     if (sentences.length === 0) sentences = [{ start, end }];
+    const { segments } = this;
     segments.push({ index: segments.length, sectionIndex, type, start, end, page, sentences });
-  });
-  return segments;
+  }
 }

@@ -12,11 +12,14 @@ import {
   TC_DIGIT,
   TC_LETTER,
   TC_NEWLINE,
+  TC_SLOW,
   TC_SPACE,
   TC_TERMINATOR,
   TOKEN_CLASS,
   TOKEN_FRESH,
   TOKEN_SHARE,
+  W_NEWLINE,
+  W_OTHER,
   weightThirds,
 } from './tokenizer.js';
 
@@ -156,17 +159,19 @@ const MAX_ABBREVIATION = Math.max(...[...ABBREVIATIONS].map((a) => a.length));
  * string: most words before a period are no abbreviation, and this rules them out without the slice and
  * toLowerCase the exact test needs.
  */
-function wordHash(text: string, start: number, end: number): number {
+function wordHash(codes: ArrayLike<number>, start: number, end: number): number {
   let h = end - start;
   for (let i = start; i < end; i++) {
-    let c = text.charCodeAt(i);
+    let c = codes[i] as number;
     if ((c >= 65 && c <= 90) || (c >= 0xc0 && c <= 0xde && c !== 0xd7)) c += 32;
     h = (Math.imul(h, 31) + c) | 0;
   }
   return h;
 }
 
-const ABBREVIATION_HASHES = new Set([...ABBREVIATIONS].map((a) => wordHash(a, 0, a.length)));
+const ABBREVIATION_HASHES = new Set(
+  [...ABBREVIATIONS].map((a) => wordHash(Array.from(a, (ch) => ch.charCodeAt(0)), 0, a.length)),
+);
 
 /** Abbreviations that may also close a sentence: a capital letter after them starts a new one. */
 const SENTENCE_FINAL_ABBREVIATIONS = new Set(['usw', 'etc', 'uvm']);
@@ -284,27 +289,27 @@ function isTerminator(c: number): boolean {
   return c === 46 || c === 33 || c === 63 || c === 0x2026; // . ! ? …
 }
 
-/** Lower-cased word of letters ending right before `end` (at most 24 letters), and where it starts. */
-function wordBefore(text: string, end: number, floor: number): { word: string; start: number } {
+/** Lower-cased word of letters ending right before `end` (at most 24 letters), or ''. */
+function wordBefore(text: string, codes: Uint16Array, end: number, floor: number): string {
   let s = end;
-  while (s > floor && isLetter(text.charCodeAt(s - 1))) s--;
-  if (s === end || end - s > 24) return { word: '', start: s };
-  return { word: text.slice(s, end).toLowerCase(), start: s };
+  while (s > floor && isLetter(codes[s - 1] as number)) s--;
+  if (s === end || end - s > 24) return '';
+  return text.slice(s, end).toLowerCase();
 }
 
 /** Lower-cased word of letters starting at `start` (at most 24 letters). */
-function wordAt(text: string, start: number, limit: number): string {
+function wordAt(text: string, codes: Uint16Array, start: number, limit: number): string {
   let e = start;
-  while (e < limit && isLetter(text.charCodeAt(e))) e++;
+  while (e < limit && isLetter(codes[e] as number)) e++;
   if (e === start || e - start > 24) return '';
   return text.slice(start, e).toLowerCase();
 }
 
 /** True when only spaces or tabs stand between the previous line break (or `floor`) and `pos`. */
-function atLineStart(text: string, pos: number, floor: number): boolean {
+function atLineStart(codes: Uint16Array, pos: number, floor: number): boolean {
   let p = pos - 1;
   while (p >= floor) {
-    const c = text.charCodeAt(p);
+    const c = codes[p] as number;
     if (c === 10) return true;
     if (c !== 32 && c !== 9) return false;
     p--;
@@ -312,21 +317,29 @@ function atLineStart(text: string, pos: number, floor: number): boolean {
   return true;
 }
 
+/** Lower-case letter at i (ASCII from the code units; other letters by case mapping of the text). */
+function lowerAt(text: string, codes: Uint16Array, i: number): boolean {
+  const c = codes[i] as number;
+  if (c < 128) return c >= 97 && c <= 122;
+  return isLowerAt(text, i);
+}
+
 /**
  * Decides whether the terminator run text[first..last] (followed by closers up to `after`, then white
- * space, then the next visible character at `next`) ends a sentence.
+ * space, then the next visible character at `next`) ends a sentence. `codes` are the code units of
+ * `text`; the text itself is read only to lower-case candidate words.
  */
 function endsSentence(
   text: string,
+  codes: Uint16Array,
   floor: number,
   first: number,
   last: number,
   next: number,
   limit: number,
 ): boolean {
-  const term = text.charCodeAt(first);
-  const nextIsLower = isLowerAt(text, next);
-  const nextIsDigit = isDigit(text.charCodeAt(next));
+  const term = codes[first] as number;
+  const nextIsLower = lowerAt(text, codes, next);
   if (term !== 46 || last !== first) {
     // "!", "?", "…", "..." and mixes: a lower-case continuation means the sentence goes on
     // ("„Wirklich?“ fragte sie", "und dann ... weiter")
@@ -334,36 +347,35 @@ function endsSentence(
   }
   const before = first - 1;
   if (before < floor) return !nextIsLower;
-  const b = text.charCodeAt(before);
+  const b = codes[before] as number;
   if (isLetter(b)) {
     // German sentences do not start in lower case: "z. B. ein", "usw. und", "ca. zehn" go on
     if (nextIsLower) return false;
     let ws = first;
-    while (ws > floor && isLetter(text.charCodeAt(ws - 1))) ws--;
+    while (ws > floor && isLetter(codes[ws - 1] as number)) ws--;
     const len = first - ws;
     if (len === 1) return false; // z. B., d. h., u. a., S. 5, i. d. R., Buchstabe a.
     // "z.B." / "i.d.R." written without spaces: the letter before the word is a period
-    if (len <= 2 && ws > floor && text.charCodeAt(ws - 1) === 46) return false;
-    if (len > MAX_ABBREVIATION || !ABBREVIATION_HASHES.has(wordHash(text, ws, first))) return true;
+    if (len <= 2 && ws > floor && codes[ws - 1] === 46) return false;
+    if (len > MAX_ABBREVIATION || !ABBREVIATION_HASHES.has(wordHash(codes, ws, first))) return true;
     const word = text.slice(ws, first).toLowerCase();
     if (ABBREVIATIONS.has(word)) return SENTENCE_FINAL_ABBREVIATIONS.has(word) && isUpperAt(text, next);
     return true;
   }
   if (isDigit(b)) {
     let s = before;
-    while (s > floor && isDigit(text.charCodeAt(s - 1))) s--;
-    if (nextIsLower || nextIsDigit) return false;
+    while (s > floor && isDigit(codes[s - 1] as number)) s--;
+    if (nextIsLower || isDigit(codes[next] as number)) return false;
     // "01.02. beginnt", "1.2. Unterabschnitt": a dotted number is a date or an outline number
-    if (s > floor && text.charCodeAt(s - 1) === 46) return false;
+    if (s > floor && codes[s - 1] === 46) return false;
     // "1." at the start of a line is an enumeration label
-    if (atLineStart(text, s, floor)) return false;
-    const nextWord = wordAt(text, next, limit);
+    if (atLineStart(codes, s, floor)) return false;
+    const nextWord = wordAt(text, codes, next, limit);
     if (MONTHS.has(nextWord) || ORDINAL_NOUNS.has(nextWord)) return false;
     // the word before the number: "am 1.", "der 3."
     let p = s;
-    while (p > floor && isSpace(text.charCodeAt(p - 1))) p--;
-    const prev = wordBefore(text, p, floor).word;
-    if (ORDINAL_PRECEDERS.has(prev)) return false;
+    while (p > floor && isSpace(codes[p - 1] as number)) p--;
+    if (ORDINAL_PRECEDERS.has(wordBefore(text, codes, p, floor))) return false;
     return true;
   }
   return !nextIsLower;
@@ -468,8 +480,9 @@ export function scanSentences(
       // between sentences: white space up to the next visible character
       for (; i < to; i++) {
         const k = cls[codes[i] as number] as number;
-        if (k !== TC_SPACE && k !== TC_NEWLINE) break;
-        w = (w << 2) | k;
+        if (k === TC_SPACE) w = (w << 2) | TC_SPACE;
+        else if (k === TC_NEWLINE) w = (w << 2) | W_NEWLINE;
+        else break;
         acc += share[w & 1023] as number;
       }
       if (i >= to) break;
@@ -477,30 +490,49 @@ export function scanSentences(
       sAcc = acc;
     }
     const stop = pending >= 0 ? pending : to;
-    for (; i < stop; i++) {
+    const stop4 = stop - 3;
+    // the walk up to the sentence's decided end, or to the next line break or terminator
+    for (;;) {
+      if (i < stop4) {
+        const k1 = cls[codes[i] as number] as number;
+        const k2 = cls[codes[i + 1] as number] as number;
+        const k3 = cls[codes[i + 2] as number] as number;
+        const k4 = cls[codes[i + 3] as number] as number;
+        if (((k1 | k2 | k3 | k4) & TC_SLOW) === 0) {
+          w = (w << 8) | (k1 << 6) | (k2 << 4) | (k3 << 2) | k4;
+          acc +=
+            (share[(w >> 6) & 1023] as number) +
+            (share[(w >> 4) & 1023] as number) +
+            (share[(w >> 2) & 1023] as number) +
+            (share[w & 1023] as number);
+          i += 4;
+          continue;
+        }
+      }
+      if (i >= stop) break;
       const c = codes[i] as number;
       const k = cls[c] as number;
-      if (k < TC_NEWLINE) {
+      if (k < TC_SLOW) {
         w = (w << 2) | k;
         acc += share[w & 1023] as number;
-        continue;
-      }
-      if (k === TC_NEWLINE) {
+      } else if (k === TC_NEWLINE) {
         // a line break followed by a visible character (hard-wrapped text) cannot open a blank line
         const nk = i + 1 < to ? (cls[codes[i + 1] as number] as number) : TC_LETTER;
         if (nk === TC_SPACE || nk === TC_NEWLINE) break;
-        w = (w << 2) | TC_NEWLINE;
+        w = (w << 2) | W_NEWLINE;
         acc += share[w & 1023] as number;
-        continue;
-      }
-      if (k === TC_TERMINATOR) break;
-      w = (w << 2) | 3;
-      if (k === TC_DIGIT) {
-        runPos = i > from && cls[codes[i - 1] as number] === TC_DIGIT ? (runPos === 2 ? 0 : runPos + 1) : 0;
+      } else if (k === TC_TERMINATOR) {
+        break;
       } else {
-        runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+        w = (w << 2) | W_OTHER;
+        if (k === TC_DIGIT) {
+          runPos = i > from && cls[codes[i - 1] as number] === TC_DIGIT ? (runPos === 2 ? 0 : runPos + 1) : 0;
+        } else {
+          runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+        }
+        if (runPos === 0) acc += 3;
       }
-      if (runPos === 0) acc += 3;
+      i++;
     }
     if (i === pending) {
       out.push(sStart, i, acc - sAcc, sAcc - endAcc);
@@ -525,7 +557,7 @@ export function scanSentences(
         sStart = -1;
         continue;
       }
-      w = (w << 2) | TC_NEWLINE;
+      w = (w << 2) | W_NEWLINE;
       acc += share[w & 1023] as number;
       i++;
       continue;
@@ -539,11 +571,11 @@ export function scanSentences(
       if (after < to && spaceCode(codes, after)) {
         let next = after;
         while (next < to && spaceCode(codes, next)) next++;
-        if (next >= to || endsSentence(text, from, i, last, next, to)) pending = after;
+        if (next >= to || endsSentence(text, codes, from, i, last, next, to)) pending = after;
       }
       // a terminator run that reaches `to` ends the last sentence there anyway
     }
-    w = (w << 2) | 3;
+    w = (w << 2) | W_OTHER;
     runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
     if (runPos === 0) acc += 3;
     i++;

@@ -168,7 +168,10 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   async describeCollection(name: string): Promise<CollectionInfo> {
-    if (!(await this.exists(name))) return { name, exists: false, points: 0 };
+    if (!(await this.exists(name))) {
+      this.ensured.delete(name);
+      return { name, exists: false, points: 0 };
+    }
     const [config, stamp] = await Promise.all([this.vectorConfig(name), readStamp(this.db, 'qdrant', name)]);
     return {
       name,
@@ -187,9 +190,22 @@ export class QdrantVectorIndex implements VectorIndex {
         vector: Array.from(p.vector),
         payload: p.payload,
       }));
-      await this.call(`upsert ${slice.length} points into '${collection}'`, () =>
-        this.client.upsert(collection, { wait: true, points: slice }),
-      );
+      try {
+        await this.call(`upsert ${slice.length} points into '${collection}'`, () =>
+          this.client.upsert(collection, { wait: true, points: slice }),
+        );
+      } catch (error) {
+        // the collection was dropped behind this process's back: ensure it again on the next attempt
+        if (statusOf(error) === 404 && this.ensured.delete(collection)) {
+          throw new ProviderError(
+            `Qdrant ${this.location}: collection '${collection}' disappeared; it is created again on retry`,
+            {
+              cause: error,
+            },
+          );
+        }
+        throw error;
+      }
     }
   }
 
@@ -293,14 +309,18 @@ export class QdrantVectorIndex implements VectorIndex {
   async close(): Promise<void> {}
 }
 
+/** The HTTP status behind a wrapped client error, if any. */
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { cause?: { status?: unknown } }).cause?.status;
+  return typeof status === 'number' ? status : undefined;
+}
+
 /** Deleting from a collection that does not exist leaves nothing behind: not an error. */
 async function ignoreMissingCollection(operation: Promise<unknown>): Promise<void> {
   try {
     await operation;
   } catch (error) {
-    if ((error as { details?: { status?: number } }).details?.status === 404) return;
-    if (((error as { cause?: { status?: number } }).cause as { status?: number } | undefined)?.status === 404)
-      return;
+    if (statusOf(error) === 404) return;
     throw error;
   }
 }

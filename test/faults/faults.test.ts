@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { ensureMariadbRunning, restartMariadb } from './mariadb.js';
 import {
   type CaseResult,
+  cliMode,
   computeExpected,
   type Expected,
   FaultCase,
@@ -37,7 +38,7 @@ describe('fault injection: many workers on one MariaDB', function () {
     console.log(
       `    ${expected.byPath.size} documents (${GENERATED} generated, ${source.fromCorpus} from the corpus; ` +
         `${notDone} fail for good in the fault-free reference run), ` +
-        `${[...expected.byPath.values()].reduce((a, e) => a + e.chunks, 0)} chunks`,
+        `${[...expected.byPath.values()].reduce((a, e) => a + e.chunks, 0)} chunks; cpe started from ${cliMode}`,
     );
   });
 
@@ -78,7 +79,7 @@ describe('fault injection: many workers on one MariaDB', function () {
   it('1. three workers, one killed with SIGKILL mid-run, a new one started', async () => {
     await runCase('1 SIGKILL a worker', async (c) => {
       await c.scan();
-      const [victim] = [c.startWorker(), c.startWorker(), c.startWorker()];
+      const [victim] = await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       const held = await c.waitForLease(victim!);
       expect(held, 'the worker to kill holds a lease').to.be.greaterThan(0);
@@ -92,9 +93,7 @@ describe('fault injection: many workers on one MariaDB', function () {
   it('2. the Ollama test server down for 20 seconds mid-run, then back', async () => {
     await runCase('2 Ollama down 20 s', async (c) => {
       await c.scan();
-      c.startWorker();
-      c.startWorker();
-      c.startWorker();
+      await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       await c.ollama.down();
       await pause(20_000);
@@ -106,9 +105,7 @@ describe('fault injection: many workers on one MariaDB', function () {
   it('3. the Qdrant test server answering 500 to every third request for a while', async () => {
     await runCase('3 Qdrant 500 every 3rd', async (c) => {
       await c.scan();
-      c.startWorker();
-      c.startWorker();
-      c.startWorker();
+      await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 5));
       c.qdrant.resetCounters();
       c.qdrant.faults.failEvery = 3;
@@ -123,9 +120,7 @@ describe('fault injection: many workers on one MariaDB', function () {
   it('4. MariaDB restarted mid-run: the workers reconnect and resume', async () => {
     await runCase('4 MariaDB restart', async (c) => {
       await c.scan();
-      c.startWorker();
-      c.startWorker();
-      c.startWorker();
+      await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       try {
         await restartMariadb(3000);
@@ -158,7 +153,7 @@ describe('fault injection: many workers on one MariaDB', function () {
   it('6. SIGTERM to a worker: it drains and exits 0 with nothing left locked', async () => {
     await runCase('6 SIGTERM drains', async (c) => {
       await c.scan();
-      const [first] = [c.startWorker(), c.startWorker(), c.startWorker()];
+      const [first] = await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 3));
       expect(await c.waitForLease(first!), 'the worker holds leases when it is told to stop').to.be.greaterThan(0);
       first!.child.kill('SIGTERM');

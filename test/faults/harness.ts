@@ -1,4 +1,5 @@
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,7 +7,7 @@ import type { Engine } from '../../src/engine/engine.js';
 import { planPipeline } from '../../src/engine/plan.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { createTestSetup, type TestSetup } from '../helpers/backends.js';
-import { projectRoot, spawnCli } from '../helpers/cli.js';
+import { projectRoot } from '../helpers/cli.js';
 import { handleOllamaChat, newOllamaChatState } from '../servers/ollama-chat.js';
 import { type OllamaTestServer, startOllamaServer } from '../servers/ollama-server.js';
 import { type QdrantTestServer, startQdrantServer } from '../servers/qdrant-server.js';
@@ -108,9 +109,42 @@ export async function computeExpected(sourceDir: string, generated: number, from
   }
 }
 
+/** Every compiled file in dist/ is at least as new as its source: the built CLI starts faster than tsx. */
+function distIsFresh(): boolean {
+  const check = (dir: string): boolean =>
+    readdirSync(path.join(projectRoot, dir), { withFileTypes: true }).every((entry) => {
+      const rel = path.join(dir, entry.name);
+      if (entry.isDirectory()) return check(rel);
+      if (!entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) return true;
+      const built = path.join(projectRoot, 'dist', rel.replace(/\.ts$/, '.js'));
+      return existsSync(built) && statSync(built).mtimeMs >= statSync(path.join(projectRoot, rel)).mtimeMs;
+    });
+  try {
+    return check('src') && check('steps');
+  } catch {
+    return false;
+  }
+}
+
+/** How `cpe` is started: FAULT_CLI=dist|tsx, default dist when it is up to date (CI builds first), else tsx. */
+export const cliMode: 'dist' | 'tsx' =
+  process.env.FAULT_CLI === 'tsx' ? 'tsx' : process.env.FAULT_CLI === 'dist' || distIsFresh() ? 'dist' : 'tsx';
+
+export function spawnCpe(args: string[], env: NodeJS.ProcessEnv) {
+  const entry =
+    cliMode === 'dist'
+      ? [path.join(projectRoot, 'bin/cpe.js')]
+      : ['--import', 'tsx', path.join(projectRoot, 'src/cli/bin.ts')];
+  return spawn(process.execPath, [...entry, ...args], {
+    env: { ...env, CI: '1' },
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
 export interface Worker {
   name: string;
-  child: ChildProcessWithoutNullStreams | ReturnType<typeof spawnCli>;
+  child: ChildProcessByStdio<null, Readable, Readable>;
   pid: number;
   /** resolves when the process has exited */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -181,7 +215,7 @@ export class FaultCase {
   }
 
   spawn(name: string, args: string[]): Worker {
-    const child = spawnCli(args, this.env);
+    const child = spawnCpe(args, this.env);
     let output = '';
     child.stdout.on('data', (d) => {
       output += d;
@@ -211,6 +245,31 @@ export class FaultCase {
     const worker = this.spawn(`worker-${this.workers.length + 1}`, ['worker', ...extra]);
     this.workers.push(worker);
     return worker;
+  }
+
+  /** Starts `n` workers and waits until each has begun its run (its signal handlers are in place by then). */
+  async startWorkers(n: number): Promise<Worker[]> {
+    const started = Array.from({ length: n }, () => this.startWorker());
+    await Promise.all(started.map((w) => this.waitForReady(w)));
+    return started;
+  }
+
+  /** Waits until the worker's run is recorded in ki_dev.pipeline_runs (by its pid). */
+  async waitForReady(worker: Worker, timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !worker.exit) {
+      try {
+        const [row] = await this.engine.dbs.log.sql.query<{ n: number }>(
+          'SELECT COUNT(*) AS n FROM pipeline_runs WHERE pid = ? AND host = ?',
+          [worker.pid, os.hostname()],
+        );
+        if (Number(row?.n) > 0) return;
+      } catch {
+        /* the database may be restarting */
+      }
+      await pause(200);
+    }
+    throw new Error(`${worker.name} did not start its run: ${worker.output().slice(-2000)}`);
   }
 
   /** The lease owner name a worker writes into pipeline_queue.locked_by starts with this. */
@@ -275,6 +334,7 @@ export class FaultCase {
   /** SIGTERM to every worker still running; their exits are checked by verify(). */
   async stopWorkers(timeoutMs = 60_000): Promise<void> {
     const running = this.workers.filter((w) => !w.exit);
+    await Promise.all(running.map((w) => this.waitForReady(w)));
     for (const worker of running) worker.child.kill('SIGTERM');
     const timer = pause(timeoutMs).then(() => {
       for (const worker of running) if (!worker.exit) worker.child.kill('SIGKILL');

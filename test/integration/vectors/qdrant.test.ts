@@ -76,6 +76,9 @@ for (const backend of backends()) {
       });
       await fresh.ensureCollection('entities', spec);
       expect((await fresh.describeCollection('entities')).model).to.equal('local-hash-v1');
+      // deleting from a collection that does not exist is not an error (nothing is left behind)
+      await fresh.deleteByDocument('never-made', 1);
+      await fresh.deletePoints('never-made', [chunkPointId(1, 0)]);
     });
 
     it('embed stores points idempotently; a new version replaces; a delete removes; index_optimize indexes payload', async () => {
