@@ -23,9 +23,8 @@ import type { ChunkDraft } from '../src/text/chunk.js';
 import { sha256 } from '../src/util/hash.js';
 import { sqlTime } from '../src/util/time.js';
 import { SqlVectorIndex } from '../src/vectors/sql-vector-index.js';
-import { generatedDocument } from './lib/corpus.js';
+import { generatedDocument, tempDir } from './lib/corpus.js';
 import { envNumber, fmt, median, ratio, table } from './lib/stats.js';
-import { tempDir } from './lib/corpus.js';
 
 type Backend = 'sqlite' | 'mysql';
 
@@ -85,7 +84,11 @@ async function openTarget(backend: Backend): Promise<Target & { db: SqlExecutor;
   const id = randomBytes(4).toString('hex');
   const names = [`cpe_b_${id}_content`, `cpe_b_${id}_dev`];
   try {
-    const dbs = await openDatabases({ dataDir: dir, dbUrl: `${server}/${names[0]}`, logDbUrl: `${server}/${names[1]}` });
+    const dbs = await openDatabases({
+      dataDir: dir,
+      dbUrl: `${server}/${names[0]}`,
+      logDbUrl: `${server}/${names[1]}`,
+    });
     return { dbs, dir, db: dbs.content.sql, mysqlNames: names };
   } catch (error) {
     await closeTarget({ dir, mysqlNames: names });
@@ -108,7 +111,14 @@ async function insertDocument(db: SqlExecutor, round: number): Promise<number> {
   const { insertId } = await db.run(
     `INSERT INTO documents (filename, source_path, file_size, content_hash, mime_type, status, version, is_latest, created_at, updated_at)
      VALUES (?, ?, ?, ?, 'text/markdown', 'processing', 1, 1, ?, ?)`,
-    [`bulk-${round}.md`, `/bench/bulk-${round}-${randomBytes(4).toString('hex')}.md`, 1, sha256(String(round)), now, now],
+    [
+      `bulk-${round}.md`,
+      `/bench/bulk-${round}-${randomBytes(4).toString('hex')}.md`,
+      1,
+      sha256(String(round)),
+      now,
+      now,
+    ],
   );
   return insertId;
 }
@@ -134,7 +144,10 @@ const chunkRow = (documentId: number, c: ChunkDraft, now: string) => [
 
 interface RawWriter {
   chunks(documentId: number, chunks: ChunkDraft[]): Promise<void>;
-  vectors(documentId: number, points: Array<{ id: string; vector: Float32Array; chunkId: number }>): Promise<void>;
+  vectors(
+    documentId: number,
+    points: Array<{ id: string; vector: Float32Array; chunkId: number }>,
+  ): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -143,7 +156,9 @@ function rawSqlite(dbs: Databases): RawWriter {
   const conn = (dbs.content.dataSource.driver as unknown as { databaseConnection: any }).databaseConnection;
   const group = (cols: number) => `(${new Array(cols).fill('?').join(', ')})`;
   const chunkInsert = (n: number) =>
-    conn.prepare(`INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ${new Array(n).fill(group(CHUNK_COLUMNS.length)).join(', ')}`);
+    conn.prepare(
+      `INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ${new Array(n).fill(group(CHUNK_COLUMNS.length)).join(', ')}`,
+    );
   const pointInsert = (n: number) =>
     conn.prepare(
       `INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ${new Array(n).fill(group(6)).join(', ')}`,
@@ -201,7 +216,10 @@ async function rawMysql(url: string): Promise<RawWriter> {
   return {
     async chunks(documentId, chunks) {
       const now = sqlTime();
-      await run(`INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ?`, chunks.map((c) => chunkRow(documentId, c, now)));
+      await run(
+        `INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ?`,
+        chunks.map((c) => chunkRow(documentId, c, now)),
+      );
     },
     async vectors(documentId, points) {
       await run(
@@ -239,18 +257,33 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
     raw =
       backend === 'sqlite'
         ? rawSqlite(rawTarget.dbs)
-        : await rawMysql(`${process.env.CPE_TEST_MYSQL_URL!.replace(/\/+$/, '')}/${rawTarget.mysqlNames![0]}`);
+        : await rawMysql(
+            `${process.env.CPE_TEST_MYSQL_URL!.replace(/\/+$/, '')}/${rawTarget.mysqlNames![0]}`,
+          );
     const chunks = makeChunks(n);
     const vectors = chunks.map((c) => embedLocalHash(c.content));
     const index = new SqlVectorIndex(cpeTarget.db);
-    await index.ensureCollection('bench', { size: vectors[0]!.length, distance: 'Cosine', model: 'local-hash-v1' });
-    const times = { cpeChunks: [] as number[], rawChunks: [] as number[], cpeVectors: [] as number[], rawVectors: [] as number[] };
+    await index.ensureCollection('bench', {
+      size: vectors[0]!.length,
+      distance: 'Cosine',
+      model: 'local-hash-v1',
+    });
+    const times = {
+      cpeChunks: [] as number[],
+      rawChunks: [] as number[],
+      cpeVectors: [] as number[],
+      rawVectors: [] as number[],
+    };
     for (let round = 0; round < rounds + 1; round++) {
       const cpeDoc = await insertDocument(cpeTarget.db, round);
       const rawDoc = await insertDocument(rawTarget.db, round);
-      const points = (doc: number) => chunks.map((c, i) => ({ id: `${doc}-${i}`, vector: vectors[i]!, chunkId: c.index }));
+      const points = (doc: number) =>
+        chunks.map((c, i) => ({ id: `${doc}-${i}`, vector: vectors[i]!, chunkId: c.index }));
       let t = performance.now();
-      await replaceChunks(cpeTarget.db, cpeDoc, chunks, { pipelineVersion: 'bench', stepConfigHash: 'bench' });
+      await replaceChunks(cpeTarget.db, cpeDoc, chunks, {
+        pipelineVersion: 'bench',
+        stepConfigHash: 'bench',
+      });
       const cpeChunks = performance.now() - t;
       t = performance.now();
       await raw.chunks(rawDoc, chunks);
@@ -258,7 +291,11 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
       t = performance.now();
       await index.upsert(
         'bench',
-        points(cpeDoc).map((p) => ({ id: p.id, vector: p.vector, payload: { document_id: cpeDoc, chunk_id: p.chunkId } })),
+        points(cpeDoc).map((p) => ({
+          id: p.id,
+          vector: p.vector,
+          payload: { document_id: cpeDoc, chunk_id: p.chunkId },
+        })),
       );
       const cpeVectors = performance.now() - t;
       t = performance.now();
@@ -272,8 +309,20 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
     }
     const perS = (ms: number[]) => n / (median(ms) / 1000);
     return [
-      { backend, kind: 'chunks', rows: n, cpeRowsPerS: perS(times.cpeChunks), rawRowsPerS: perS(times.rawChunks) },
-      { backend, kind: 'vectors', rows: n, cpeRowsPerS: perS(times.cpeVectors), rawRowsPerS: perS(times.rawVectors) },
+      {
+        backend,
+        kind: 'chunks',
+        rows: n,
+        cpeRowsPerS: perS(times.cpeChunks),
+        rawRowsPerS: perS(times.rawChunks),
+      },
+      {
+        backend,
+        kind: 'vectors',
+        rows: n,
+        cpeRowsPerS: perS(times.cpeVectors),
+        rawRowsPerS: perS(times.rawVectors),
+      },
     ];
   } finally {
     await raw?.close();
@@ -293,7 +342,13 @@ export async function benchBulkWrites(opts: { rows?: number; rounds?: number } =
     '',
     table(
       ['backend', 'rows', 'cpe rows/s', 'raw driver rows/s', 'cpe/raw'],
-      rows.map((r) => [`${r.backend} ${r.kind}`, r.rows, fmt(r.cpeRowsPerS), fmt(r.rawRowsPerS), ratio(r.cpeRowsPerS, r.rawRowsPerS)]),
+      rows.map((r) => [
+        `${r.backend} ${r.kind}`,
+        r.rows,
+        fmt(r.cpeRowsPerS),
+        fmt(r.rawRowsPerS),
+        ratio(r.cpeRowsPerS, r.rawRowsPerS),
+      ]),
     ),
   ].join('\n');
   return { rows, markdown };

@@ -29,7 +29,9 @@ async function loadDocuments(corpusDir: string): Promise<{ label: string; unique
   const texts: Array<{ file: string; bytes: Uint8Array }> = [];
   let label: string;
   if (existsSync(corpusDir)) {
-    for (const f of readdirSync(corpusDir).filter((n) => n.endsWith('.md')).sort()) {
+    for (const f of readdirSync(corpusDir)
+      .filter((n) => n.endsWith('.md'))
+      .sort()) {
       texts.push({ file: f, bytes: readFileSync(path.join(corpusDir, f)) });
     }
     label = `${texts.length} Markdown files of ${path.relative(projectRoot, corpusDir)}`;
@@ -53,21 +55,25 @@ async function loadDocuments(corpusDir: string): Promise<{ label: string; unique
   return { label, unique };
 }
 
-export async function benchChunkingPeers(opts: { corpusDir?: string; rounds?: number; sampleMb?: number } = {}) {
+export async function benchChunkingPeers(
+  opts: { corpusDir?: string; rounds?: number; sampleMb?: number } = {},
+) {
   const rounds = opts.rounds ?? envNumber('BENCH_CHUNK_ROUNDS', 3, 2);
   const sampleBytes = (opts.sampleMb ?? envNumber('BENCH_CHUNK_PEER_MB', 0.5, 0.2)) * MB;
-  const { label, unique } = await loadDocuments(opts.corpusDir ?? path.resolve(projectRoot, '../shared/corpus/md'));
-  // LlamaIndex's SentenceSplitter runs at a few tens of KB/s, so all three chunk a sample of whole documents
-  // (taken evenly over the corpus) instead of the 5 MB of bench/chunking.ts
+  const { label, unique } = await loadDocuments(
+    opts.corpusDir ?? path.resolve(projectRoot, '../shared/corpus/md'),
+  );
+  // LlamaIndex's SentenceSplitter runs at a few KB/s to tens of KB/s, so all three chunk a sample of whole
+  // documents (every k-th of the corpus by name, none over a third of the sample) instead of 5 MB
+  const candidates = unique.filter((d) => Buffer.byteLength(d.text) <= sampleBytes / 3);
+  const stride = Math.max(1, Math.floor(candidates.length / 12));
   const docs: ExtractedDocument[] = [];
   let bytes = 0;
-  const bySize = [...unique].sort((a, b) => a.text.length - b.text.length);
-  for (let i = 0; bytes < sampleBytes && docs.length < bySize.length; i++) {
-    // alternate small and large documents so the sample is not all short files
-    const d = i % 2 === 0 ? bySize[i >> 1]! : bySize[bySize.length - 1 - (i >> 1)]!;
-    if (bytes + Buffer.byteLength(d.text) > sampleBytes * 1.5 && docs.length > 0) continue;
-    docs.push(d);
-    bytes += Buffer.byteLength(d.text);
+  for (let start = 0; start < stride && bytes < sampleBytes; start++) {
+    for (let i = start; i < candidates.length && bytes < sampleBytes; i += stride) {
+      docs.push(candidates[i]!);
+      bytes += Buffer.byteLength(candidates[i]!.text);
+    }
   }
 
   const config = defaultChunkConfig;
@@ -77,46 +83,55 @@ export async function benchChunkingPeers(opts: { corpusDir?: string; rounds?: nu
   const sample = docs.map((d) => d.text.slice(0, 20_000)).join('\n\n');
   const charsPerToken = sample.length / probe.tokenSize(sample);
   const llamaTokens = Math.round(2000 / charsPerToken);
-  const llamaindex = new SentenceSplitter({ chunkSize: llamaTokens, chunkOverlap: Math.round(llamaTokens / 10) });
+  const llamaindex = new SentenceSplitter({
+    chunkSize: llamaTokens,
+    chunkOverlap: Math.round(llamaTokens / 10),
+  });
 
-  const contenders = [
-    { name: 'cpe', run: () => docs.reduce((n, d) => n + chunkDocument(d, { config }).length, 0) },
-    { name: 'LangChain RecursiveCharacterTextSplitter', run: async () => {
-        let n = 0;
-        for (const d of docs) n += (await langchain.splitText(d.text)).length;
-        return n;
-      } },
-    { name: 'LlamaIndex SentenceSplitter', run: () => docs.reduce((n, d) => n + llamaindex.splitText(d.text).length, 0) },
+  // each run returns its chunks per document (offsets for cpe, strings for the peers); the last timed round's
+  // output is what the quality figures look at, so the slow splitter runs only `rounds` times
+  type Output = Array<Array<{ start: number; end: number }> | string[]>;
+  const contenders: Array<{ name: string; run: () => Promise<Output> }> = [
+    { name: 'cpe', run: async () => docs.map((d) => chunkDocument(d, { config })) },
+    {
+      name: 'LangChain RecursiveCharacterTextSplitter',
+      run: async () => {
+        const out: string[][] = [];
+        for (const d of docs) out.push(await langchain.splitText(d.text));
+        return out;
+      },
+    },
+    { name: 'LlamaIndex SentenceSplitter', run: async () => docs.map((d) => llamaindex.splitText(d.text)) },
   ];
   const times = contenders.map(() => [] as number[]);
-  const chunks = contenders.map(() => 0);
-  for (const c of contenders) await c.run(); // warm-up
+  const outputs: Output[] = contenders.map(() => []);
+  // warm-up for the two fast ones (JIT); a LlamaIndex pass takes long enough to warm itself up
+  await contenders[0]!.run();
+  await contenders[1]!.run();
   for (let r = 0; r < rounds; r++) {
     for (const [k, c] of contenders.entries()) {
       const t = performance.now();
-      chunks[k] = await c.run();
+      outputs[k] = await c.run();
       times[k]!.push(performance.now() - t);
     }
   }
+  const chunks = outputs.map((o) => o.reduce((n, perDoc) => n + perDoc.length, 0));
 
-  // boundary quality on the unique documents
+  // boundary quality
   const tinyChars = tinyChunkChars(config);
   const parts: ChunkQuality[][] = contenders.map(() => []);
   const unlocated = contenders.map(() => 0);
-  for (const d of docs) {
+  docs.forEach((d, i) => {
     const sections = buildSections(d);
-    const opts = { maxChars: config.maxChars, tinyChars, blocks: d.blocks, sections };
-    parts[0]!.push(chunkQuality(d.text, chunkDocument(d, { config, sections }), opts));
-    for (const [k, contents] of [
-      [1, await langchain.splitText(d.text)],
-      [2, llamaindex.splitText(d.text)],
-    ] as const) {
-      const located = locateChunks(d.text, contents);
+    const qualityOptions = { maxChars: config.maxChars, tinyChars, blocks: d.blocks, sections };
+    parts[0]!.push(chunkQuality(d.text, chunkDocument(d, { config, sections }), qualityOptions));
+    for (const k of [1, 2]) {
+      const located = locateChunks(d.text, outputs[k]![i] as string[]);
       const found = located.filter((x): x is { start: number; end: number } => x !== null);
       unlocated[k] = (unlocated[k] ?? 0) + located.length - found.length;
-      parts[k]!.push(chunkQuality(d.text, found, opts));
+      parts[k]!.push(chunkQuality(d.text, found, qualityOptions));
     }
-  }
+  });
   const quality = parts.map((p) => mergeChunkQuality(p));
   const mbs = times.map((t) => bytes / MB / (median(t) / 1000));
   const rows = contenders.map((c, k) => {
@@ -137,7 +152,17 @@ export async function benchChunkingPeers(opts: { corpusDir?: string; rounds?: nu
     `**Case 1 — chunking, three ways**: a sample of ${docs.length} whole documents (${fmt(bytes / MB)} MB of extracted text) from ${label}, median of ${rounds} interleaved rounds after a warm-up. cpe: ${config.maxChars} characters max, ~${config.targetTokens} tokens, ${config.overlapRatio * 100}% overlap; LangChain: chunkSize 2000, chunkOverlap 200; LlamaIndex: chunkSize ${llamaTokens} tokens (2000 characters at ${charsPerToken.toFixed(2)} characters per token of its tokenizer on this text), chunkOverlap ${Math.round(llamaTokens / 10)}. Quality figures over the same documents; the peers' chunks are located in the text by search (they report no offsets).`,
     '',
     table(
-      ['contender', 'MB/s', 'cpe/peer speed', 'chunks per round', 'mean chars', 'ends at sentence/paragraph', 'starts mid-word', 'ends mid-word', 'over 2200 chars'],
+      [
+        'contender',
+        'MB/s',
+        'cpe/peer speed',
+        'chunks per round',
+        'mean chars',
+        'ends at sentence/paragraph',
+        'starts mid-word',
+        'ends mid-word',
+        'over 2200 chars',
+      ],
       rows.map((r, k) => [
         r.contender,
         fmt(r.mbPerS),

@@ -39,6 +39,8 @@ interface Contender {
   module: string;
   fn: string;
   extra?: Record<string, unknown>;
+  /** runs in the first rounds only (LlamaIndex: a pass takes minutes) */
+  maxRounds?: number;
 }
 
 interface Measured {
@@ -47,11 +49,29 @@ interface Measured {
 }
 
 const CPE: Contender = { name: 'cpe', module: 'bench/peers/cpe.ts', fn: 'cpeIngest' };
-const LANGCHAIN: Contender = { name: 'LangChain.js', module: 'bench/peers/langchain.ts', fn: 'langchainIngest' };
-const LLAMAINDEX: Contender = { name: 'LlamaIndex.TS', module: 'bench/peers/llamaindex.ts', fn: 'llamaindexIngest' };
-const READ_HASH: Contender = { name: 'read + SHA-256 only', module: 'bench/lib/baseline.ts', fn: 'readAndHash' };
+const LANGCHAIN: Contender = {
+  name: 'LangChain.js',
+  module: 'bench/peers/langchain.ts',
+  fn: 'langchainIngest',
+};
+const LLAMAINDEX: Contender = {
+  name: 'LlamaIndex.TS',
+  module: 'bench/peers/llamaindex.ts',
+  fn: 'llamaindexIngest',
+  maxRounds: envNumber('BENCH_LLAMAINDEX_ROUNDS', 1, 1),
+};
+const READ_HASH: Contender = {
+  name: 'read + SHA-256 only',
+  module: 'bench/lib/baseline.ts',
+  fn: 'readAndHash',
+};
 
-async function measure(contender: Contender, corpus: CorpusFolder, reingest: boolean, build: CpeBuild): Promise<Measured> {
+async function measure(
+  contender: Contender,
+  corpus: CorpusFolder,
+  reingest: boolean,
+  build: CpeBuild,
+): Promise<Measured> {
   const workDir = tempDir('work');
   try {
     const { value, maxRssMb } = await runInChild<IngestResult>(contender.module, contender.fn, {
@@ -78,6 +98,7 @@ async function interleaved(
   const out = new Map<string, Measured[]>(contenders.map((c) => [c.name, []]));
   for (let round = 0; round < rounds; round++) {
     for (const c of contenders) {
+      if (c.maxRounds !== undefined && round >= c.maxRounds) continue;
       const m = await measure(c, corpus, reingest, build);
       out.get(c.name)!.push(m);
       log(
@@ -127,7 +148,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         ? [200, 500]
         : [1000, 5000]);
   const scaleRounds = opts.scaleRounds ?? envNumber('BENCH_SCALE_ROUNDS', 1, 1);
-  const build = opts.build ?? ((process.env.BENCH_CPE_BUILD as CpeBuild | undefined) ?? 'dist');
+  const build = opts.build ?? (process.env.BENCH_CPE_BUILD as CpeBuild | undefined) ?? 'dist';
   const skipLlamaIndex = opts.skipLlamaIndex ?? process.env.BENCH_SKIP_LLAMAINDEX === '1';
   if (build === 'dist') ensureBuilt(log);
 
@@ -160,7 +181,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
     });
     sections.push(
       [
-        `**Case 2 — end-to-end ingestion** of ${real.label}: ${real.files} files, ${fmt(real.bytes / MB)} MB; median of ${rounds} interleaved round(s), each pass in its own process (an idle child process is ${fmt(idleRss)} MB RSS).`,
+        `**Case 2 — end-to-end ingestion** of ${real.label}: ${real.files} files, ${fmt(real.bytes / MB)} MB; median of ${rounds} interleaved round(s) (LlamaIndex: ${Math.min(rounds, LLAMAINDEX.maxRounds ?? rounds)}), each pass in its own process (an idle child process is ${fmt(idleRss)} MB RSS).`,
         '',
         table(
           ['contender', 'documents/s', 'MB/s', 'peak RSS (MB)', 'chunks', 'cpe/peer speed', 'peer/cpe RSS'],
@@ -180,7 +201,10 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         const runs = await interleaved([CPE, LANGCHAIN], corpus, scaleRounds, false, build, log);
         const c = summarize(corpus, runs.get(CPE.name)!);
         const l = summarize(corpus, runs.get(LANGCHAIN.name)!);
-        rows.push({ case: 'scale', docs, contender: 'cpe', ...c }, { case: 'scale', docs, contender: 'LangChain.js', ...l });
+        rows.push(
+          { case: 'scale', docs, contender: 'cpe', ...c },
+          { case: 'scale', docs, contender: 'LangChain.js', ...l },
+        );
         scaleRows.push([
           `${docs} documents, ${fmt(corpus.bytes / MB)} MB`,
           fmt(c.docsPerS),
@@ -222,7 +246,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
     const cpeAgain = r.get(CPE.name)!;
     sections.push(
       [
-        `**Case 3 — re-ingesting the unchanged folder** (${real.files} files): the second pass after a full first pass in the same process; median of ${rounds} round(s).`,
+        `**Case 3 — re-ingesting the unchanged folder** (${real.files} files): the second pass after a full first pass in the same process; median of ${rounds} round(s) (LlamaIndex: ${Math.min(rounds, LLAMAINDEX.maxRounds ?? rounds)}).`,
         '',
         table(
           ['contender', 'time (ms)', 'work done in the second pass', 'peer time / cpe time'],

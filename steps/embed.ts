@@ -12,13 +12,18 @@ export interface EmbedConfig {
 
 /**
  * Embeddings for the document's chunks that lack one for the configured model, through the embedding cache.
- * When the pipeline has no vector_store step (Standard), it also stores the points, as the original embed.py did.
+ * What is embedded is "document title › heading path" and the chunk text (src/embed/prepare.ts): a chunk's
+ * text alone often does not name its topic. max_embed_chars (default 800) caps that text for models with a
+ * context window (Ollama); the local embedder has none and reads whole chunks, since a cut would make the rest
+ * of each chunk unfindable. When the pipeline has no vector_store step (Standard), it also stores the points,
+ * as the original embed.py did.
  */
 const embed: StepPlugin<EmbedConfig> = {
   type: 'embed',
   description:
-    'Embeddings for chunks that lack one for the configured model: dot leaders collapsed, capped at ' +
-    'max_embed_chars, batched, cached by text hash; stores the points too when the pipeline has no vector_store step',
+    'Embeddings for chunks that lack one for the configured model: "title › heading path" + chunk text, dot ' +
+    'leaders collapsed, capped at max_embed_chars for models with a context window, batched, cached by text ' +
+    'hash; stores the points too when the pipeline has no vector_store step',
   scope: 'document',
   configSchema: {
     type: 'object',
@@ -27,7 +32,7 @@ const embed: StepPlugin<EmbedConfig> = {
       model: {
         type: 'string',
         minLength: 1,
-        description: "embedding model; default: the configured embedder's (Ollama model, or local-hash-v1)",
+        description: "embedding model; default: the configured embedder's (Ollama model, or local-hash-v2)",
       },
       batch_size: {
         type: 'integer',
@@ -42,7 +47,10 @@ const embed: StepPlugin<EmbedConfig> = {
         minimum: 50,
         maximum: 100000,
         default: DEFAULT_MAX_EMBED_CHARS,
-        description: 'the text sent to the embedder is cut at this many characters',
+        description:
+          'the text sent to an embedding model with a context window (Ollama; mxbai-embed-large reads 512 tokens, ' +
+          'about 800 German characters) is cut at this many characters, context line included; the local ' +
+          'embedder (local-hash-v2) has no window and always embeds the whole chunk',
       },
       collection: {
         type: 'string',

@@ -20,7 +20,14 @@ export async function readAndHash(args: IngestArgs): Promise<IngestResult> {
     documents++;
     bytes += data.byteLength;
   }
-  return { ms: performance.now() - started, documents, bytes, chunks: 0, vectors: 0, notes: 'readFile + SHA-256 per file' };
+  return {
+    ms: performance.now() - started,
+    documents,
+    bytes,
+    chunks: 0,
+    vectors: 0,
+    notes: 'readFile + SHA-256 per file',
+  };
 }
 
 export async function idle(): Promise<{ ms: number }> {

@@ -14,7 +14,9 @@ function staleSources(): string[] {
     for (const entry of readdirSync(path.join(projectRoot, top), { withFileTypes: true, recursive: true })) {
       if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) continue;
       const source = path.join(entry.parentPath, entry.name);
-      const compiled = path.join(projectRoot, 'dist', path.relative(projectRoot, source)).replace(/\.ts$/, '.js');
+      const compiled = path
+        .join(projectRoot, 'dist', path.relative(projectRoot, source))
+        .replace(/\.ts$/, '.js');
       if (!existsSync(compiled) || statSync(compiled).mtimeMs < statSync(source).mtimeMs) stale.push(source);
     }
   }
@@ -25,10 +27,18 @@ export function ensureBuilt(log: (line: string) => void): void {
   const stale = staleSources();
   if (stale.length === 0) return;
   log(`dist/ is older than ${stale.length} source file(s): building (tsc -p tsconfig.build.json)`);
-  const result = spawnSync(process.execPath, [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: projectRoot,
-    encoding: 'utf8',
-  });
-  if (result.status !== 0) log(`tsc reported problems (dist/ was still written):\n${(result.stdout + result.stderr).slice(0, 2000)}`);
-  if (!existsSync(path.join(projectRoot, 'dist/src/index.js'))) throw new Error('dist/src/index.js missing after the build');
+  const result = spawnSync(
+    process.execPath,
+    [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: projectRoot,
+      encoding: 'utf8',
+    },
+  );
+  if (result.status !== 0)
+    log(
+      `tsc reported problems (dist/ was still written):\n${(result.stdout + result.stderr).slice(0, 2000)}`,
+    );
+  if (!existsSync(path.join(projectRoot, 'dist/src/index.js')))
+    throw new Error('dist/src/index.js missing after the build');
 }

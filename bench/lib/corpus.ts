@@ -5,7 +5,15 @@
  * generator over a German vocabulary, so that no two chunks are alike (an embedding cache would otherwise make
  * a generated corpus look cheaper than real text).
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from './child.js';
@@ -64,7 +72,16 @@ const SUBJECTS = [
   'Die Personalabteilung',
   'Jede Führungskraft',
 ];
-const VERBS = ['dokumentiert', 'bespricht', 'plant', 'bewertet', 'überprüft', 'erläutert', 'vereinbart', 'unterweist'];
+const VERBS = [
+  'dokumentiert',
+  'bespricht',
+  'plant',
+  'bewertet',
+  'überprüft',
+  'erläutert',
+  'vereinbart',
+  'unterweist',
+];
 const OBJECTS = [
   'den Ausbildungsnachweis',
   'die Lernziele des Quartals',
@@ -135,7 +152,11 @@ export function generatedDocument(index: number, targetBytes: number): string {
 }
 
 /** `docs` generated Markdown documents of 4-12 KB (mean ~8 KB) in 10 sub-folders. */
-export function generatedCorpusFolder(docs: number, label?: string, dir = tempDir(`gen${docs}`)): CorpusFolder {
+export function generatedCorpusFolder(
+  docs: number,
+  label?: string,
+  dir = tempDir(`gen${docs}`),
+): CorpusFolder {
   for (let i = 0; i < docs; i++) {
     const sub = path.join(dir, `teil-${String(i % 10).padStart(2, '0')}`);
     if (i < 10) mkdirSync(sub, { recursive: true });

@@ -1,6 +1,6 @@
 /**
  * The retrieval evaluation behind `npm run eval:retrieval` and test/integration/eval/retrieval.test.ts:
- * ingests ../shared/corpus/md with the Standard pipeline on the embedded default (SQLite, local-hash-v1) into
+ * ingests ../shared/corpus/md with the Standard pipeline on the embedded default (SQLite, local-hash-v2) into
  * a fresh data folder, asks every question of eval/retrieval-questions.json through searchChunks and scores
  * where the answering section and document turn up in the top results.
  *

@@ -24,7 +24,7 @@ export interface AppConfig {
   ollamaHosts: string[];
   /** Qdrant URL; unset = vectors in SQL (embedded index) */
   qdrantUrl?: string;
-  /** embedding model; default mxbai-embed-large with Ollama, local-hash-v1 without */
+  /** embedding model; default mxbai-embed-large with Ollama, local-hash-v2 without */
   embedModel?: string;
   /** default LLM provider for LLM steps: anthropic | ollama (default: whichever is configured) */
   llmProvider?: 'anthropic' | 'ollama';

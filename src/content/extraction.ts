@@ -59,7 +59,10 @@ const TEXT_EXTENSIONS = new Set(['.md', '.txt']);
  * (a PDF renamed .md fails as FORMAT_MISMATCH either way); a larger text file goes to the isolated child, so
  * the time limit still holds where a scan could take long.
  */
-export async function extractArchived(file: string, limits: ExtractionLimits = {}): Promise<ExtractedDocument> {
+export async function extractArchived(
+  file: string,
+  limits: ExtractionLimits = {},
+): Promise<ExtractedDocument> {
   if (TEXT_EXTENSIONS.has(path.extname(file).toLowerCase())) {
     const size = await stat(file).then(
       (info) => info.size,
@@ -89,7 +92,9 @@ async function extractTextInProcess(file: string, options: ExtractOptions): Prom
   }
   const { format } = sniffFormat(bytes, path.extname(file), file);
   try {
-    return format === 'md' ? await extractMarkdown(bytes, file, options) : await extractTxt(bytes, file, options);
+    return format === 'md'
+      ? await extractMarkdown(bytes, file, options)
+      : await extractTxt(bytes, file, options);
   } catch (error) {
     if (error instanceof CpeError) throw error;
     const reason = error instanceof Error ? error.message : String(error);

@@ -5,7 +5,7 @@ import type { Embedder } from './types.js';
 export interface EmbedderSettings {
   /** CPE_OLLAMA_HOST (comma-separated there); empty = the local embedder */
   ollamaHosts: string[];
-  /** Ollama model (default mxbai-embed-large); ignored by the local embedder, which is always local-hash-v1 */
+  /** Ollama model (default mxbai-embed-large); ignored by the local embedder, which is always local-hash-v2 */
   model?: string;
   dimensions?: number;
   batchSize?: number;

@@ -1,7 +1,8 @@
 import type { SqlExecutor } from '../db/sql.js';
 import type { Logger } from '../engine/plugin.js';
+import { parseJsonColumn } from '../util/json.js';
 import { EmbeddingCache, textHash } from './cache.js';
-import { DEFAULT_MAX_EMBED_CHARS, prepareEmbedText } from './prepare.js';
+import { type ChunkContext, chunkEmbedText, DEFAULT_MAX_EMBED_CHARS, embedCharLimit } from './prepare.js';
 import { type Embedder, EmbedInputError } from './types.js';
 
 export interface ChunkRow {
@@ -12,6 +13,7 @@ export interface ChunkRow {
 }
 
 export interface EmbedChunksOptions {
+  /** cap for embedders with a context window (default 800); the local embedder reads whole chunks */
   maxEmbedChars?: number;
   /** chunks looked up, embedded and written per round (default 1024) */
   batchSize?: number;
@@ -34,11 +36,34 @@ export interface EmbedChunksResult {
 
 const IN_BATCH = 200;
 
+/** Title and heading path of each chunk, from SQL, so every caller embeds exactly the same text for a chunk. */
+async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Map<number, ChunkContext>> {
+  const contexts = new Map<number, ChunkContext>();
+  for (let start = 0; start < ids.length; start += IN_BATCH) {
+    const slice = ids.slice(start, start + IN_BATCH);
+    const rows = await db.query<{ id: number; heading_path: unknown; title: string | null }>(
+      `SELECT c.id, c.heading_path, d.title FROM chunks c JOIN documents d ON d.id = c.document_id
+       WHERE c.id IN (${slice.map(() => '?').join(',')})`,
+      [...slice],
+    );
+    for (const row of rows) {
+      const headingPath = parseJsonColumn<unknown>(row.heading_path, []);
+      contexts.set(Number(row.id), {
+        title: row.title,
+        headingPath: Array.isArray(headingPath) ? headingPath.map(String) : [],
+      });
+    }
+  }
+  return contexts;
+}
+
 /**
  * Gives every chunk a vector for the embedder's model: chunks whose prepared text already has one (linked in
  * chunk_vectors and present in the cache) are left alone; the rest come from the cache or, on a miss, from the
- * embedder. Writes the cache, chunk_vectors and chunks.status/embedding_model; a chunk the embedder rejects for
- * good is marked 'failed' while the others of its document proceed.
+ * embedder. The prepared text is the chunk's context line (document title › heading path) and its content,
+ * capped at maxEmbedChars for embedders with a context window (see chunkEmbedText, embedCharLimit). Writes the
+ * cache, chunk_vectors and chunks.status/embedding_model; a chunk the embedder rejects for good is marked
+ * 'failed' while the others of its document proceed.
  */
 export async function embedChunks(
   db: SqlExecutor,
@@ -46,11 +71,15 @@ export async function embedChunks(
   chunks: readonly ChunkRow[],
   options: EmbedChunksOptions = {},
 ): Promise<EmbedChunksResult> {
-  const maxChars = options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS;
+  const maxChars = embedCharLimit(embedder, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS);
   const model = embedder.model;
   const cache = new EmbeddingCache(db);
+  const contexts = await loadContexts(
+    db,
+    chunks.map((c) => c.id),
+  );
   const prepared = chunks.map((c) => {
-    const text = prepareEmbedText(c.content, maxChars);
+    const text = chunkEmbedText(c.content, contexts.get(c.id) ?? {}, maxChars);
     return { chunk: c, text, hash: textHash(text) };
   });
 

@@ -1,29 +1,12 @@
 import type { Embedder } from './types.js';
 
-export const LOCAL_EMBEDDER_MODEL = 'local-hash-v1';
-export const LOCAL_EMBEDDER_DIMENSIONS = 1024;
-
 /**
- * Frequent German (and a few English) function words: they say little about a chunk's topic, so they count
- * a fraction of a content word instead of dominating short texts.
+ * The name stored with every vector (chunks.embedding_model, the embedding cache, collection stamps). v2 changed
+ * the features and weights, so its vectors are not comparable with v1's: a new name makes a collection built
+ * with v1 refuse v2 queries with a clear mismatch instead of returning noise.
  */
-const STOPWORDS = new Set(
-  (
-    'der die das den dem des ein eine einer eines einem einen und oder aber auch als am an auf aus bei bis ' +
-    'durch fuer gegen hat haben hatte ich im in ist sind war waren wird werden wurde wurden kann koennen ' +
-    'muss muessen mit nach nicht noch nur ob ohne sich sie er es wir ihr so um unter ueber vom von vor wie ' +
-    'zu zum zur dass da dann denn doch hier wenn weil was wer welche welcher welches dies diese dieser ' +
-    'dieses sein seine ihre man mehr sehr soll sollen sowie bzw etc z b u a ' +
-    'the a an and or of to in is are was be for on with as by at this that it from'
-  ).split(' '),
-);
-
-const WORD_WEIGHT = 1;
-const STOPWORD_WEIGHT = 0.15;
-const BIGRAM_WEIGHT = 0.5;
-/** the character n-grams of one word share this much weight, so long words do not outweigh short ones */
-const NGRAM_WEIGHT = 1.2;
-const NGRAM_SIZES = [3, 4, 5];
+export const LOCAL_EMBEDDER_MODEL = 'local-hash-v2';
+export const LOCAL_EMBEDDER_DIMENSIONS = 1024;
 
 /** Lower case, umlauts and ß folded the way German spelling variants write them (Maßnahme = Massnahme). */
 export function foldGerman(text: string): string {
@@ -36,8 +19,88 @@ export function foldGerman(text: string): string {
     .replace(/ß/g, 'ss');
 }
 
-/** FNV-1a over code units [start, end) of s, seeded so that each feature family hashes differently. */
-function fnv(s: string, start: number, end: number, seed: number): number {
+/**
+ * Frequent German (and a few English) function words, folded like the text: they say little about a chunk's
+ * topic, so they count a small fraction of a content word. A fixed list, because there is no corpus-wide
+ * document frequency to learn it from (an embedder must not depend on what else was ingested).
+ */
+const STOPWORDS = new Set(
+  (
+    'aber alle allem allen aller alles als also am an ander andere anderem anderen anderer anderes andern ' +
+    'anders auch auf aus bei bin bis bist bzw da damit dann darf das dass daß dazu dein deine deinem deinen ' +
+    'deiner deines dem demselben den denn denselben der derer derselbe derselben des desselben dessen dich ' +
+    'die dies diese diesem diesen dieser dieses dieselbe dieselben dasselbe dir doch dort du durch dürfen ein ' +
+    'eine einem einen einer eines einig einige einigem einigen einiger einiges einmal er es etc etwas euch ' +
+    'euer eure eurem euren eurer eures für gegen gewesen hab habe haben hat hatte hatten hier hin hinter ich ' +
+    'ihm ihn ihnen ihr ihre ihrem ihren ihrer ihres im in indem ins ist jede jedem jeden jeder jedes jene ' +
+    'jenem jenen jener jenes jetzt kann kein keine keinem keinen keiner keines können könnte machen man ' +
+    'manche manchem manchen mancher manches mein meine meinem meinen meiner meines mich mir mit muss musste ' +
+    'müssen nach nicht nichts noch nun nur ob oder ohne sehr sein seine seinem seinen seiner seines selbst ' +
+    'sich sie sind so solche solchem solchen solcher solches soll sollen sollte sondern sonst sowie über um ' +
+    'und uns unser unsere unserem unseren unseres unter viel vom von vor während wann war waren warst was ' +
+    'weg weil weiter welche welchem welchen welcher welches wenn werde werden wie wieder will wir wird ' +
+    'wirst wo wollen wollte wurde wurden würde würden z b u a zu zum zur zwar zwischen ' +
+    'the a an and or of to in is are was be for on with as by at this that it from'
+  )
+    .split(' ')
+    .map(foldGerman),
+);
+
+/**
+ * Light German stemming on a folded word (after CISTEM, Weissweiler & Fraser 2017): strips the inflection
+ * endings -em, -er, -nd, then -e, -s, -n, -t repeatedly, never below four letters, so "Urlaubs", "Urlaube"
+ * and "Urlaub" meet, as do "Kündigung" and "Kündigungen". Over-stemming is harmless here: the same rule runs
+ * on queries and chunks, and it only has to make word forms meet, not produce real words.
+ */
+export function stemGerman(word: string): string {
+  let end = word.length;
+  while (end > 3) {
+    const last = word.charCodeAt(end - 1);
+    if (end > 5) {
+      const pair = word.slice(end - 2, end);
+      if (pair === 'em' || pair === 'er' || pair === 'nd') {
+        end -= 2;
+        continue;
+      }
+    }
+    // e, s, n, t
+    if (last === 101 || last === 115 || last === 110 || last === 116) {
+      end--;
+      continue;
+    }
+    break;
+  }
+  return end === word.length ? word : word.slice(0, end);
+}
+
+/** weight of one occurrence of a content word (scaled by its length, see lengthWeight) */
+const WORD_WEIGHT = 1;
+const STOPWORD_WEIGHT = 0.1;
+/** adjacent content words (stopwords skipped): "befristeter Arbeitsvertrag" as a phrase */
+const BIGRAM_WEIGHT = 0.5;
+/** the character n-grams of one word share this much weight, so long words do not outweigh short ones */
+const NGRAM_WEIGHT = 1.4;
+const NGRAM_SIZES = [3, 4];
+/** shorter words get no n-grams: their n-grams would mostly be the word itself */
+const NGRAM_MIN_LENGTH = 4;
+
+/**
+ * Longer words are rarer and say more (German compounds: "Kündigungsschutz" vs "Satz"); without a corpus to
+ * count document frequencies, length stands in for it: 1 at four letters, up to 2 at 16 and more.
+ */
+function lengthWeight(length: number): number {
+  return Math.min(2, Math.log2(Math.max(2, length)) / 2);
+}
+
+// Each feature family hashes with its own seed, so a word and an n-gram that happen to be the same string
+// ("recht" as a word and as the n-gram of "Urheberrecht") are distinct features.
+const SEED_WORD = 0x1234;
+const SEED_STOPWORD = 0x7f4a;
+const SEED_BIGRAM = 0x9e37;
+const SEED_NGRAM = 0x51ed;
+
+/** FNV-1a over code units [start, end) of s, seeded per feature family, with a murmur3 finaliser. */
+function hashRange(s: string, start: number, end: number, seed: number): number {
   let h = (0x811c9dc5 ^ seed) >>> 0;
   for (let i = start; i < end; i++) {
     h ^= s.charCodeAt(i);
@@ -52,42 +115,68 @@ function fnv(s: string, start: number, end: number, seed: number): number {
   return h >>> 0;
 }
 
-/** Adds weight to the hashed bucket; the sign comes from an independent bit so collisions cancel out on average. */
-function add(vector: Float32Array, hash: number, weight: number): void {
-  const index = hash % vector.length;
-  vector[index] += (hash & 0x80000000) !== 0 ? -weight : weight;
+/** Per distinct feature (32-bit hash): the weight of one occurrence and how often it occurs. */
+class FeatureCounts {
+  readonly weight = new Map<number, number>();
+  readonly count = new Map<number, number>();
+
+  add(hash: number, weight: number): void {
+    const seen = this.count.get(hash);
+    if (seen === undefined) {
+      this.weight.set(hash, weight);
+      this.count.set(hash, 1);
+    } else {
+      // the same feature can come with different weights (n-grams of words of different lengths): keep the largest
+      if (weight > this.weight.get(hash)!) this.weight.set(hash, weight);
+      this.count.set(hash, seen + 1);
+    }
+  }
 }
 
-const SEED_WORD = 0x1234;
-const SEED_BIGRAM = 0x9e37;
-const SEED_NGRAM = 0x51ed;
-
 /**
- * The embedded default embedder: hashed word, word-bigram and character n-gram features (the "hashing trick"),
- * weighted and L2-normalised. Deterministic, no download, no server. It captures lexical similarity, including
- * German compounds through shared n-grams ("Arbeitsschutzgesetz" ~ "Arbeitsschutz"), not meaning: it is
- * named local-hash-v1 wherever a model name is shown or stored, so nobody mistakes it for a neural model.
+ * The embedded default embedder: hashed features of German text (the "hashing trick"), weighted and
+ * L2-normalised. Deterministic, no download, no server. Features: stemmed content words (weighted by length),
+ * stopwords (a tenth of that), adjacent content-word pairs, and the character 3- and 4-grams of each content
+ * word, which let compounds meet their parts ("Arbeitsschutzgesetz" ~ "Arbeitsschutz"). Each distinct feature
+ * counts 1 + ln(occurrences) times its weight, so a word repeated ten times does not drown the rest. Signed
+ * hashing (an independent hash bit picks + or -) makes bucket collisions cancel out on average. It captures
+ * lexical similarity, not meaning: it is named local-hash-v2 wherever a model name is shown or stored, so
+ * nobody mistakes it for a neural model.
  */
 export function embedLocalHash(text: string, dimensions: number = LOCAL_EMBEDDER_DIMENSIONS): Float32Array {
-  const vector = new Float32Array(dimensions);
+  const features = new FeatureCounts();
   const words = foldGerman(text).match(/[\p{L}\p{N}]+/gu) ?? [];
   let previous: string | undefined;
   for (const word of words) {
-    const stop = STOPWORDS.has(word);
-    add(vector, fnv(word, 0, word.length, SEED_WORD), stop ? STOPWORD_WEIGHT : WORD_WEIGHT);
-    if (previous !== undefined && !stop) {
-      const pair = `${previous} ${word}`;
-      add(vector, fnv(pair, 0, pair.length, SEED_BIGRAM), BIGRAM_WEIGHT);
+    if (STOPWORDS.has(word)) {
+      features.add(hashRange(word, 0, word.length, SEED_STOPWORD), STOPWORD_WEIGHT);
+      continue;
     }
-    if (!stop) previous = word;
-    if (stop || word.length < 4) continue;
+    const stem = stemGerman(word);
+    const scale = lengthWeight(stem.length);
+    features.add(hashRange(stem, 0, stem.length, SEED_WORD), WORD_WEIGHT * scale);
+    if (previous !== undefined) {
+      const pair = `${previous} ${stem}`;
+      features.add(hashRange(pair, 0, pair.length, SEED_BIGRAM), BIGRAM_WEIGHT);
+    }
+    previous = stem;
+    if (word.length < NGRAM_MIN_LENGTH) continue;
     const padded = `<${word}>`;
     let count = 0;
     for (const n of NGRAM_SIZES) count += Math.max(0, padded.length - n + 1);
-    const weight = NGRAM_WEIGHT / Math.sqrt(count);
+    const weight = (NGRAM_WEIGHT * scale) / Math.sqrt(count);
     for (const n of NGRAM_SIZES) {
-      for (let i = 0; i + n <= padded.length; i++) add(vector, fnv(padded, i, i + n, SEED_NGRAM + n), weight);
+      for (let i = 0; i + n <= padded.length; i++) {
+        features.add(hashRange(padded, i, i + n, SEED_NGRAM + n), weight);
+      }
     }
+  }
+
+  const vector = new Float32Array(dimensions);
+  for (const [hash, count] of features.count) {
+    const value = features.weight.get(hash)! * (1 + Math.log(count));
+    // bucket from the low bits, sign from the top bit: independent enough after the finaliser
+    vector[hash % dimensions] += (hash & 0x80000000) !== 0 ? -value : value;
   }
   let norm = 0;
   for (let i = 0; i < dimensions; i++) norm += vector[i] * vector[i];

@@ -1,10 +1,12 @@
+import type { Embedder } from './types.js';
+
 /** The original system's default cap: mxbai-embed-large sees at most 512 tokens, about 800 German characters. */
 export const DEFAULT_MAX_EMBED_CHARS = 800;
 
 /**
  * The text that is embedded for a chunk, as the original embed.py prepared it: runs of dots (table-of-contents
  * leaders, "Kapitel 3 ........ 12") carry no meaning but use up the model's context, so they collapse to one
- * "..."; whitespace runs collapse to one space; the result is capped at maxChars.
+ * "..."; whitespace runs collapse to one space; the result is capped at maxChars (Infinity: no cap).
  */
 export function prepareEmbedText(text: string, maxChars: number = DEFAULT_MAX_EMBED_CHARS): string {
   const collapsed = text
@@ -18,4 +20,49 @@ export function prepareEmbedText(text: string, maxChars: number = DEFAULT_MAX_EM
   const last = collapsed.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--;
   return collapsed.slice(0, end);
+}
+
+/**
+ * The cap for an embedder: max_embed_chars exists for models with a context window (Ollama's mxbai-embed-large
+ * reads 512 tokens and silently drops the rest), so it applies to them. The local hashing embedder has no
+ * window: cutting would only throw away the part of the chunk after the first 800 characters, which then could
+ * never be found, so it always reads the whole chunk.
+ */
+export function embedCharLimit(embedder: Pick<Embedder, 'kind'>, maxChars: number): number {
+  return embedder.kind === 'local' ? Number.POSITIVE_INFINITY : maxChars;
+}
+
+export interface ChunkContext {
+  /** documents.title (null or empty: none) */
+  title?: string | null;
+  /** chunks.heading_path: the headings above the chunk, outermost first */
+  headingPath?: readonly string[];
+}
+
+/**
+ * One line that says where a chunk stands: the document title and the heading path, "Titel › Kapitel › § 3".
+ * A chunk's own text often does not name its topic (a paragraph of a law says "Der Urlaub beträgt…" under
+ * "§ 3 Dauer des Urlaubs" in the "Mindesturlaubsgesetz"), so the line is embedded in front of the text. The
+ * title is left out when the first heading already starts with it (laws: "Arbeitszeitgesetz (ArbZG)").
+ */
+export function chunkContextLine(context: ChunkContext): string {
+  const headings = (context.headingPath ?? [])
+    .map((h) => h.replace(/\s+/g, ' ').trim())
+    .filter((h) => h !== '');
+  const title = (context.title ?? '').replace(/\s+/g, ' ').trim();
+  const parts =
+    title !== '' && !(headings.length > 0 && headings[0]!.toLowerCase().startsWith(title.toLowerCase()))
+      ? [title, ...headings]
+      : headings;
+  return parts.join(' › ');
+}
+
+/**
+ * The exact text embedded for a chunk (and hashed for the embedding cache): the context line, then the chunk's
+ * content, prepared and capped as prepareEmbedText does. The context counts towards the cap, so a model with
+ * a window still gets at most maxChars.
+ */
+export function chunkEmbedText(content: string, context: ChunkContext, maxChars: number): string {
+  const line = chunkContextLine(context);
+  return prepareEmbedText(line === '' ? content : `${line}\n\n${content}`, maxChars);
 }

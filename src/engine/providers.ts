@@ -1,6 +1,7 @@
 import type { AppConfig, Secrets } from '../config/schema.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { createEmbedder } from '../embed/create-embedder.js';
+import { LOCAL_EMBEDDER_MODEL } from '../embed/local-hash.js';
 import type { Embedder } from '../embed/types.js';
 import { resolveLlm, resolveVision } from '../llm/factory.js';
 import type { LlmProvider } from '../llm/types.js';
@@ -77,7 +78,7 @@ export function describeProfile(
       : 'embedded (vectors in ki_content, exact search)',
     embedder: ollama
       ? `${ollama}, model ${config.embedModel ?? 'mxbai-embed-large'}`
-      : 'embedded local-hash-v1 (no server)',
+      : `embedded ${LOCAL_EMBEDDER_MODEL} (no server)`,
     llm,
     vision: ollama ? `${ollama}` : 'none: vision_analyze ends skipped',
   };

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
+import { abortableSleep } from '../util/sleep.js';
 import { sqlTime } from '../util/time.js';
 import { type ArchivedFile, storeInArchive } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
@@ -20,7 +21,6 @@ import {
 } from './queue.js';
 import { RunLog, type RunTotals } from './run-log.js';
 import { StepError } from './step-error.js';
-import { abortableSleep } from '../util/sleep.js';
 
 export interface RunOptions {
   plan: Plan;
@@ -439,13 +439,19 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     // the document phase: keep `concurrency` items in flight; heartbeat their leases
     const active = new Map<
       number,
-      { item: QueueItem; controller: AbortController; promise: Promise<void> }
+      { item: QueueItem; controller: AbortController; promise: Promise<void>; heldUntil: number }
     >();
     const beat = setInterval(
       () => {
         const ids = [...active.keys()];
+        const sentAt = Date.now();
         heartbeat(db, worker, ids, leaseMs)
           .then((lost) => {
+            // the lease now runs until sentAt + lease (heartbeat computed locked_until before it was sent)
+            for (const id of ids) {
+              const entry = active.get(id);
+              if (entry && !lost.includes(id)) entry.heldUntil = Math.max(entry.heldUntil, sentAt + leaseMs);
+            }
             for (const id of lost) {
               const entry = active.get(id);
               if (!entry) continue;
@@ -460,6 +466,19 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       Math.max(1000, leaseMs / 3),
     );
     beat.unref();
+    // Fencing: when heartbeats cannot renew a lease (database unreachable from here, a stalled process), stop work
+    // on the item shortly before the lease runs out, as far as this process knows: another worker may take it then.
+    const fenceMarginMs = Math.min(2000, leaseMs / 4);
+    const fence = setInterval(() => {
+      for (const [id, entry] of active) {
+        if (entry.controller.signal.aborted || Date.now() < entry.heldUntil - fenceMarginMs) continue;
+        runLogger.warn(
+          `lease on queue item ${id} (${entry.item.path}) could not be renewed; stopping work on it`,
+        );
+        entry.controller.abort(new CpeError(ErrorCodes.LEASE_LOST, 'lease could not be renewed in time'));
+      }
+    }, 1000);
+    fence.unref();
     // cancelling the run aborts every item in flight (one listener, not one per item)
     const abortActive = () => {
       for (const entry of active.values()) entry.controller.abort(runController.signal.reason);
@@ -469,6 +488,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
     let wake: (() => void) | undefined;
     let claimFailures = 0;
+    let claimedAt = Date.now();
     try {
       while (!runController.signal.aborted) {
         const free = Math.min(options.concurrency - active.size, limit - claimed);
@@ -477,6 +497,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           // a claim that fails for a retryable reason (database restarting, deadlock) does not end the run or the
           // worker: back off (capped) and claim again; `cpe run` gives up after a few minutes, `cpe worker` never
           try {
+            claimedAt = Date.now();
             items = await claimQueueItems(db, worker, free, leaseMs, options.onlyPaths);
             claimFailures = 0;
           } catch (error) {
@@ -527,11 +548,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
               active.delete(item.id);
               wake?.();
             });
-          active.set(item.id, { item, controller, promise });
+          active.set(item.id, { item, controller, promise, heldUntil: claimedAt + leaseMs });
         }
         if (active.size === 0 && items.length === 0) {
           if (backpressure.pausedUntil > Date.now() && claimed < limit) {
-            await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(() => undefined);
+            await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
+              () => undefined,
+            );
             continue;
           }
           if (!options.keepPolling || claimed >= limit) break;
@@ -556,6 +579,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await Promise.allSettled([...active.values()].map((a) => a.promise));
     } finally {
       clearInterval(beat);
+      clearInterval(fence);
       runController.signal.removeEventListener('abort', abortActive);
     }
 

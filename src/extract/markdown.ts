@@ -4,10 +4,15 @@
  * pure markup is dropped: the front matter (parsed into metadata), thematic breaks, and the fence lines of
  * pandoc/Quarto divs (`::: {.callout-note}`), whose content is kept.
  *
- * Decisions: headings are stored without the `#` marks and without a trailing pandoc attribute block
- * (`{#sec-id}`); list items keep their marker ("1.", "-") because numbering carries meaning (law text);
+ * Decisions: headings are stored without the `#` marks, without a trailing pandoc attribute block
+ * (`{#sec-id}`) and without backslash escapes (`Nutzer\*innen` is the heading "Nutzer*innen": heading paths
+ * and titles are read by people and matched by search; paragraphs keep their escapes); list items keep their marker ("1.", "-") because numbering carries meaning (law text);
  * code blocks keep fences and indentation verbatim; one table is one block with its raw rows; blockquotes
  * are paragraphs that keep their `>`; a further paragraph inside a list item becomes a paragraph block.
+ * A `---` or `===` line under a paragraph makes a Setext heading only when the paragraph reads like a heading
+ * (at most 120 characters, no closing full stop): in converted documents such a line under a long sentence is
+ * a separator, not a heading. Pandoc simple and multiline tables (dash rows, columns aligned by spaces) are
+ * one table block, caption line included.
  */
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
@@ -25,6 +30,21 @@ const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
 const TABLE_DELIMITER = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 const GRID_TABLE = /^ {0,3}\+[-=:+]+\+[ \t]*$/;
 const BLOCKQUOTE = /^ {0,3}>/;
+/** a pandoc table border: a row of dashes, or dash groups per column ("----- -------") */
+const DASH_ROW = /^ {0,3}-{3,}(?:[ \t]+-{2,})*[ \t]*$/;
+/** a pandoc simple-table header underline: at least two dash groups separated by spaces */
+const COLUMN_DASHES = /^ {0,3}-{2,}(?:[ \t]+-{2,})+[ \t]*$/;
+/** a pandoc table caption right below the table: ": Caption" or "Table: Caption" */
+const TABLE_CAPTION = /^ {0,3}(?::|Table:)[ \t]/;
+/** text with a gap of two or more spaces: columns aligned by spaces */
+const COLUMN_GAP = /\S {2,}\S/;
+/** a Setext underline makes a heading only of a paragraph this short (and not ending with a full stop) */
+const SETEXT_MAX_CHARS = 120;
+/** how far a pandoc table may reach down to its closing border */
+const PANDOC_TABLE_MAX_LINES = 500;
+
+/** CommonMark backslash escapes of ASCII punctuation ("\*", "\_", "\#"), resolved. */
+const unescapeMarkdown = (text: string): string => text.replace(/\\([!-/:-@[-`{-~])/g, '$1');
 
 const isBlank = (line: string): boolean => line.trim() === '';
 
@@ -49,6 +69,44 @@ function isTableStart(lines: string[], i: number): boolean {
   }
   // pandoc pipe tables without a delimiter line right below (multi-line cells): two rows starting with |
   return line.trimStart().startsWith('|') && next?.trimStart().startsWith('|') === true;
+}
+
+/**
+ * Index after the last line of a pandoc table that starts at line i, or undefined when none starts there.
+ * Multiline and headerless tables open with a dash row directly followed by text and close with a dash row
+ * followed by a blank line (or the end, or a caption); simple tables are a header line over column dashes and
+ * run to the next blank line. Columns must be visible (a dash-group underline or text with wide gaps), so two
+ * thematic breaks around a line of text stay what they are.
+ */
+function pandocTableEnd(lines: string[], i: number): number | undefined {
+  const line = lines[i]!;
+  const next = lines[i + 1];
+  if (next === undefined || isBlank(next)) return undefined;
+  if (!DASH_ROW.test(line)) {
+    if (!COLUMN_DASHES.test(next) || ATX.test(line) || LIST_ITEM.test(line)) return undefined;
+    let end = i + 2;
+    while (end < lines.length && !isBlank(lines[end]!)) end++;
+    return end;
+  }
+  let columns = COLUMN_DASHES.test(line);
+  const limit = Math.min(lines.length, i + PANDOC_TABLE_MAX_LINES);
+  for (let j = i + 1; j < limit; j++) {
+    const row = lines[j]!;
+    if (ATX.test(row) || FENCE.test(row)) return undefined;
+    if (DASH_ROW.test(row) || COLUMN_DASHES.test(row)) {
+      const after = lines[j + 1];
+      if (after === undefined || isBlank(after) || TABLE_CAPTION.test(after)) {
+        if (!columns) return undefined;
+        let end = j + 1;
+        while (end < lines.length && !isBlank(lines[end]!)) end++; // caption lines
+        return end;
+      }
+      columns ||= COLUMN_DASHES.test(row);
+    } else if (COLUMN_GAP.test(row.trim())) {
+      columns = true;
+    }
+  }
+  return undefined;
 }
 
 interface FrontMatter {
@@ -154,7 +212,7 @@ function readBlocks(lines: string[], builder: DocumentBuilder): string | undefin
     flushItem();
   };
   const heading = (raw: string, level: number): void => {
-    const value = raw.replace(PANDOC_ATTRIBUTES, '').trim();
+    const value = unescapeMarkdown(raw.replace(PANDOC_ATTRIBUTES, '').trim());
     if (value === '') return;
     builder.add('heading', value, level);
     if (level === 1) firstH1 ??= value;
@@ -208,10 +266,23 @@ function readBlocks(lines: string[], builder: DocumentBuilder): string | undefin
       continue;
     }
     if (paragraph.length > 0 && !item && (SETEXT_1.test(line) || SETEXT_2.test(line))) {
-      const text = paragraph.join(' ');
-      paragraph = [];
-      heading(text, SETEXT_1.test(line) ? 1 : 2);
-      i++;
+      const text = paragraph.map((l) => l.trim()).join(' ');
+      if (text.length <= SETEXT_MAX_CHARS && !text.endsWith('.')) {
+        paragraph = [];
+        heading(text, SETEXT_1.test(line) ? 1 : 2);
+        i++;
+        continue;
+      }
+      // not a heading: a "---" line below ends the paragraph as a thematic break does
+    }
+    // a table may also follow a list after a blank line, indented less than the item's text
+    const tableAllowed = paragraph.length === 0 && (!item || (wasBlank && indent < item.contentIndent));
+    const tableEnd = tableAllowed ? pandocTableEnd(lines, i) : undefined;
+    if (tableEnd !== undefined) {
+      flushAll();
+      listIndents = [];
+      builder.add('table', lines.slice(i, tableEnd).join('\n'));
+      i = tableEnd;
       continue;
     }
     if (THEMATIC_BREAK.test(line)) {

@@ -107,7 +107,9 @@ export function scratchCodeUnits(text: string): Uint16Array {
   const n = text.length;
   if (!LITTLE_ENDIAN || n > SCRATCH_MAX_CHARS) return codeUnits(text);
   if (scratch === null || scratch.length < n) {
-    scratch = new Uint16Array(Math.min(SCRATCH_MAX_CHARS, Math.max(n, 1 << 16, scratch ? scratch.length * 2 : 0)));
+    scratch = new Uint16Array(
+      Math.min(SCRATCH_MAX_CHARS, Math.max(n, 1 << 16, scratch ? scratch.length * 2 : 0)),
+    );
     scratchBytes = Buffer.from(scratch.buffer, scratch.byteOffset, scratch.byteLength);
   }
   (scratchBytes as Buffer).write(text, 0, 'utf16le');

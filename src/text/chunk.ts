@@ -350,7 +350,14 @@ class UnitBuilder implements BlockVisitor {
   }
 
   /** A block of walkBlocks: its sentences (prose) or the whole block as one unit. */
-  block(type: SegmentType, start: number, end: number, sectionIndex: number, _page: number, prose: boolean): void {
+  block(
+    type: SegmentType,
+    start: number,
+    end: number,
+    sectionIndex: number,
+    _page: number,
+    prose: boolean,
+  ): void {
     this.segment(sectionIndex, type === 'heading');
     if (prose) {
       const list = this.list;
@@ -388,8 +395,20 @@ class UnitBuilder implements BlockVisitor {
     const codes = this.codes;
     const gapFrom = Math.min(this.prevEnd, ps);
     let clean = gapFrom < ps;
-    for (let g = gapFrom; clean && g < ps; g++) clean = isSpace(codes[g] as number);
-    const gap = gapFrom < ps ? weightThirds(codes, gapFrom, ps) : 0;
+    let lineBreak = false;
+    for (let g = gapFrom; clean && g < ps; g++) {
+      const c = codes[g] as number;
+      clean = isSpace(c);
+      if (c === 10) lineBreak = true;
+    }
+    // white space alone is one run: a token when it holds a line break or more than one character
+    const gap = clean
+      ? lineBreak || ps - gapFrom > 1
+        ? 3
+        : 0
+      : gapFrom < ps
+        ? weightThirds(codes, gapFrom, ps)
+        : 0;
     this.add(ps, pe, weight >= 0 ? weight : weightThirds(codes, ps, pe), gap, clean, cont);
   }
 
@@ -409,7 +428,8 @@ class UnitBuilder implements BlockVisitor {
       config.targetTokens,
       preferLines,
     );
-    for (let k = 0; k < pieces.length; k += 2) this.unit(pieces[k] as number, pieces[k + 1] as number, -1, k > 0);
+    for (let k = 0; k < pieces.length; k += 2)
+      this.unit(pieces[k] as number, pieces[k + 1] as number, -1, k > 0);
   }
 
   /** The sentences of a prose block, found by scanSentences with their weights and white-space gaps. */
@@ -429,6 +449,7 @@ class UnitBuilder implements BlockVisitor {
 }
 
 let sharedBuilder: UnitBuilder | null = null;
+const NO_SEGMENT_OPTIONS = {};
 
 /** The shared builder, or a new one when it is in use (a nested call; none today). */
 function takeBuilder(): UnitBuilder {
@@ -462,23 +483,10 @@ function unitsFromSegments(builder: UnitBuilder, codes: Uint16Array, segments: r
  * chunk of a few words ("§ 3 (weggefallen)") helps no search. Returns [from, to, from, to, ...].
  */
 function groupUnits(units: Units, sections: readonly Section[], config: ChunkConfig): number[] {
-  const { start, end, section } = units;
-  const raw: number[] = [];
-  const topOf = new Int32Array(sections.length);
-  for (let k = 0; k < sections.length; k++) topOf[k] = topLevelIndex(sections, k);
-  let from = 0;
-  let top = -2;
-  for (let i = 0; i < units.count; i++) {
-    const sec = section[i] as number;
-    const t = sec < topOf.length ? (topOf[sec] as number) : 0;
-    if (t !== top) {
-      if (i > from) raw.push(from, i);
-      from = i;
-      top = t;
-    }
-  }
-  if (units.count > from) raw.push(from, units.count);
-  const span = (g: number[], k: number) => (end[(g[k + 1] as number) - 1] as number) - (start[g[k] as number] as number);
+  // separate functions for the loops: see buildSections on long loops followed by more code
+  const raw = topLevelRuns(units, sections);
+  const span = (g: number[], k: number) =>
+    (units.end[(g[k + 1] as number) - 1] as number) - (units.start[g[k] as number] as number);
   const tiny = tinyChunkChars(config);
   const merged: number[] = [];
   for (let k = 0; k < raw.length; k += 2) {
@@ -487,7 +495,8 @@ function groupUnits(units: Units, sections: readonly Section[], config: ChunkCon
       p >= 0 &&
       span(merged, p) < tiny &&
       span(raw, k) < tiny &&
-      (end[(raw[k + 1] as number) - 1] as number) - (start[merged[p] as number] as number) <= config.maxChars
+      (units.end[(raw[k + 1] as number) - 1] as number) - (units.start[merged[p] as number] as number) <=
+        config.maxChars
     ) {
       merged[p + 1] = raw[k + 1] as number;
     } else merged.push(raw[k] as number, raw[k + 1] as number);
@@ -500,6 +509,27 @@ function groupUnits(units: Units, sections: readonly Section[], config: ChunkCon
     else out.push(merged[k] as number, merged[k + 1] as number);
   }
   return out;
+}
+
+/** Runs of units in one top-level section, as [from, to, from, to, ...]. */
+function topLevelRuns(units: Units, sections: readonly Section[]): number[] {
+  const topOf = new Int32Array(sections.length);
+  for (let k = 0; k < sections.length; k++) topOf[k] = topLevelIndex(sections, k);
+  const section = units.section;
+  const raw: number[] = [];
+  let from = 0;
+  let top = -2;
+  for (let i = 0; i < units.count; i++) {
+    const sec = section[i] as number;
+    const t = sec < topOf.length ? (topOf[sec] as number) : 0;
+    if (t !== top) {
+      if (i > from) raw.push(from, i);
+      from = i;
+      top = t;
+    }
+  }
+  if (units.count > from) raw.push(from, units.count);
+  return raw;
 }
 
 /** boundaryBonus result for a cut that would leave a heading at the end of a chunk with its body in the next. */
@@ -551,7 +581,11 @@ function packGroup(
     }
     const base = (prefixTokens[ov] as number) + (gap[ov] as number);
     let k = first;
-    while (k + 1 < to && (end[k + 1] as number) - cs <= maxChars && (prefixTokens[k + 2] as number) - base <= maxThirds)
+    while (
+      k + 1 < to &&
+      (end[k + 1] as number) - cs <= maxChars &&
+      (prefixTokens[k + 2] as number) - base <= maxThirds
+    )
       k++;
     if (k === to - 1) {
       plans.push(first, k, ov, 0);
@@ -679,19 +713,34 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   const { text } = doc;
   const sections = opts.sections ?? buildSections(doc);
   const codes = scratchCodeUnits(text);
+  // each loop lives in a function of its own (see buildSections on why)
   const builder = takeBuilder();
   builder.begin(text, codes, sections, config);
   if (opts.segments) unitsFromSegments(builder, codes, opts.segments);
-  else walkBlocks(doc, sections, {}, builder);
+  else walkBlocks(doc, sections, NO_SEGMENT_OPTIONS, builder, codes);
   const units = builder.units;
   units.sumTokens();
-  const prefixTokens = units.prefix;
+  const plans = planChunks(units, sections, config);
+  const drafts = makeDrafts(doc, units, plans, sections);
+  returnBuilder(builder);
+  if (opts.pageVisionText && opts.pageVisionText.size > 0)
+    attachVision(drafts, text, doc, opts.pageVisionText, sections);
+  return drafts;
+}
 
+/** Chunk plans for all groups of units. */
+function planChunks(units: Units, sections: readonly Section[], config: ChunkConfig): Plans {
   const plans: Plans = [];
   const groups = groupUnits(units, sections, config);
   for (let g = 0; g < groups.length; g += 2)
-    packGroup(units, groups[g] as number, groups[g + 1] as number, config, prefixTokens, plans);
+    packGroup(units, groups[g] as number, groups[g + 1] as number, config, units.prefix, plans);
+  return plans;
+}
 
+/** The chunks of the plans: content, offsets, token count, heading path, pages, metadata. */
+function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, sections: readonly Section[]): ChunkDraft[] {
+  const { text, pages } = doc;
+  const prefixTokens = units.prefix;
   const drafts: ChunkDraft[] = [];
   let prevEnd = -1;
   for (let p = 0; p < plans.length; p += 4) {
@@ -705,7 +754,8 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
     // not separated by white space could share a character run, so those chunks are counted afresh
     let clean = true;
     for (let u = ov + 1; clean && u <= last; u++) clean = ((units.flags[u] as number) & CLEAN_GAP) !== 0;
-    const weight = (prefixTokens[last + 1] as number) - (prefixTokens[ov] as number) - (units.gap[ov] as number);
+    const weight =
+      (prefixTokens[last + 1] as number) - (prefixTokens[ov] as number) - (units.gap[ov] as number);
     drafts.push({
       index: drafts.length,
       content,
@@ -713,8 +763,8 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
       end,
       tokenCount: clean ? thirdsToTokens(weight) : countTokens(content),
       headingPath: [...(sections[section]?.headingPath ?? [])],
-      pageStart: pageAt(doc.pages, start),
-      pageEnd: pageAt(doc.pages, Math.max(start, end - 1)),
+      pageStart: pageAt(pages, start),
+      pageEnd: pageAt(pages, Math.max(start, end - 1)),
       sectionIndex: section,
       metadata: {
         overlapChars: prevEnd > start ? prevEnd - start : 0,
@@ -725,8 +775,5 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
     });
     prevEnd = end;
   }
-  returnBuilder(builder);
-  if (opts.pageVisionText && opts.pageVisionText.size > 0)
-    attachVision(drafts, text, doc, opts.pageVisionText, sections);
   return drafts;
 }

@@ -82,29 +82,39 @@ function paragraphsOf(doc: SegmentInput): Block[] {
  * documents (see UnitBuilder in chunk.ts on why that matters for speed).
  */
 export interface BlockVisitor {
-  block(type: SegmentType, start: number, end: number, sectionIndex: number, page: number, prose: boolean): void;
+  block(
+    type: SegmentType,
+    start: number,
+    end: number,
+    sectionIndex: number,
+    page: number,
+    prose: boolean,
+  ): void;
 }
 
 /**
  * The blocks a document is segmented into, in reading order: trimmed of white space (blank ones left
  * out), each assigned to the section holding its start, and told whether it is prose to split into
- * sentences. Shared by segmentDocument and the chunker, which walks the blocks itself (no Segment objects).
+ * sentences. `codes` are the code units of the text when the caller has them (chunkDocument). Shared by segmentDocument and the chunker, which walks the blocks itself (no Segment objects).
  */
 export function walkBlocks(
   doc: SegmentInput,
   sections: readonly Section[],
   opts: SegmentOptions,
   visit: BlockVisitor,
+  codes?: Uint16Array,
 ): void {
   const longListItem = opts.longListItemChars ?? 300;
   const { text } = doc;
   const blocks = doc.blocks.length > 0 || text.trim() === '' ? doc.blocks : paragraphsOf(doc);
+  const units = codes ?? codeUnits(text);
   let sec = 0;
-  for (const b of blocks) {
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i] as Block;
     let s = b.start;
-    let e = b.end;
-    while (s < e && isSpace(text.charCodeAt(s))) s++;
-    while (e > s && isSpace(text.charCodeAt(e - 1))) e--;
+    let e = Math.min(b.end, units.length);
+    while (s < e && isSpace(units[s] as number)) s++;
+    while (e > s && isSpace(units[e - 1] as number)) e--;
     if (s >= e) continue;
     // blocks come in reading order, so the section index only moves forward; sectionAt covers odd input
     while (sec + 1 < sections.length && (sections[sec + 1] as Section).start <= s) sec++;
@@ -136,26 +146,35 @@ export function segmentDocument(
   sections: readonly Section[],
   opts: SegmentOptions = {},
 ): Segment[] {
-  const collector = new SegmentCollector(doc.text);
-  walkBlocks(doc, sections, opts, collector);
+  const codes = codeUnits(doc.text);
+  const collector = new SegmentCollector(doc.text, codes);
+  walkBlocks(doc, sections, opts, collector, codes);
   return collector.segments;
 }
 
 /** Builds Segment objects from walkBlocks, splitting prose into sentences. */
 class SegmentCollector implements BlockVisitor {
   readonly segments: Segment[] = [];
-  private codes: Uint16Array | null = null;
   private readonly list = new SentenceList();
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly codes: Uint16Array,
+  ) {}
 
-  block(type: SegmentType, start: number, end: number, sectionIndex: number, page: number, prose: boolean): void {
+  block(
+    type: SegmentType,
+    start: number,
+    end: number,
+    sectionIndex: number,
+    page: number,
+    prose: boolean,
+  ): void {
     let sentences: Array<TextSpan & { weight?: number }> = [];
     if (prose) {
-      const { text, list } = this;
-      this.codes ??= codeUnits(text);
+      const { text, codes, list } = this;
       list.clear();
-      scanSentences(text, this.codes, start, end, list);
+      scanSentences(text, codes, start, end, list);
       for (let k = 0; k < list.count; k++) {
         sentences.push({
           start: list.start[k] as number,

@@ -170,7 +170,13 @@ function wordHash(codes: ArrayLike<number>, start: number, end: number): number 
 }
 
 const ABBREVIATION_HASHES = new Set(
-  [...ABBREVIATIONS].map((a) => wordHash(Array.from(a, (ch) => ch.charCodeAt(0)), 0, a.length)),
+  [...ABBREVIATIONS].map((a) =>
+    wordHash(
+      Array.from(a, (ch) => ch.charCodeAt(0)),
+      0,
+      a.length,
+    ),
+  ),
 );
 
 /** Abbreviations that may also close a sentence: a capital letter after them starts a new one. */
@@ -284,10 +290,6 @@ const ORDINAL_PRECEDERS = new Set([
   'ihres',
   'seines',
 ]);
-
-function isTerminator(c: number): boolean {
-  return c === 46 || c === 33 || c === 63 || c === 0x2026; // . ! ? …
-}
 
 /** Lower-cased word of letters ending right before `end` (at most 24 letters), or ''. */
 function wordBefore(text: string, codes: Uint16Array, end: number, floor: number): string {
@@ -562,10 +564,10 @@ export function scanSentences(
       i++;
       continue;
     }
-    if (!(i > from && isTerminator(codes[i - 1] as number))) {
+    if (!(i > from && cls[codes[i - 1] as number] === TC_TERMINATOR)) {
       // a terminator sequence starts here: decide once, where the sequence begins
       let last = i;
-      while (last + 1 < to && isTerminator(codes[last + 1] as number)) last++;
+      while (last + 1 < to && cls[codes[last + 1] as number] === TC_TERMINATOR) last++;
       let after = last + 1;
       while (after < to && isCloser(codes[after] as number)) after++;
       if (after < to && spaceCode(codes, after)) {

@@ -75,16 +75,22 @@ function isJsSpace(c: number): boolean {
 
 /** Heading text on one line, white space collapsed. */
 function headingText(text: string, b: Block): string {
-  const raw = text.slice(b.start, b.end);
   // collapse only when needed: a run of white space, a tab, line break or no-break space, or white
   // space at either end (a character test instead of a regex: documents have thousands of headings)
-  const n = raw.length;
-  let messy = n > 0 && (isJsSpace(raw.charCodeAt(0)) || isJsSpace(raw.charCodeAt(n - 1)));
-  for (let i = 0; !messy && i < n; i++) {
-    const c = raw.charCodeAt(i);
-    if (c === 9 || c === 10 || c === 13 || c === 0xa0) messy = true;
-    else if (i > 0 && isJsSpace(c) && isJsSpace(raw.charCodeAt(i - 1))) messy = true;
+  const { start, end } = b;
+  let messy = false;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 32 && c < 0xa0) continue; // visible ASCII, nearly every character of a heading
+    if (!isJsSpace(c)) continue;
+    const tabOrBreak = c === 9 || c === 10 || c === 13 || c === 0xa0;
+    if (tabOrBreak || i === start || i === end - 1 || isJsSpace(text.charCodeAt(i - 1))) {
+      messy = true;
+      break;
+    }
+    // a single space between words; a second white-space character after it is caught there
   }
+  const raw = text.slice(start, end);
   return messy ? raw.replace(/\s+/g, ' ').trim() : raw;
 }
 
@@ -102,13 +108,26 @@ function headingText(text: string, b: Block): string {
  *   followed by an h4) simply nest.
  */
 export function buildSections(doc: StructureInput, opts: StructureOptions = {}): Section[] {
-  const singleH1AsTitle = opts.singleH1AsTitle ?? true;
-  const { text, pages } = doc;
+  // three passes in three functions: a long loop followed by more code in one function gets compiled
+  // on the fly (on-stack replacement) without type feedback for the code after it, and that code then
+  // bails out to the interpreter on every call (a tenth of the chunker's time on a law with 3000 headings)
+  const headings = headingBlocks(doc.blocks, opts.singleH1AsTitle ?? true);
+  const sections = headingTree(doc, headings);
+  closeSections(doc, sections);
+  return sections;
+}
+
+/** The title and heading blocks with their levels (0 for a title, or for a lone h1 on top taken as one). */
+function headingBlocks(
+  blocks: readonly Block[],
+  singleH1AsTitle: boolean,
+): { blocks: Block[]; levels: number[] } {
   const headings: Block[] = [];
   const levels: number[] = [];
   let hasTitle = false;
   let h1s = 0;
-  for (const b of doc.blocks) {
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i] as Block;
     if (b.type === 'title') {
       hasTitle = true;
       headings.push(b);
@@ -121,11 +140,17 @@ export function buildSections(doc: StructureInput, opts: StructureOptions = {}):
     }
   }
   if (singleH1AsTitle && headings.length > 0 && !hasTitle && levels[0] === 1 && h1s === 1) levels[0] = 0;
+  return { blocks: headings, levels };
+}
 
+/** The sections in reading order: the preamble, if any, then one per heading, nested by level. */
+function headingTree(doc: StructureInput, headings: { blocks: Block[]; levels: number[] }): Section[] {
+  const { text, pages } = doc;
+  const { blocks, levels } = headings;
   const sections: Section[] = [];
   let firstVisible = 0;
   while (firstVisible < text.length && isJsSpace(text.charCodeAt(firstVisible))) firstVisible++;
-  const firstHeadingStart = headings.length > 0 ? (headings[0] as Block).start : text.length;
+  const firstHeadingStart = blocks.length > 0 ? (blocks[0] as Block).start : text.length;
   if (firstVisible < text.length && firstVisible < firstHeadingStart) {
     sections.push({
       index: 0,
@@ -141,8 +166,8 @@ export function buildSections(doc: StructureInput, opts: StructureOptions = {}):
   }
   // stack of open sections (by index) with strictly increasing levels
   const stack: Section[] = [];
-  for (let h = 0; h < headings.length; h++) {
-    const b = headings[h] as Block;
+  for (let h = 0; h < blocks.length; h++) {
+    const b = blocks[h] as Block;
     const level = levels[h] as number;
     while (stack.length > 0 && (stack[stack.length - 1] as Section).level >= level) stack.pop();
     const parent = stack.length > 0 ? (stack[stack.length - 1] as Section) : null;
@@ -164,21 +189,29 @@ export function buildSections(doc: StructureInput, opts: StructureOptions = {}):
     sections.push(section);
     stack.push(section);
   }
-  const onePage = pages.length <= 1;
-  for (let i = 0; i < sections.length; i++) {
-    const s = sections[i] as Section;
-    const next = sections[i + 1];
-    if (next) s.end = next.start;
-    // the page of the last visible character of the section's own text
-    if (onePage) {
-      s.pageEnd = Math.max(s.pageStart, pages.length === 0 ? 1 : (pages[0] as PageInfo).number);
-      continue;
+  return sections;
+}
+
+/** Sets where each section's own text ends (the next section's start) and the page it ends on. */
+function closeSections(doc: StructureInput, sections: Section[]): void {
+  const { text, pages } = doc;
+  const n = sections.length;
+  for (let i = 0; i + 1 < n; i++) (sections[i] as Section).end = (sections[i + 1] as Section).start;
+  if (pages.length <= 1) {
+    const only = pages.length === 0 ? 1 : (pages[0] as PageInfo).number;
+    for (let i = 0; i < n; i++) {
+      const s = sections[i] as Section;
+      s.pageEnd = Math.max(s.pageStart, only);
     }
+    return;
+  }
+  for (let i = 0; i < n; i++) {
+    const s = sections[i] as Section;
+    // the page of the last visible character of the section's own text
     let e = s.end;
     while (e > s.start && isJsSpace(text.charCodeAt(e - 1))) e--;
     s.pageEnd = Math.max(s.pageStart, pageAt(pages, Math.max(s.start, e - 1)));
   }
-  return sections;
 }
 
 /** Index of the section holding `offset` (sections sorted by start); -1 before the first one. */

@@ -79,6 +79,16 @@ export const TOKEN_CLASS: Uint8Array = (() => {
   return table;
 })();
 
+/**
+ * TOKEN_CLASS with the line break as a fast class (2, its register code), for the weight alone: only the
+ * sentence splitter needs to stop at line breaks.
+ */
+const TOKEN_CLASS_FLOWING: Uint8Array = (() => {
+  const table = TOKEN_CLASS.slice();
+  table[10] = 2;
+  return table;
+})();
+
 /** Shift-register codes: letter 0 and space 1 (their classes), line break 2, anything else 3. */
 export const W_NEWLINE = 2;
 export const W_OTHER = 3;
@@ -117,7 +127,7 @@ export const TOKEN_FRESH = -1;
  * Four letters or spaces in a row (most of a German text) are taken in one step.
  */
 export function weightThirds(codes: Uint16Array, start: number, end: number): number {
-  const cls = TOKEN_CLASS;
+  const cls = TOKEN_CLASS_FLOWING;
   const share = TOKEN_SHARE;
   let acc = 0;
   let w = TOKEN_FRESH;
@@ -146,9 +156,6 @@ export function weightThirds(codes: Uint16Array, start: number, end: number): nu
     if (k < TC_SLOW) {
       w = (w << 2) | k;
       acc += share[w & 1023] as number;
-    } else if (k === TC_NEWLINE) {
-      w = (w << 2) | W_NEWLINE;
-      acc += share[w & 1023] as number;
     } else {
       w = (w << 2) | W_OTHER;
       if (k === TC_DIGIT) {
@@ -165,7 +172,7 @@ export function weightThirds(codes: Uint16Array, start: number, end: number): nu
 
 /** weightThirds on a string (for callers without code units; the same walk, a character at a time). */
 export function weightThirdsOf(text: string, start: number, end: number): number {
-  const cls = TOKEN_CLASS;
+  const cls = TOKEN_CLASS_FLOWING;
   const share = TOKEN_SHARE;
   const from = Math.max(0, start);
   const n = Math.min(end, text.length);
@@ -177,9 +184,6 @@ export function weightThirdsOf(text: string, start: number, end: number): number
     const k = cls[c] as number;
     if (k < TC_SLOW) {
       w = (w << 2) | k;
-      acc += share[w & 1023] as number;
-    } else if (k === TC_NEWLINE) {
-      w = (w << 2) | W_NEWLINE;
       acc += share[w & 1023] as number;
     } else {
       w = (w << 2) | W_OTHER;

@@ -1,10 +1,11 @@
 import { rmSync } from 'node:fs';
 import { expect } from 'chai';
-import { ensureMariadbRunning, restartMariadb } from './mariadb.js';
+import { statusReport } from '../../src/engine/status.js';
 import {
   type CaseResult,
   cliMode,
   computeExpected,
+  cpuSeconds,
   type Expected,
   FaultCase,
   formatTable,
@@ -12,6 +13,7 @@ import {
   pause,
   type Worker,
 } from './harness.js';
+import { ensureMariadbRunning, restartMariadb } from './mariadb.js';
 
 /**
  * Many `cpe worker` processes on one MariaDB, with the Ollama and Qdrant test servers, under injected faults.
@@ -21,7 +23,7 @@ import {
  */
 const GENERATED = Number(process.env.FAULT_DOCS ?? 300);
 
-describe('fault injection: many workers on one MariaDB', function () {
+describe('fault injection: many workers on one MariaDB', () => {
   const results: CaseResult[] = [];
   let expected: Expected;
   let current: FaultCase | undefined;
@@ -85,8 +87,16 @@ describe('fault injection: many workers on one MariaDB', function () {
       expect(held, 'the worker to kill holds a lease').to.be.greaterThan(0);
       victim!.child.kill('SIGKILL');
       await victim!.exited;
+      // what `cpe status` shows: the dead worker still holds its leases (host:pid:run) until they expire
+      const status = await statusReport(c.engine);
+      const holder = status.workers.find((w) => w.worker.startsWith(c.leasePrefix(victim!)));
+      const expired = status.expiredLeases.filter((l) => l.lockedBy?.startsWith(c.leasePrefix(victim!)));
+      expect(holder || expired.length > 0, 'cpe status shows the killed worker or its expired leases').to.be
+        .ok;
       c.startWorker();
-      return finish(c, new Map([[victim!, 'SIGKILL']]));
+      const exits = await finish(c, new Map([[victim!, 'SIGKILL']]));
+      expect(await c.reclaimedItems(), 'items taken over from the killed worker').to.be.at.least(held);
+      return exits;
     });
   });
 
@@ -98,7 +108,14 @@ describe('fault injection: many workers on one MariaDB', function () {
       await c.ollama.down();
       await pause(20_000);
       await c.ollama.up();
-      return finish(c, new Map());
+      const exits = await finish(c, new Map());
+      const failed = await c.failedSteps();
+      console.log(`    failed step attempts while Ollama was down: ${JSON.stringify(failed)}`);
+      const embedFailures = Object.entries(failed)
+        .filter(([key]) => key.startsWith('embed:'))
+        .reduce((sum, [, n]) => sum + n, 0);
+      expect(embedFailures, 'embed attempts that met the outage').to.be.greaterThan(0);
+      return exits;
     });
   });
 
@@ -122,12 +139,23 @@ describe('fault injection: many workers on one MariaDB', function () {
       await c.scan();
       await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
+      const before = await c.queueCounts();
+      const restartedAt = Date.now();
       try {
         await restartMariadb(3000);
       } finally {
         await ensureMariadbRunning();
       }
-      return finish(c, new Map());
+      const exits = await finish(c, new Map());
+      const [uptime] = await c.engine.dbs.content.sql.query<{ Value: string }>(
+        "SHOW GLOBAL STATUS LIKE 'Uptime'",
+      );
+      expect(Number(uptime!.Value) * 1000, 'MariaDB was restarted during the case').to.be.below(
+        Date.now() - restartedAt,
+      );
+      expect(before.done, 'documents left to do after the restart').to.be.below(expected.byPath.size);
+      console.log(`    failed step attempts around the restart: ${JSON.stringify(await c.failedSteps())}`);
+      return exits;
     });
   });
 
@@ -144,7 +172,9 @@ describe('fault injection: many workers on one MariaDB', function () {
       const exits = new Map<Worker, number | 'SIGKILL'>();
       if (!failures) exits.set(a, 0).set(b, 0);
       for (const run of [a, b]) {
-        expect(run.exit!.code, `${run.name}: ${run.output().slice(-2000)}`).to.be.oneOf(failures ? [0, 1] : [0]);
+        expect(run.exit!.code, `${run.name}: ${run.output().slice(-2000)}`).to.be.oneOf(
+          failures ? [0, 1] : [0],
+        );
       }
       return exits;
     });
@@ -155,16 +185,31 @@ describe('fault injection: many workers on one MariaDB', function () {
       await c.scan();
       const [first] = await c.startWorkers(3);
       await c.waitForDone(Math.floor(expected.byPath.size / 3));
-      expect(await c.waitForLease(first!), 'the worker holds leases when it is told to stop').to.be.greaterThan(0);
+      expect(
+        await c.waitForLease(first!),
+        'the worker holds leases when it is told to stop',
+      ).to.be.greaterThan(0);
       first!.child.kill('SIGTERM');
       const exit = await first!.exited;
-      expect(exit, `drained worker: ${first!.output().slice(-2000)}`).to.deep.equal({ code: 0, signal: null });
+      expect(exit, `drained worker: ${first!.output().slice(-2000)}`).to.deep.equal({
+        code: 0,
+        signal: null,
+      });
       const [held] = await c.engine.dbs.content.sql.query<{ n: number }>(
         'SELECT COUNT(*) AS n FROM pipeline_queue WHERE locked_by LIKE ?',
         [`${c.leasePrefix(first!)}%`],
       );
       expect(Number(held!.n), 'queue items still locked by the drained worker').to.equal(0);
-      return finish(c, new Map([[first!, 0]]));
+      const exits = new Map<Worker, number | 'SIGKILL'>([[first!, 0]]);
+      expect(await c.waitUntilSettled(), 'the other workers finish the rest').to.equal(true);
+      // idle workers poll the queue; they must not spin (a busy loop would use a whole core)
+      const idle = c.workers.filter((w) => !w.exit);
+      const before = idle.map((w) => cpuSeconds(w.pid) ?? 0);
+      await pause(5000);
+      const used = idle.map((w, i) => (cpuSeconds(w.pid) ?? 0) - before[i]!);
+      console.log(`    CPU used by idle workers in 5 s: ${used.map((u) => `${u.toFixed(2)} s`).join(', ')}`);
+      for (const u of used) expect(u, 'CPU seconds an idle worker used in 5 s').to.be.below(1.5);
+      return finish(c, exits);
     });
   });
 });

@@ -1,8 +1,17 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Engine } from '../../src/engine/engine.js';
 import { planPipeline } from '../../src/engine/plan.js';
 import { runPipeline } from '../../src/engine/runner.js';
@@ -32,6 +41,18 @@ export interface CaseResult {
 }
 
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined when unknown. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    // fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Generated German training documents of one to four sections each; every text is distinct, so every chunk
@@ -74,7 +95,9 @@ export function copyCorpusMix(dir: string, limit = 30): number {
       if (statSync(file).isFile() && statSync(file).size <= 40_000) picked.push(file);
     }
   }
-  const chosen = picked.filter((_, i) => i % Math.max(1, Math.ceil(picked.length / limit)) === 0).slice(0, limit);
+  const chosen = picked
+    .filter((_, i) => i % Math.max(1, Math.ceil(picked.length / limit)) === 0)
+    .slice(0, limit);
   const target = path.join(dir, 'korpus');
   mkdirSync(target, { recursive: true });
   for (const file of chosen) {
@@ -92,7 +115,11 @@ const planAndRun = async (engine: Engine, sourceDir: string) =>
   });
 
 /** The reference: one fault-free in-process run over the folder on SQLite. */
-export async function computeExpected(sourceDir: string, generated: number, fromCorpus: number): Promise<Expected> {
+export async function computeExpected(
+  sourceDir: string,
+  generated: number,
+  fromCorpus: number,
+): Promise<Expected> {
   const setup = createTestSetup('sqlite');
   const engine = await setup.open();
   try {
@@ -128,7 +155,11 @@ function distIsFresh(): boolean {
 
 /** How `cpe` is started: FAULT_CLI=dist|tsx, default dist when it is up to date (CI builds first), else tsx. */
 export const cliMode: 'dist' | 'tsx' =
-  process.env.FAULT_CLI === 'tsx' ? 'tsx' : process.env.FAULT_CLI === 'dist' || distIsFresh() ? 'dist' : 'tsx';
+  process.env.FAULT_CLI === 'tsx'
+    ? 'tsx'
+    : process.env.FAULT_CLI === 'dist' || distIsFresh()
+      ? 'dist'
+      : 'tsx';
 
 export function spawnCpe(args: string[], env: NodeJS.ProcessEnv) {
   const entry =
@@ -282,16 +313,20 @@ export class FaultCase {
       `SELECT status, CASE WHEN status = 'failed' AND next_attempt_at IS NOT NULL THEN 1 ELSE 0 END AS retrying,
          COUNT(*) AS n FROM pipeline_queue GROUP BY status, retrying`,
     );
-    const counts: Record<string, number> = { pending: 0, processing: 0, done: 0, failed: 0, retrying: 0, dead: 0 };
+    const counts: Record<string, number> = {
+      pending: 0,
+      processing: 0,
+      done: 0,
+      failed: 0,
+      retrying: 0,
+      dead: 0,
+    };
     for (const row of rows) counts[Number(row.retrying) ? 'retrying' : row.status] = Number(row.n);
     return counts;
   }
 
   /** Polls the queue (through database restarts) until `done` says so; false on timeout. */
-  async waitUntil(
-    done: (counts: Record<string, number>) => boolean,
-    timeoutMs: number,
-  ): Promise<boolean> {
+  async waitUntil(done: (counts: Record<string, number>) => boolean, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       try {
@@ -304,6 +339,26 @@ export class FaultCase {
     return false;
   }
 
+  /** Failed step attempts recorded in ki_dev, per step and error code (evidence that a fault was felt). */
+  async failedSteps(): Promise<Record<string, number>> {
+    const rows = await this.engine.dbs.log.sql.query<{
+      step_name: string;
+      error_code: string | null;
+      n: number;
+    }>(
+      "SELECT step_name, error_code, COUNT(*) AS n FROM pipeline_step_runs WHERE status = 'failed' GROUP BY step_name, error_code",
+    );
+    return Object.fromEntries(rows.map((r) => [`${r.step_name}:${r.error_code ?? '-'}`, Number(r.n)]));
+  }
+
+  /** Queue items that needed more than one claim (taken over after a lease expired, or retried). */
+  async reclaimedItems(): Promise<number> {
+    const [row] = await this.engine.dbs.content.sql.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM pipeline_queue WHERE attempts > 1',
+    );
+    return Number(row?.n ?? 0);
+  }
+
   /** Waits until at least `n` queue items are done. */
   waitForDone(n: number, timeoutMs = 180_000): Promise<boolean> {
     return this.waitUntil((c) => c.done >= n, timeoutMs);
@@ -312,7 +367,9 @@ export class FaultCase {
   /** Waits until nothing is pending, processing or waiting for a retry. */
   waitUntilSettled(timeoutMs = 240_000): Promise<boolean> {
     return this.waitUntil(
-      (c) => c.pending + c.processing + c.retrying === 0 && c.done + c.failed + c.dead >= this.expected.byPath.size,
+      (c) =>
+        c.pending + c.processing + c.retrying === 0 &&
+        c.done + c.failed + c.dead >= this.expected.byPath.size,
       timeoutMs,
     );
   }
@@ -375,7 +432,8 @@ export class FaultCase {
       pointsOf.set(id, (pointsOf.get(id) ?? 0) + 1);
     }
     const docsByPath = new Map<string, typeof docs>();
-    for (const doc of docs) docsByPath.set(doc.source_path, [...(docsByPath.get(doc.source_path) ?? []), doc]);
+    for (const doc of docs)
+      docsByPath.set(doc.source_path, [...(docsByPath.get(doc.source_path) ?? []), doc]);
 
     for (const [sourcePath, want] of this.expected.byPath) {
       const rows = docsByPath.get(sourcePath) ?? [];
@@ -387,7 +445,9 @@ export class FaultCase {
       }
       if (rows.length > 1) {
         duplicates += rows.length - 1;
-        problems.push(`${short}: ${rows.length} document rows (${rows.map((r) => `${r.id}:${r.status}`).join(', ')})`);
+        problems.push(
+          `${short}: ${rows.length} document rows (${rows.map((r) => `${r.id}:${r.status}`).join(', ')})`,
+        );
       }
       const doc = rows[rows.length - 1]!;
       const id = Number(doc.id);
@@ -425,9 +485,12 @@ export class FaultCase {
       if (!this.expected.byPath.has(sourcePath)) problems.push(`unexpected document for ${sourcePath}`);
     }
 
-    const queue = await db.query<{ path: string; status: string; locked_by: string | null; next_attempt_at: string | null }>(
-      'SELECT path, status, locked_by, next_attempt_at FROM pipeline_queue',
-    );
+    const queue = await db.query<{
+      path: string;
+      status: string;
+      locked_by: string | null;
+      next_attempt_at: string | null;
+    }>('SELECT path, status, locked_by, next_attempt_at FROM pipeline_queue');
     const itemsPerPath = new Map<string, number>();
     for (const item of queue) {
       itemsPerPath.set(item.path, (itemsPerPath.get(item.path) ?? 0) + 1);
@@ -457,7 +520,15 @@ export class FaultCase {
         );
       }
     }
-    return { name: this.name, documents: this.expected.byPath.size, duplicates, lost, stuck, wallMs, problems };
+    return {
+      name: this.name,
+      documents: this.expected.byPath.size,
+      duplicates,
+      lost,
+      stuck,
+      wallMs,
+      problems,
+    };
   }
 
   /** Stops what is still running and drops the databases; safe to call after a failure. */
@@ -481,7 +552,8 @@ export function formatTable(rows: CaseResult[]): string {
     `${(r.wallMs / 1000).toFixed(1)} s`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 

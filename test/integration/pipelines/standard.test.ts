@@ -35,11 +35,15 @@ for (const backend of testBackends()) {
       expect(summary.failures).to.deep.equal([]);
       expect(summary.docsDone).to.equal(6);
       const db = engine.dbs.content.sql;
-      const docs = await db.query<Record<string, any>>("SELECT filename, status, is_latest FROM documents ORDER BY filename");
+      const docs = await db.query<Record<string, any>>(
+        'SELECT filename, status, is_latest FROM documents ORDER BY filename',
+      );
       expect(docs.map((d) => d.status)).to.deep.equal(new Array(6).fill('done'));
       const chunks = await db.query<Record<string, any>>('SELECT status, embedding_model FROM chunks');
       expect(chunks.length).to.be.at.least(6);
-      expect(chunks.every((c) => c.status === 'embedded' && c.embedding_model === 'local-hash-v1')).to.equal(true);
+      expect(chunks.every((c) => c.status === 'embedded' && c.embedding_model === 'local-hash-v2')).to.equal(
+        true,
+      );
 
       const latin1 = await db.query<{ content: string }>(
         "SELECT c.content FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.filename = 'checkliste-seminar.txt'",
@@ -53,9 +57,15 @@ for (const backend of testBackends()) {
       expect(steps).to.have.length(6);
       expect(steps.every((s) => s.status === 'skipped' && /no LLM configured/.test(s.reason))).to.equal(true);
 
-      const hits = await searchChunks({ db, providers: engine.providers }, 'Eskalationsstufen im Konflikt', { limit: 3 });
+      const hits = await searchChunks({ db, providers: engine.providers }, 'Eskalationsstufen im Konflikt', {
+        limit: 3,
+      });
       expect(hits[0]!.source_path).to.match(/konfliktgespraeche\.pptx$/);
-      const feedback = await searchChunks({ db, providers: engine.providers }, 'Regeln für gutes Feedback Ich-Botschaften', { limit: 3 });
+      const feedback = await searchChunks(
+        { db, providers: engine.providers },
+        'Regeln für gutes Feedback Ich-Botschaften',
+        { limit: 3 },
+      );
       expect(feedback[0]!.source_path).to.match(/feedback\.md$/);
 
       const again = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });

@@ -114,14 +114,16 @@ for (const backend of backends()) {
       );
       expect(chunks.map((c) => c.status)).to.deep.equal(['embedded', 'embedded', 'embedded']);
       expect(chunks.map((c) => c.embedding_model)).to.deep.equal([
-        'local-hash-v1',
-        'local-hash-v1',
-        'local-hash-v1',
+        'local-hash-v2',
+        'local-hash-v2',
+        'local-hash-v2',
       ]);
       expect(chunks.map((c) => c.qdrant_id)).to.deep.equal([0, 1, 2].map((i) => chunkPointId(docId, i)));
       expect(embedder.texts).to.have.length(3);
-      // dot leaders collapsed before embedding
-      expect(embedder.texts[2]).to.equal('Inhaltsverzeichnis ... 12 Die Kantine öffnet um 11:30 Uhr.');
+      // title and heading path in front, dot leaders collapsed before embedding
+      expect(embedder.texts[2]).to.equal(
+        'Handbuch › Allgemeines Inhaltsverzeichnis ... 12 Die Kantine öffnet um 11:30 Uhr.',
+      );
       expect(ctx.reports[0]).to.include({ itemsIn: 3, itemsOut: 3, embedded: 3, pointsStored: 3 });
 
       const points = await t.db.query<any>(
@@ -177,10 +179,11 @@ for (const backend of backends()) {
         document: { id: v2, sourcePath: '/src/a.md', action: 'update' },
       });
       await embed.run(ctx);
+      // the embedded text starts with the document title (no heading path here)
       expect(embedder.texts).to.deep.equal([
-        'Erster Absatz über Brandschutz.',
-        'Zweiter Absatz über Fluchtwege.',
-        'Neuer Absatz über Feuerlöscher.',
+        'A Erster Absatz über Brandschutz.',
+        'A Zweiter Absatz über Fluchtwege.',
+        'A Neuer Absatz über Feuerlöscher.',
       ]);
       expect(ctx.reports[0]).to.include({ cached: 1, embedded: 1 });
     });
@@ -305,9 +308,29 @@ for (const backend of backends()) {
       } catch (e) {
         expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
         expect((e as Error).message).to.match(
-          /built with mxbai-embed-large \(1024 dimensions\), but the configured embedder is local-hash-v1/,
+          /built with mxbai-embed-large \(1024 dimensions\), but the configured embedder is local-hash-v2/,
         );
         expect((e as Error).message).to.include('use a new collection');
+      }
+    });
+
+    it('a search refuses a collection built with local-hash-v1: v2 vectors are not comparable', async () => {
+      await index.ensureCollection('documents', { size: 1024, distance: 'Cosine', model: 'local-hash-v1' });
+      await index.upsert('documents', [
+        {
+          id: chunkPointId(1, 0),
+          vector: new Float32Array(1024).fill(1 / 32),
+          payload: { document_id: 1, chunk_index: 0 },
+        },
+      ]);
+      try {
+        await searchChunks({ db: t.db, providers: makeProviders(createLocalEmbedder(), index) }, 'Urlaub');
+        expect.fail('expected a refusal');
+      } catch (e) {
+        expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
+        expect((e as Error).message).to.match(
+          /built with local-hash-v1 \(1024 dimensions\), but the configured embedder is local-hash-v2/,
+        );
       }
     });
 

@@ -1,14 +1,24 @@
 import { expect } from 'chai';
-import { createLocalEmbedder, embedLocalHash, foldGerman } from '../../../src/embed/local-hash.js';
-import { prepareEmbedText } from '../../../src/embed/prepare.js';
+import {
+  createLocalEmbedder,
+  embedLocalHash,
+  foldGerman,
+  stemGerman,
+} from '../../../src/embed/local-hash.js';
+import {
+  chunkContextLine,
+  chunkEmbedText,
+  embedCharLimit,
+  prepareEmbedText,
+} from '../../../src/embed/prepare.js';
 import { blobToVector, normalizeVector, vectorToBlob } from '../../../src/embed/vector-blob.js';
 
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, v, i) => s + v * b[i], 0);
 
-describe('local-hash-v1 embedder', () => {
-  it('is deterministic, 1024-dimensional, unit length, and named local-hash-v1', async () => {
+describe('local-hash-v2 embedder', () => {
+  it('is deterministic, 1024-dimensional, unit length, and named local-hash-v2', async () => {
     const embedder = createLocalEmbedder();
-    expect(embedder).to.include({ model: 'local-hash-v1', dimensions: 1024, kind: 'local' });
+    expect(embedder).to.include({ model: 'local-hash-v2', dimensions: 1024, kind: 'local' });
     const [a, b] = await embedder.embed([
       'Der Arbeitgeber trägt die Kosten.',
       'Der Arbeitgeber trägt die Kosten.',
@@ -35,8 +45,61 @@ describe('local-hash-v1 embedder', () => {
     expect(cosine(a, c)).to.be.greaterThan(cosine(a, b));
   });
 
+  it('lets inflected forms of a word meet (light German stemming)', () => {
+    expect(stemGerman('urlaubs')).to.equal(stemGerman('urlaub'));
+    expect(stemGerman('kuendigungen')).to.equal(stemGerman('kuendigung'));
+    expect(stemGerman('arbeitnehmern')).to.equal(stemGerman('arbeitnehmer'));
+    expect(stemGerman('tag')).to.equal('tag'); // short words stay
+    const query = embedLocalHash('Kündigungen des Arbeitnehmers');
+    const inflected = embedLocalHash('Die Kündigung eines Arbeitnehmers ist schriftlich zu erklären.');
+    const other = embedLocalHash('Die Vergütung eines Arbeitnehmers ist monatlich zu zahlen.');
+    expect(cosine(query, inflected)).to.be.greaterThan(cosine(query, other) + 0.1);
+  });
+
+  it('damps repeated words: ten times a word does not outweigh a second topic tenfold', () => {
+    const repeated = embedLocalHash(`${'Urlaub '.repeat(10)}Kündigungsschutz`);
+    const urlaub = embedLocalHash('Urlaub');
+    const kuendigung = embedLocalHash('Kündigungsschutz');
+    // raw counts would put the ratio near 10 (and more with the n-grams); 1 + ln(10) = 3.3
+    const ratio = cosine(repeated, urlaub) / cosine(repeated, kuendigung);
+    expect(ratio).to.be.below(3);
+    expect(ratio).to.be.above(1);
+  });
+
   it('embeds the empty text as the zero vector', () => {
     expect(embedLocalHash('').every((v) => v === 0)).to.equal(true);
+  });
+});
+
+describe('chunk text to embed', () => {
+  it('puts "title › heading path" in front of the chunk, without repeating a title the first heading starts with', () => {
+    expect(chunkContextLine({ title: 'Handbuch', headingPath: ['Personal', 'Urlaub'] })).to.equal(
+      'Handbuch › Personal › Urlaub',
+    );
+    expect(
+      chunkContextLine({
+        title: 'Arbeitszeitgesetz',
+        headingPath: ['Arbeitszeitgesetz (ArbZG)', '§ 4 Ruhepausen'],
+      }),
+    ).to.equal('Arbeitszeitgesetz (ArbZG) › § 4 Ruhepausen');
+    expect(chunkContextLine({ title: null, headingPath: [] })).to.equal('');
+    expect(
+      chunkEmbedText(
+        'Der Urlaub  beträgt\n24 Werktage.',
+        { title: 'BUrlG', headingPath: ['§ 3 Dauer'] },
+        800,
+      ),
+    ).to.equal('BUrlG › § 3 Dauer Der Urlaub beträgt 24 Werktage.');
+    expect(chunkEmbedText('Text ohne Kontext', {}, 800)).to.equal('Text ohne Kontext');
+  });
+
+  it('caps at max_embed_chars for a model with a context window, context included; the local embedder reads all', () => {
+    const content = 'Wort '.repeat(400);
+    const capped = chunkEmbedText(content, { title: 'Titel' }, embedCharLimit({ kind: 'ollama' }, 800));
+    expect(capped).to.have.length(800);
+    expect(capped.startsWith('Titel Wort')).to.equal(true);
+    const whole = chunkEmbedText(content, { title: 'Titel' }, embedCharLimit({ kind: 'local' }, 800));
+    expect(whole).to.equal(`Titel ${content.trim()}`);
   });
 });
 

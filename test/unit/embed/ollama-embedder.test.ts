@@ -190,10 +190,10 @@ describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)
     }
   });
 
-  it('createEmbedder probes the size of a model it does not know; without hosts it is local-hash-v1', async () => {
+  it('createEmbedder probes the size of a model it does not know; without hosts it is local-hash-v2', async () => {
     const probed = await createEmbedder({ ollamaHosts: [url], model: 'some-new-model' });
     expect(probed).to.include({ kind: 'ollama', model: 'some-new-model', dimensions: 8 });
     const local = await createEmbedder({ ollamaHosts: [], model: 'mxbai-embed-large' });
-    expect(local).to.include({ kind: 'local', model: 'local-hash-v1', dimensions: 1024 });
+    expect(local).to.include({ kind: 'local', model: 'local-hash-v2', dimensions: 1024 });
   });
 });

@@ -94,6 +94,88 @@ describe('extract/markdown', () => {
     ]);
   });
 
+  it('resolves backslash escapes in headings (and the title) but keeps them in paragraphs', async () => {
+    const doc = await md(
+      '# Dienste für Nutzer\\*innen\n\n## § 21a Übergangsmandat \\*)\n\nAlle Nutzer\\*innen.\n',
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['heading', 'Dienste für Nutzer*innen', 1],
+      ['heading', '§ 21a Übergangsmandat *)', 2],
+      ['paragraph', 'Alle Nutzer\\*innen.'],
+    ]);
+    expect(doc.metadata.title).to.equal('Dienste für Nutzer*innen');
+  });
+
+  it('makes no Setext heading of a long paragraph or a sentence above a dash line', async () => {
+    const sentence =
+      'In Betrieben mit mehr als 9.000 Arbeitnehmern erhöht sich die Zahl der Mitglieder des Betriebsrats\n' +
+      'für je angefangene weitere 3.000 Arbeitnehmer um 2 Mitglieder';
+    const doc = await md(
+      `${sentence}\n-----\n\nKurz.\n-----\n\nFußnote\n\nÜberschrift\n-----------\n\nText\n`,
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['paragraph', sentence],
+      ['paragraph', 'Kurz.'],
+      ['paragraph', 'Fußnote'],
+      ['heading', 'Überschrift', 2],
+      ['paragraph', 'Text'],
+    ]);
+  });
+
+  it('reads pandoc multiline and simple tables as one table block, caption included', async () => {
+    const multiline = [
+      '  -----------------------------------------------',
+      '  Vorteile                    Nachteile',
+      '  --------------------------- -------------------',
+      '  leicht verständlich, für    nicht jeder Use Case',
+      '  alle geeignet               ist darstellbar',
+      '',
+      '  schnelle Erstellung ohne    ggf. Unklarheiten',
+      '  Vorkenntnisse möglich       (z.B. durch Symbole)',
+      '  -----------------------------------------------',
+      ': Vor- und Nachteile {#tbl-vorteile}',
+    ].join('\n');
+    const simple = [
+      '  Modell    Frequenz',
+      '  --------- ---------',
+      '  HF        13,56 MHz',
+      '  UHF       868 MHz',
+    ].join('\n');
+    const doc = await md(`Im Überblick:\n\n${multiline}\n\n#### Wireframes\n\n${simple}\n\nDanach.\n`);
+    expect(blocks(doc)).to.deep.equal([
+      ['paragraph', 'Im Überblick:'],
+      // the block starts at its first character: the indentation of the first line is not part of it
+      ['table', multiline.trimStart()],
+      ['heading', 'Wireframes', 4],
+      ['table', simple.trimStart()],
+      ['paragraph', 'Danach.'],
+    ]);
+  });
+
+  it('ends a list at a pandoc table that follows it after a blank line', async () => {
+    const table = [
+      '  --------------------------',
+      '  System     Anbieter',
+      '  ---------- ---------',
+      '  Alma       ExLibris',
+      '  --------------------------',
+    ].join('\n');
+    const doc = await md(`-   Repositorien\n    etc.\n\n\n${table}\n\nText\n`);
+    expect(blocks(doc)).to.deep.equal([
+      ['list_item', '-   Repositorien\netc.', 0],
+      ['table', table.trimStart()],
+      ['paragraph', 'Text'],
+    ]);
+  });
+
+  it('keeps a thematic break a thematic break when no table columns follow', async () => {
+    const doc = await md(
+      'Text davor\n\n----\n# Coding Style\n\nAbsatz\n\n-----\nEin Satz ohne Spalten\n-----\n\nEnde\n',
+    );
+    expect(blocks(doc).map((b) => b[0])).to.not.include('table');
+    expect(blocks(doc)).to.deep.include(['heading', 'Coding Style', 1]);
+  });
+
   it('decodes Latin-1 Markdown', async () => {
     const bytes = new Uint8Array([
       0x23, 0x23, 0x20, 0x6b, 0xf6, 0x6e, 0x6e, 0x65, 0x6e, 0x0a, 0x0a, 0xe4, 0xf6, 0xfc, 0xdf, 0x0a,

@@ -11,6 +11,7 @@ import {
   tinyChunkChars,
 } from '../../../src/text/chunk.js';
 import { chunkQuality } from '../../../src/text/quality.js';
+import { segmentDocument } from '../../../src/text/segment.js';
 import { buildSections, sectionAt } from '../../../src/text/structure.js';
 import { countTokens } from '../../../src/text/tokenizer.js';
 import { markdownDocument } from './markdown-doc.js';
@@ -180,6 +181,40 @@ describe('chunkDocument', () => {
     const chunks = chunkDocument(doc, { config: { targetTokens: 120, maxChars: 4000 } });
     expect(chunks.length).to.be.greaterThan(5);
     for (const c of chunks) expect(c.tokenCount).to.be.at.most(125);
+  });
+
+  it('fills a chunk up to exactly target_tokens, never beyond', () => {
+    // sentences of exactly five tokens (four short words and a period; the space between is free)
+    const sentence = 'Aaaa bbbb cccc dddd.';
+    expect(countTokens(sentence)).to.equal(5);
+    const doc = markdownDocument(Array.from({ length: 35 }, () => sentence).join(' '));
+    const chunks = chunkDocument(doc, { config: { targetTokens: 50, maxChars: 6000, overlapRatio: 0 } });
+    expect(chunks.map((c) => c.tokenCount)).to.deep.equal([50, 50, 50, 25]);
+    expectExact(doc.text, chunks);
+  });
+
+  it("gives the same chunks from the segment step's segments as from the blocks", () => {
+    const md = [
+      '# Ausbildungsordnung',
+      paragraph(3, 1),
+      '## § 1 Ausbildungsberuf',
+      paragraph(14, 2),
+      '-   Erster Punkt der Liste mit etwas Text.',
+      '-   Zweiter Punkt.',
+      '## § 2 Dauer',
+      `${paragraph(2, 3)}\n\n| Jahr | Stunden |\n|---|---|\n| 1 | 1.200 |\n| 2 | 1.300 |`,
+      '### § 2a Verkürzung',
+      'x'.repeat(2500),
+      paragraph(9, 4),
+    ].join('\n\n');
+    const doc = markdownDocument(md);
+    const sections = buildSections(doc);
+    for (const config of [{}, { targetTokens: 90, maxChars: 400, minChars: 40 }]) {
+      const fromBlocks = chunkDocument(doc, { config, sections });
+      const fromSegments = chunkDocument(doc, { config, sections, segments: segmentDocument(doc, sections) });
+      expect(fromSegments).to.deep.equal(fromBlocks);
+      expectExact(doc.text, fromBlocks);
+    }
   });
 
   it('appends page vision text to content, keeping offsets of the source text', () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { codeUnits } from '../../../src/text/chars.js';
 import { splitSentences } from '../../../src/text/sentences.js';
 import {
   countTokens,
@@ -6,6 +7,7 @@ import {
   estimateTokensByChars,
   tokenizerName,
   tokenWeight,
+  weightThirds,
 } from '../../../src/text/tokenizer.js';
 
 describe('tokenizer', () => {
@@ -60,6 +62,28 @@ describe('tokenizer', () => {
     const sum =
       tokenWeight(text, 0, cut1) + tokenWeight(text, cut1, cut2) + tokenWeight(text, cut2, text.length);
     expect(Math.round(sum)).to.equal(countTokens(text));
+  });
+
+  it('counts runs the same however the text is walked: code units, string, any range starting a run', () => {
+    const text =
+      'Nr. 1234567 vom 01.02.2024 ---- ==== „Zitat“!!!\n\n   Einrückung\tund\u00a0Leerzeichen… ' +
+      'Donaudampfschifffahrtsgesellschaftskapitän 😀 und 12 kurze Wörter: a, bb, ccc, dddd, eeeee.\r\n';
+    const codes = codeUnits(text);
+    expect(weightThirds(codes, 0, codes.length)).to.equal(Math.round(tokenWeight(text, 0, text.length) * 3));
+    // every range that starts where a character run starts weighs what its text weighs on its own
+    for (let s = 0; s < text.length; s++) {
+      if (s > 0 && !/\s/.test(text[s - 1] as string)) continue;
+      for (let e = s; e <= text.length; e += 7) {
+        expect(weightThirds(codes, s, e), `${s}-${e}`).to.equal(
+          Math.round(tokenWeight(text.slice(s, e), 0, e - s) * 3),
+        );
+      }
+    }
+    // digit runs in threes, repeated symbols in fours, long words a third per letter beyond four
+    expect(countTokens('1234567')).to.equal(3);
+    expect(countTokens('--------')).to.equal(2);
+    expect(countTokens('-.-.')).to.equal(4);
+    expect(countTokens('Donaudampfschifffahrtsgesellschaftskapitän')).to.equal(14);
   });
 
   it('keeps the original chars/4 rule as the fallback', () => {
