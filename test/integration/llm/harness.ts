@@ -38,7 +38,9 @@ export async function openTestDb(): Promise<TestDb> {
   if (mysql) {
     const base = `cpe_t_${Math.random().toString(36).slice(2, 10)}`;
     names = [`${base}_content`, `${base}_log`];
-    const server = mysql.replace(/\/[^/]*$/, '');
+    const serverUrl = new URL(mysql);
+    serverUrl.pathname = '';
+    const server = serverUrl.toString().replace(/\/+$/, '');
     dbs = await openDatabases({
       dataDir: dir,
       dbUrl: `${server}/${names[0]}`,
