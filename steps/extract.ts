@@ -3,7 +3,7 @@ import {
   extractionConfigSchema,
   extractionLimits,
 } from '../src/content/extract-config.js';
-import { getExtraction, saveExtraction, savePages } from '../src/content/extraction.js';
+import { getExtraction, saveExtraction } from '../src/content/extraction.js';
 import { chooseTitle } from '../src/content/title.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
 import { sqlTime } from '../src/util/time.js';
@@ -21,8 +21,8 @@ const extract: StepPlugin<ExtractionConfig> = {
   configSchema: extractionConfigSchema,
   async run(ctx) {
     const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
-    await saveExtraction(ctx.db, ctx.document.id, doc);
-    if (!ctx.pipeline.hasStepType('page_split')) await savePages(ctx.db, ctx.document.id, doc);
+    // one transaction for the extraction and (without a page_split step) the pages
+    await saveExtraction(ctx.db, ctx.document.id, doc, { withPages: !ctx.pipeline.hasStepType('page_split') });
     // a title right away (metadata_store may refine it), so search results and contexts name the document
     await ctx.db.run('UPDATE documents SET page_count = ?, title = COALESCE(title, ?), updated_at = ? WHERE id = ?', [
       doc.pages.length,

@@ -1,6 +1,6 @@
 /**
  * cpe as an ingestion contender: the programmatic API (`open()`), embedded profile (SQLite files, vectors as
- * float32 BLOBs in ki_content, local-hash-v1 embedder), the seeded Standard pipeline (detect, extract, chunk,
+ * float32 BLOBs in ki_content, local hashing embedder), the seeded Standard pipeline (detect, extract, chunk,
  * embed, analyze — analyze ends skipped without an LLM), a fresh data folder per child process.
  */
 import { readdirSync, statSync } from 'node:fs';

@@ -128,6 +128,7 @@ export async function saveExtraction(
   db: SqlExecutor,
   documentId: number,
   doc: ExtractedDocument,
+  options: { withPages?: boolean } = {},
 ): Promise<void> {
   const values = [
     documentId,
@@ -145,6 +146,7 @@ export async function saveExtraction(
       'INSERT INTO document_extracts (document_id, text, blocks, pages, metadata, format, ocr_needed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       values,
     );
+    if (options.withPages) await savePages(tx, documentId, doc);
   });
 }
 

@@ -107,24 +107,36 @@ export async function claimQueueItems(
   const until = sqlTime(Date.now() + leaseMs);
   const pathFilter = onlyPaths?.length ? ` AND path_hash IN (${onlyPaths.map(() => '?').join(', ')})` : '';
   const take = Math.max(1, Math.floor(limit));
-  const params = [now, now, ...(onlyPaths ?? []).map((p) => sha256(p))];
+  const pathParams = (onlyPaths ?? []).map((p) => sha256(p));
+  // Three index-friendly arms instead of one OR (which made every claim scan the whole queue): pending items,
+  // failed items whose retry time has come, and processing items whose lease expired; oldest first.
+  const arms = [
+    { where: `status = 'pending'${pathFilter}`, params: pathParams },
+    { where: `status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?${pathFilter}`, params: [now, ...pathParams] },
+    { where: `status = 'processing' AND locked_until < ?${pathFilter}`, params: [now, ...pathParams] },
+  ];
   if (db.dialect === 'sqlite') {
     // one statement: atomic under SQLite's write lock, and cheap
+    const union = arms.map((a) => `SELECT id FROM (SELECT id FROM pipeline_queue WHERE ${a.where} ORDER BY id LIMIT ${take})`).join(' UNION ALL ');
     const rows = await db.query<QueueItem>(
       `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id IN (SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${take})
+       WHERE id IN (SELECT id FROM (${union}) ORDER BY id LIMIT ${take})
        RETURNING *`,
-      [worker, until, now, ...params],
+      [worker, until, now, ...arms.flatMap((a) => a.params)],
     );
     return rows.map(numeric).sort((a, b) => a.id - b.id);
   }
   return db.transaction(async (tx) => {
-    const rows = await tx.query<{ id: number }>(
-      `SELECT id FROM pipeline_queue WHERE ${CLAIMABLE}${pathFilter} ORDER BY id LIMIT ${take} FOR UPDATE SKIP LOCKED`,
-      params,
-    );
-    if (rows.length === 0) return [];
-    const ids = rows.map((r) => Number(r.id));
+    const ids: number[] = [];
+    for (const arm of arms) {
+      if (ids.length >= take) break;
+      const rows = await tx.query<{ id: number }>(
+        `SELECT id FROM pipeline_queue WHERE ${arm.where} ORDER BY id LIMIT ${take - ids.length} FOR UPDATE SKIP LOCKED`,
+        arm.params,
+      );
+      ids.push(...rows.map((r) => Number(r.id)));
+    }
+    if (ids.length === 0) return [];
     const marks = ids.map(() => '?').join(', ');
     await tx.run(
       `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?

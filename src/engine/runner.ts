@@ -521,9 +521,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           const promise = processItem(item, controller.signal)
             .then(
               (status) => {
-                if (status === 'done') totals.docsDone++;
-                if (status === 'done') backpressure.succeeded();
-                else if (status === 'failed') totals.docsFailed++;
+                if (status === 'done') {
+                  totals.docsDone++;
+                  backpressure.succeeded();
+                } else if (status === 'failed') totals.docsFailed++;
                 else if (status === 'skipped') totals.docsSkipped++;
                 options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
               },

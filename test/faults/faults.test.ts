@@ -80,8 +80,7 @@ describe('fault injection: many workers on one MariaDB', () => {
 
   it('1. three workers, one killed with SIGKILL mid-run, a new one started', async () => {
     await runCase('1 SIGKILL a worker', async (c) => {
-      await c.scan();
-      const [victim] = await c.startWorkers(3);
+      const [[victim]] = await Promise.all([c.startWorkers(3), c.scan()]);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       const held = await c.waitForLease(victim!);
       expect(held, 'the worker to kill holds a lease').to.be.greaterThan(0);
@@ -102,8 +101,8 @@ describe('fault injection: many workers on one MariaDB', () => {
 
   it('2. the Ollama test server down for 20 seconds mid-run, then back', async () => {
     await runCase('2 Ollama down 20 s', async (c) => {
-      await c.scan();
-      await c.startWorkers(3);
+      // workers start while the folder is scanned: they poll the queue until items appear
+      await Promise.all([c.startWorkers(3), c.scan()]);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       await c.ollama.down();
       await pause(20_000);
@@ -121,8 +120,8 @@ describe('fault injection: many workers on one MariaDB', () => {
 
   it('3. the Qdrant test server answering 500 to every third request for a while', async () => {
     await runCase('3 Qdrant 500 every 3rd', async (c) => {
-      await c.scan();
-      await c.startWorkers(3);
+      // workers start while the folder is scanned: they poll the queue until items appear
+      await Promise.all([c.startWorkers(3), c.scan()]);
       await c.waitForDone(Math.floor(expected.byPath.size / 5));
       c.qdrant.resetCounters();
       c.qdrant.faults.failEvery = 3;
@@ -136,8 +135,8 @@ describe('fault injection: many workers on one MariaDB', () => {
 
   it('4. MariaDB restarted mid-run: the workers reconnect and resume', async () => {
     await runCase('4 MariaDB restart', async (c) => {
-      await c.scan();
-      await c.startWorkers(3);
+      // workers start while the folder is scanned: they poll the queue until items appear
+      await Promise.all([c.startWorkers(3), c.scan()]);
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       const before = await c.queueCounts();
       const restartedAt = Date.now();
@@ -182,8 +181,7 @@ describe('fault injection: many workers on one MariaDB', () => {
 
   it('6. SIGTERM to a worker: it drains and exits 0 with nothing left locked', async () => {
     await runCase('6 SIGTERM drains', async (c) => {
-      await c.scan();
-      const [first] = await c.startWorkers(3);
+      const [[first]] = await Promise.all([c.startWorkers(3), c.scan()]);
       await c.waitForDone(Math.floor(expected.byPath.size / 3));
       expect(
         await c.waitForLease(first!),

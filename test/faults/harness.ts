@@ -227,13 +227,13 @@ export class FaultCase {
     delete this.env.ANTHROPIC_API_KEY;
     delete this.env.CPE_RETRY_BASE_MS; // the default (1 s, doubling, capped at 30 s): what users get
     this.engine = await this.setup.open({ ollamaHosts: [ollama.url], qdrantUrl: qdrant.url });
+    this.startedAt = Date.now();
   }
 
   /** `cpe scan`: queues every file of the folder. */
   async scan(): Promise<void> {
     const result = await this.cli(['scan', `--source=${this.expected.sourceDir}`]);
     if (result.code !== 0) throw new Error(`cpe scan exited ${result.code}: ${result.output}`);
-    this.startedAt = Date.now();
   }
 
   markStart(): void {

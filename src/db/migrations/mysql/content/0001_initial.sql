@@ -282,6 +282,7 @@ CREATE TABLE pipeline_queue (
   finished_at     DATETIME(3) NULL,
   UNIQUE KEY uq_pipeline_queue_item (path_hash, hash, action),
   KEY ix_pipeline_queue_claim (status, next_attempt_at),
+  KEY ix_pipeline_queue_status_id (status, id),
   CONSTRAINT ck_pipeline_queue_action CHECK (action IN ('new', 'update', 'delete')),
   CONSTRAINT ck_pipeline_queue_status CHECK (status IN ('pending', 'processing', 'done', 'failed', 'dead'))
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;

@@ -284,6 +284,7 @@ CREATE TABLE pipeline_queue (
   CONSTRAINT ck_pipeline_queue_status CHECK (status IN ('pending', 'processing', 'done', 'failed', 'dead'))
 );
 CREATE INDEX ix_pipeline_queue_claim ON pipeline_queue (status, next_attempt_at);
+CREATE INDEX ix_pipeline_queue_status_id ON pipeline_queue (status, id);
 
 -- Which step finished for which document version, with which lineage hash (step config + upstream hashes).
 CREATE TABLE step_checkpoints (
