@@ -114,7 +114,7 @@ function referenceText(path: string): string {
   }
   const box = (kind: string, page: number): number[] | undefined => {
     const match = new RegExp(`^Page\\s+${page} ${kind}:\\s+(.+)$`, 'm').exec(boxes);
-    return match?.[1]!.trim().split(/\s+/).map(Number);
+    return match?.[1]?.trim().split(/\s+/).map(Number);
   };
   const pages = Number(/^Pages:\s+(\d+)/m.exec(boxes)?.[1] ?? 0);
   const cropped: number[] = [];

@@ -22,20 +22,40 @@ interface StepEstimate extends Estimate {
 async function chunkTokens(engine: Engine, plan: Plan, file: DryRunFile & { documentId: number | null }) {
   const db = engine.dbs.content.sql;
   if (file.documentId !== null && file.decision === 'unchanged') {
-    const rows = await db.query<{ token_count: number }>('SELECT token_count FROM chunks WHERE document_id = ?', [file.documentId]);
-    const [pages] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?', [file.documentId]);
-    if (rows.length) return { chunks: rows.map((r) => ({ tokenCount: Number(r.token_count) })), pages: Number(pages?.n ?? 1) };
+    const rows = await db.query<{ token_count: number }>(
+      'SELECT token_count FROM chunks WHERE document_id = ?',
+      [file.documentId],
+    );
+    const [pages] = await db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?',
+      [file.documentId],
+    );
+    if (rows.length)
+      return {
+        chunks: rows.map((r) => ({ tokenCount: Number(r.token_count) })),
+        pages: Number(pages?.n ?? 1),
+      };
   }
   const chunkStep = plan.steps.find((s) => s.type === 'chunk');
   const doc = await extractIsolated(file.path);
-  const chunks = chunkDocument(doc, { config: chunkConfigFromJson((chunkStep?.config ?? {}) as Record<string, unknown>) });
+  const chunks = chunkDocument(doc, {
+    config: chunkConfigFromJson((chunkStep?.config ?? {}) as Record<string, unknown>),
+  });
   return { chunks, pages: doc.pages.length };
 }
 
 /** Per LLM step: the calls and tokens a run would need (first run: no cache hits, no repairs). */
-async function estimateLlm(engine: Engine, plan: Plan, files: Array<DryRunFile & { documentId: number | null }>) {
-  const llmSteps = plan.steps.filter((s) => typeof (s.plugin as Partial<LlmStepPlugin>).estimate === 'function');
-  const totals = new Map<string, StepEstimate>(llmSteps.map((s) => [s.name, { step: s.name, documents: 0, calls: 0, tokensIn: 0, tokensOut: 0 }]));
+async function estimateLlm(
+  engine: Engine,
+  plan: Plan,
+  files: Array<DryRunFile & { documentId: number | null }>,
+) {
+  const llmSteps = plan.steps.filter(
+    (s) => typeof (s.plugin as Partial<LlmStepPlugin>).estimate === 'function',
+  );
+  const totals = new Map<string, StepEstimate>(
+    llmSteps.map((s) => [s.name, { step: s.name, documents: 0, calls: 0, tokensIn: 0, tokensOut: 0 }]),
+  );
   const problems: string[] = [];
   for (const file of files) {
     const needed = llmSteps.filter((s) => file.steps.includes(s.name));
@@ -48,7 +68,10 @@ async function estimateLlm(engine: Engine, plan: Plan, files: Array<DryRunFile &
       continue;
     }
     for (const step of needed) {
-      const estimate = (step.plugin as LlmStepPlugin).estimate({ config: step.config as Record<string, unknown>, ...input });
+      const estimate = (step.plugin as LlmStepPlugin).estimate({
+        config: step.config as Record<string, unknown>,
+        ...input,
+      });
       const total = totals.get(step.name)!;
       total.documents++;
       total.calls += estimate.calls;
@@ -122,9 +145,12 @@ export async function printDryRun(
     process.stdout.write(`${file.decision.padEnd(9)} ${file.path}\n          ${what}\n`);
   }
   if (queued.length) process.stdout.write(`${queued.length} item(s) already queued would be processed too\n`);
-  for (const run of plan.steps.filter((s) => s.phase === 'post')) process.stdout.write(`  after documents: ${run.name}\n`);
+  for (const run of plan.steps.filter((s) => s.phase === 'post'))
+    process.stdout.write(`  after documents: ${run.name}\n`);
   if (llm.steps.length) {
-    process.stdout.write(`\nLLM calls and tokens this run would need (first run, no cache hits; LLM: ${engine.profile.llm}):\n`);
+    process.stdout.write(
+      `\nLLM calls and tokens this run would need (first run, no cache hits; LLM: ${engine.profile.llm}):\n`,
+    );
     process.stdout.write(
       `${formatTable(
         ['step', 'documents', 'calls', 'tokens in', 'tokens out'],

@@ -1,10 +1,14 @@
 import type { ExtractedDocument } from '../extract/types.js';
 
 /** A document's title: its metadata, then the first title/H1 (slide 1's title for decks), then the file name. */
-export function chooseTitle(doc: Pick<ExtractedDocument, 'text' | 'blocks' | 'metadata'>, filename: string): string {
-  const fromMeta = [doc.metadata.title, (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title].find(
-    (t): t is string => typeof t === 'string' && t.trim() !== '',
-  );
+export function chooseTitle(
+  doc: Pick<ExtractedDocument, 'text' | 'blocks' | 'metadata'>,
+  filename: string,
+): string {
+  const fromMeta = [
+    doc.metadata.title,
+    (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title,
+  ].find((t): t is string => typeof t === 'string' && t.trim() !== '');
   if (fromMeta) return fromMeta.trim().slice(0, 300);
   const heading =
     doc.blocks.find((b) => b.type === 'title') ??

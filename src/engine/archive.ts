@@ -26,7 +26,8 @@ async function ensureDir(dir: string) {
   madeDirs.add(dir);
 }
 
-const tempName = (archiveDir: string) => path.join(archiveDir, `.incoming-${process.pid}-${Math.random().toString(36).slice(2)}`);
+const tempName = (archiveDir: string) =>
+  path.join(archiveDir, `.incoming-${process.pid}-${Math.random().toString(36).slice(2)}`);
 
 /**
  * Copies a source file into the content-addressed archive, hashing the bytes as they are copied, so the

@@ -12,7 +12,11 @@ export interface CheckpointRow {
 }
 
 /** Which steps of a document are done for a pipeline, with the lineage hash they were done with. */
-export async function loadCheckpoints(db: SqlExecutor, documentId: number, pipelineId: number): Promise<Map<string, string>> {
+export async function loadCheckpoints(
+  db: SqlExecutor,
+  documentId: number,
+  pipelineId: number,
+): Promise<Map<string, string>> {
   const rows = await db.query<{ step_name: string; config_hash: string }>(
     'SELECT step_name, config_hash FROM step_checkpoints WHERE document_id = ? AND pipeline_id = ?',
     [documentId, pipelineId],
@@ -24,7 +28,15 @@ export async function loadCheckpoints(db: SqlExecutor, documentId: number, pipel
 export async function saveCheckpoints(db: SqlExecutor, rows: readonly CheckpointRow[]): Promise<void> {
   if (rows.length === 0) return;
   const now = sqlTime();
-  const values = rows.flatMap((r) => [r.documentId, r.pipelineId, r.stepName, r.stepType, r.hash, r.runId, now]);
+  const values = rows.flatMap((r) => [
+    r.documentId,
+    r.pipelineId,
+    r.stepName,
+    r.stepType,
+    r.hash,
+    r.runId,
+    now,
+  ]);
   const groups = rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
   const insert = `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at) VALUES ${groups}`;
   if (db.dialect === 'mysql') {

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
-import { type ArchivedFile, recordArchived } from './archive.js';
 import { sqlTime } from '../util/time.js';
+import { type ArchivedFile, recordArchived } from './archive.js';
 
 const MIME: Record<string, string> = {
   '.pdf': 'application/pdf',
@@ -53,9 +53,10 @@ export async function createDocumentVersion(
       "SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted' ORDER BY version DESC LIMIT 1",
       [file.sourcePath],
     );
-    const [top] = await tx.query<{ v: number | null }>('SELECT MAX(version) AS v FROM documents WHERE source_path = ?', [
-      file.sourcePath,
-    ]);
+    const [top] = await tx.query<{ v: number | null }>(
+      'SELECT MAX(version) AS v FROM documents WHERE source_path = ?',
+      [file.sourcePath],
+    );
     const now = sqlTime();
     const row: DocumentRow = {
       id: 0,
@@ -80,10 +81,24 @@ export async function createDocumentVersion(
     const { insertId } = await tx.run(
       `INSERT INTO documents (filename, source_path, file_size, content_hash, mime_type, status, version, previous_version_id,
          is_latest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'processing', ?, ?, 0, ?, ?)`,
-      [row.filename, row.source_path, row.file_size, row.content_hash, row.mime_type, row.version, row.previous_version_id, now, now],
+      [
+        row.filename,
+        row.source_path,
+        row.file_size,
+        row.content_hash,
+        row.mime_type,
+        row.version,
+        row.previous_version_id,
+        now,
+        now,
+      ],
     );
     row.id = insertId;
-    await tx.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [insertId, queue.itemId, queue.worker]);
+    await tx.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [
+      insertId,
+      queue.itemId,
+      queue.worker,
+    ]);
     return row;
   });
 }

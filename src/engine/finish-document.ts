@@ -26,7 +26,9 @@ export async function countDocument(db: SqlExecutor, documentId: number): Promis
        (SELECT COUNT(*) FROM knowledge_items WHERE document_id = ?) AS knowledge_items`,
     new Array(6).fill(documentId),
   );
-  return Object.fromEntries(Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)])) as unknown as DocumentCounts;
+  return Object.fromEntries(
+    Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)]),
+  ) as unknown as DocumentCounts;
 }
 
 export interface FinishOptions {
@@ -82,7 +84,10 @@ export async function finishDocument(
     );
     const ids = older.map((r) => Number(r.id));
     if (ids.length) {
-      await tx.run(`UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`, [now, ...ids]);
+      await tx.run(
+        `UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`,
+        [now, ...ids],
+      );
     }
     return ids;
   });

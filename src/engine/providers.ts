@@ -35,7 +35,9 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       const key = model ?? '(default)';
       let embedder = embedders.get(key);
       if (!embedder) {
-        embedder = loadEmbedderFactory().then(({ createEmbedder }) => createEmbedder({ ollamaHosts: config.ollamaHosts, model }));
+        embedder = loadEmbedderFactory().then(({ createEmbedder }) =>
+          createEmbedder({ ollamaHosts: config.ollamaHosts, model }),
+        );
         embedder.catch(() => embedders.delete(key));
         embedders.set(key, embedder);
       }

@@ -112,12 +112,17 @@ export async function claimQueueItems(
   // failed items whose retry time has come, and processing items whose lease expired; oldest first.
   const arms = [
     { where: `status = 'pending'${pathFilter}`, params: pathParams },
-    { where: `status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?${pathFilter}`, params: [now, ...pathParams] },
+    {
+      where: `status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?${pathFilter}`,
+      params: [now, ...pathParams],
+    },
     { where: `status = 'processing' AND locked_until < ?${pathFilter}`, params: [now, ...pathParams] },
   ];
   if (db.dialect === 'sqlite') {
     // one statement: atomic under SQLite's write lock, and cheap
-    const union = arms.map((a) => `SELECT id FROM (SELECT id FROM pipeline_queue WHERE ${a.where} ORDER BY id LIMIT ${take})`).join(' UNION ALL ');
+    const union = arms
+      .map((a) => `SELECT id FROM (SELECT id FROM pipeline_queue WHERE ${a.where} ORDER BY id LIMIT ${take})`)
+      .join(' UNION ALL ');
     const rows = await db.query<QueueItem>(
       `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
        WHERE id IN (SELECT id FROM (${union}) ORDER BY id LIMIT ${take})
@@ -143,7 +148,10 @@ export async function claimQueueItems(
        WHERE id IN (${marks})`,
       [worker, until, now, ...ids],
     );
-    const items = await tx.query<QueueItem>(`SELECT * FROM pipeline_queue WHERE id IN (${marks}) ORDER BY id`, ids);
+    const items = await tx.query<QueueItem>(
+      `SELECT * FROM pipeline_queue WHERE id IN (${marks}) ORDER BY id`,
+      ids,
+    );
     return items.map(numeric);
   });
 }

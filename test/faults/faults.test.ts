@@ -140,8 +140,12 @@ describe('fault injection: many workers on one MariaDB', () => {
       await c.waitForDone(Math.floor(expected.byPath.size / 4));
       const before = await c.queueCounts();
       const restartedAt = Date.now();
+      let late: Worker | undefined;
       try {
-        await restartMariadb(3000);
+        // a worker started while the database is down waits for it (and then joins in)
+        await restartMariadb(5000, () => {
+          late = c.startWorker();
+        });
       } finally {
         await ensureMariadbRunning();
       }
@@ -154,6 +158,10 @@ describe('fault injection: many workers on one MariaDB', () => {
       );
       expect(before.done, 'documents left to do after the restart').to.be.below(expected.byPath.size);
       console.log(`    failed step attempts around the restart: ${JSON.stringify(await c.failedSteps())}`);
+      const waited = late?.output().match(/database unavailable[^\n]*/)?.[0];
+      console.log(
+        `    worker started while MariaDB was down: ${waited ?? 'the database was back before it connected'}`,
+      );
       return exits;
     });
   });

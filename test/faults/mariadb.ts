@@ -50,11 +50,12 @@ export async function startMariadb(timeoutMs = 60_000): Promise<void> {
 }
 
 /** Shuts MariaDB down (clients see refused connections), keeps it down for `downMs`, starts it again. */
-export async function restartMariadb(downMs: number): Promise<{ downForMs: number }> {
+export async function restartMariadb(downMs: number, whileDown?: () => void): Promise<{ downForMs: number }> {
   const stopped = Date.now();
   const shutdown = await exec('mariadb-admin', [...ADMIN, 'shutdown']);
   if (shutdown.code !== 0) throw new Error(`could not shut MariaDB down: ${shutdown.output}`);
   if (!(await waitFor(false, 60_000))) throw new Error('MariaDB still answers after shutdown');
+  whileDown?.();
   await pause(downMs);
   await startMariadb();
   return { downForMs: Date.now() - stopped };

@@ -16,7 +16,11 @@ describe('the programmatic API', () => {
       const plan = await cpe.plan('api');
       expect(plan.steps.map((s) => s.name)).to.deep.equal(['detect', 'double']);
       const events: string[] = [];
-      const summary = await cpe.run({ pipeline: 'api', source: makeSourceFolder(generatedDocuments(3)), onEvent: (e) => events.push(e.type) });
+      const summary = await cpe.run({
+        pipeline: 'api',
+        source: makeSourceFolder(generatedDocuments(3)),
+        onEvent: (e) => events.push(e.type),
+      });
       expect(summary).to.include({ status: 'ok', docsDone: 3 });
       expect(events.filter((e) => e === 'document-finished')).to.have.length(3);
       const status = await cpe.status();

@@ -123,16 +123,23 @@ for (const backend of testBackends()) {
 
     it('--dry-run lists per file what would be done and changes nothing; `file` processes one file', async () => {
       const source = makeSourceFolder(generatedDocuments(2, 'dry'));
-      const dry = await runCli(['run', '--pipeline=slow', `--source=${source}`, '--dry-run', '--json'], setup.env);
+      const dry = await runCli(
+        ['run', '--pipeline=slow', `--source=${source}`, '--dry-run', '--json'],
+        setup.env,
+      );
       expect(dry.code, dry.stderr).to.equal(0);
       const report = JSON.parse(dry.stdout);
-      expect(report.files.map((f: { decision: string; steps: string[] }) => [f.decision, f.steps])).to.deep.equal([
+      expect(
+        report.files.map((f: { decision: string; steps: string[] }) => [f.decision, f.steps]),
+      ).to.deep.equal([
         ['new', ['nap', 'double']],
         ['new', ['nap', 'double']],
       ]);
       const engine = await setup.open();
       try {
-        const queued = await engine.dbs.content.sql.query("SELECT id FROM pipeline_queue WHERE path LIKE '%dry-%'");
+        const queued = await engine.dbs.content.sql.query(
+          "SELECT id FROM pipeline_queue WHERE path LIKE '%dry-%'",
+        );
         expect(queued).to.deep.equal([]);
       } finally {
         await engine.close();

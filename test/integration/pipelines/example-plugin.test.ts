@@ -19,19 +19,32 @@ for (const backend of testBackends()) {
       const engine = await setup.open();
       try {
         const db = engine.dbs.content.sql;
-        expect(engine.registry.get('glossary_tags')!.source).to.equal(path.join(examplePlugins, 'glossary_tags.js'));
+        expect(engine.registry.get('glossary_tags')!.source).to.equal(
+          path.join(examplePlugins, 'glossary_tags.js'),
+        );
         // the statement from README.md, "Writing a custom step plugin"
         await db.run(`INSERT INTO pipeline_steps (pipeline_id, name, step_type, sort_order, enabled, config)
 SELECT id, 'glossary_tags', 'glossary_tags', 35, 1, '{"terms": {"Feedback": ["Feedback", "Rückmeldung"]}}'
 FROM pipeline_configs WHERE name = 'Standard'`);
         const plan = await planPipeline(db, engine.registry, 'Standard');
-        expect(plan.steps.map((s) => s.name)).to.deep.equal(['detect', 'extract', 'chunk', 'glossary_tags', 'embed', 'analyze']);
+        expect(plan.steps.map((s) => s.name)).to.deep.equal([
+          'detect',
+          'extract',
+          'chunk',
+          'glossary_tags',
+          'embed',
+          'analyze',
+        ]);
         const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-glossary-'));
         cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
         const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
         expect(summary.failures).to.deep.equal([]);
-        const rows = await db.query<{ filename: string; metadata: string }>('SELECT filename, metadata FROM documents ORDER BY filename');
-        const tags = Object.fromEntries(rows.map((r) => [r.filename, parseJsonColumn<Record<string, any>>(r.metadata, {}).glossary_tags]));
+        const rows = await db.query<{ filename: string; metadata: string }>(
+          'SELECT filename, metadata FROM documents ORDER BY filename',
+        );
+        const tags = Object.fromEntries(
+          rows.map((r) => [r.filename, parseJsonColumn<Record<string, any>>(r.metadata, {}).glossary_tags]),
+        );
         expect(tags['feedback.md']).to.have.property('Feedback').that.is.at.least(5);
         expect(tags['auftragsklaerung.md']).to.deep.equal({});
       } finally {

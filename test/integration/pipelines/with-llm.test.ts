@@ -4,9 +4,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
-import { type AnthropicTestServer, startAnthropicServer } from '../../servers/anthropic-server.js';
 import { createTestSetup, type TestSetup } from '../../helpers/backends.js';
 import { projectRoot, runCli } from '../../helpers/cli.js';
+import { type AnthropicTestServer, startAnthropicServer } from '../../servers/anthropic-server.js';
 
 describe('the Standard pipeline with an LLM (Anthropic test server)', function () {
   this.timeout(300000);
@@ -36,7 +36,9 @@ describe('the Standard pipeline with an LLM (Anthropic test server)', function (
       expect(first.tokensIn).to.be.greaterThan(0);
       const calls = server.counters.requests;
       expect(calls).to.be.greaterThan(0);
-      const [{ n }] = await engine.dbs.content.sql.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunk_semantics');
+      const [{ n }] = await engine.dbs.content.sql.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM chunk_semantics',
+      );
       expect(Number(n)).to.be.greaterThan(0);
 
       const plain = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
