@@ -2,7 +2,6 @@ import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
-import { sqlTime } from '../util/time.js';
 import { type ArchivedFile, storeInArchive } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
@@ -402,8 +401,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       }
       const message = describeError(error);
       await saveCheckpoints(db, pendingCheckpoints); // what did finish need not run again
-      await setDocumentStatus(db, ref.id, 'failed', message);
       const status = await failQueueItem(db, item, worker, message, error.retryable);
+      // a document whose queue item comes back by itself (retryable, attempts left) is pending, not failed
+      const retried = status === 'failed' && error.retryable;
+      await setDocumentStatus(db, ref.id, retried ? 'pending' : 'failed', message);
       if (error.retryable) backpressure.failed();
       log.error(`document failed (queue item ${status}): ${message}`, {
         path: item.path,
