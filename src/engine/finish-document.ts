@@ -21,7 +21,7 @@ export async function countDocument(db: SqlExecutor, documentId: number): Promis
        (SELECT COUNT(*) FROM document_pages WHERE document_id = ?) AS pages,
        (SELECT COUNT(*) FROM document_sections WHERE document_id = ?) AS sections,
        (SELECT COUNT(*) FROM chunks WHERE document_id = ?) AS chunks,
-       (SELECT COUNT(*) FROM chunks WHERE document_id = ? AND status = 'embedded') AS embedded_chunks,
+       (SELECT COALESCE(SUM(CASE WHEN status = 'embedded' THEN 1 ELSE 0 END), 0) FROM chunks WHERE document_id = ?) AS embedded_chunks,
        (SELECT COUNT(DISTINCT entity_id) FROM entity_mentions WHERE document_id = ?) AS entities,
        (SELECT COUNT(*) FROM knowledge_items WHERE document_id = ?) AS knowledge_items`,
     new Array(6).fill(documentId),

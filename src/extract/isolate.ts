@@ -53,7 +53,8 @@ function childExecArgv(maxMemoryMb: number): string[] {
     const value = takesValue ? (parent[i + 1] ?? '') : arg;
     if (takesValue) i++;
     if (/^--(inspect|debug)|^--max-old-space-size|^--max-semi-space-size/.test(arg)) continue;
-    if (typescript && /tsx/.test(value)) continue; // replaced by the absolute loader below
+    // compiled workers need no TypeScript loader (it costs seconds of start-up); under tsx it is re-added below
+    if (/tsx/.test(value)) continue;
     args.push(...(takesValue ? [arg, value] : [arg]));
   }
   // createRequire, not import.meta.resolve: under mocha/tsx this module may run as CommonJS

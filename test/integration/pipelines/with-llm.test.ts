@@ -50,7 +50,7 @@ describe('the Standard pipeline with an LLM (Anthropic test server)', function (
       const forced = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2, force: true });
       expect(forced.docsDone).to.equal(2);
       const newCalls = server.bodies.slice(-(server.counters.requests - calls));
-      expect(server.counters.requests - calls).to.be.at.most(2);
+      expect(server.counters.requests - calls).to.be.at.most(4); // at most the placements, asked again
       for (const body of newCalls) {
         expect(JSON.stringify(body)).to.match(/[Tt]axonom|Kategorie/);
       }
