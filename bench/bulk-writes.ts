@@ -14,7 +14,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { replaceChunks } from '../src/content/chunk-store.js';
+import { CHUNK_COLUMNS, replaceChunks } from '../src/content/chunk-store.js';
 import { type Databases, openDatabases } from '../src/db/open.js';
 import type { SqlExecutor } from '../src/db/sql.js';
 import { embedLocalHash } from '../src/embed/local-hash.js';
@@ -28,23 +28,6 @@ import { envNumber, fmt, median, ratio, table } from './lib/stats.js';
 
 type Backend = 'sqlite' | 'mysql';
 
-const CHUNK_COLUMNS = [
-  'document_id',
-  'chunk_index',
-  'content',
-  'content_hash',
-  'token_count',
-  'heading_path',
-  'metadata',
-  'start_offset',
-  'end_offset',
-  'page_start',
-  'page_end',
-  'status',
-  'pipeline_version',
-  'step_config_hash',
-  'created_at',
-];
 const BATCH = 100;
 
 function makeChunks(n: number): ChunkDraft[] {

@@ -3,7 +3,8 @@ import type { ChunkDraft } from '../text/chunk.js';
 import { sha256 } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 
-const COLUMNS = [
+/** The columns a chunk row is written with (also used by the bulk-write benchmark's raw-driver side). */
+export const CHUNK_COLUMNS = [
   'document_id',
   'chunk_index',
   'content',
@@ -32,13 +33,13 @@ export async function replaceChunks(
   lineage: { pipelineVersion: string; stepConfigHash: string },
 ): Promise<void> {
   const now = sqlTime();
-  const group = `(${COLUMNS.map(() => '?').join(', ')})`;
+  const group = `(${CHUNK_COLUMNS.map(() => '?').join(', ')})`;
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM chunks WHERE document_id = ?', [documentId]);
     for (let i = 0; i < chunks.length; i += 100) {
       const slice = chunks.slice(i, i + 100);
       await tx.run(
-        `INSERT INTO chunks (${COLUMNS.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
+        `INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
         slice.flatMap((c) => [
           documentId,
           c.index,

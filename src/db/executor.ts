@@ -26,8 +26,8 @@ function toRunResult(result: { affected?: number | null; raw: any }, dialect: Di
   };
 }
 
-/** Runs statements on one TypeORM QueryRunner (a transaction's connection). */
-class RunnerExecutor implements SqlExecutor {
+/** Runs statements on one TypeORM QueryRunner (a transaction's connection, or the migrator's). */
+export class RunnerExecutor implements SqlExecutor {
   constructor(
     readonly dialect: Dialect,
     private readonly runner: QueryRunner,

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { migrationsDir } from '../paths.js';
+import { RunnerExecutor } from './executor.js';
 import type { SqlExecutor } from './sql.js';
 
 export type DatabaseRole = 'content' | 'log';
@@ -87,15 +88,7 @@ export async function migrate(
   await runner.connect();
   try {
     await runner.query('SELECT GET_LOCK(?, 60)', [lockName]);
-    const exec: SqlExecutor = {
-      dialect: 'mysql',
-      query: async (sql, params) => runner.query(sql, params as unknown[]),
-      run: async (sql, params) => {
-        const r = await runner.query(sql, params as unknown[], true);
-        return { affectedRows: r.raw?.affectedRows ?? 0, insertId: Number(r.raw?.insertId ?? 0) };
-      },
-      transaction: (fn) => fn(exec),
-    };
+    const exec = new RunnerExecutor('mysql', runner);
     // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock.
     await apply(exec, async (sql) => {
       for (const statement of splitStatements(sql)) await runner.query(statement);

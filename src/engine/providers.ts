@@ -1,11 +1,8 @@
 import type { AppConfig, Secrets } from '../config/schema.js';
 import type { SqlExecutor } from '../db/sql.js';
-import { createEmbedder } from '../embed/create-embedder.js';
 import { LOCAL_EMBEDDER_MODEL } from '../embed/local-hash.js';
 import type { Embedder } from '../embed/types.js';
-import { resolveLlm, resolveVision } from '../llm/factory.js';
 import type { LlmProvider } from '../llm/types.js';
-import { createVectorIndex } from '../vectors/create-vector-index.js';
 import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
 
@@ -44,7 +41,7 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       return embedder;
     },
     vectors() {
-      vectors ??= Promise.resolve(
+      vectors ??= loadVectorFactory().then(({ createVectorIndex }) =>
         createVectorIndex({ qdrantUrl: config.qdrantUrl, qdrantApiKey: secrets.qdrantApiKey, db }),
       );
       return vectors;
