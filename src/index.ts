@@ -29,6 +29,8 @@ export interface Cpe {
     source?: string;
     concurrency?: number;
     force?: boolean;
+    /** read and hash every source file, even those whose stat signature is unchanged */
+    rehash?: boolean;
     signal?: AbortSignal;
     onEvent?: (event: RunEvent) => void;
   }): Promise<RunSummary>;
@@ -53,6 +55,7 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
         sourceDir: source ? path.resolve(source) : undefined,
         concurrency: runOptions.concurrency ?? engine.config.concurrency,
         force: runOptions.force,
+        rehash: runOptions.rehash,
         signal: runOptions.signal,
         onEvent: runOptions.onEvent,
         command: 'api',

@@ -1,6 +1,6 @@
 import type { StepPlugin } from '../src/engine/plugin.js';
-import { enqueue } from '../src/engine/queue.js';
-import { scanSource } from '../src/engine/scan.js';
+import { enqueueMany } from '../src/engine/queue.js';
+import { recordSourceFiles, scanSource } from '../src/engine/scan.js';
 
 interface DetectConfig {
   extensions: string[];
@@ -10,7 +10,9 @@ interface DetectConfig {
 
 /**
  * Scans the source folder and fills the queue: new and changed files, and delete items for files gone from
- * the folder. Unchanged files are not queued, so they cost no step work.
+ * the folder. Unchanged files are not queued, so they cost no step work. A file whose stat signature (size,
+ * modification and change time, inode) is the one recorded when it was last hashed is not read again; `--rehash`
+ * (and `--force`) read and hash every file. New and changed files are archived from the bytes that were hashed.
  */
 const detect: StepPlugin<DetectConfig> = {
   type: 'detect',
@@ -37,34 +39,43 @@ const detect: StepPlugin<DetectConfig> = {
     const scan = await scanSource(ctx.db, ctx.run.sourceDir, {
       extensions: ctx.config.extensions,
       followSymlinks: ctx.config.follow_symlinks,
+      useStatCache: !(ctx.run.rehash || ctx.run.force),
+      archiveDir: typeof ctx.settings.archiveDir === 'string' ? ctx.settings.archiveDir : undefined,
     });
     const counts = { new: 0, update: 0, unchanged: 0, delete: 0 };
-    for (const entry of scan.entries) counts[entry.decision]++;
+    let notRead = 0;
+    for (const entry of scan.entries) {
+      counts[entry.decision]++;
+      if (entry.fromStatCache) notRead++;
+    }
     const changed = scan.entries.filter((e) => e.decision !== 'unchanged');
     // one transaction per 500 items: a large folder is queued in a few commits, not one per file
     for (let i = 0; i < changed.length; i += 500) {
-      await ctx.db.transaction(async (tx) => {
-        for (const entry of changed.slice(i, i + 500)) {
-          await enqueue(tx, {
+      await ctx.db.transaction((tx) =>
+        enqueueMany(
+          tx,
+          changed.slice(i, i + 500).map((entry) => ({
             path: entry.path,
             hash: entry.hash,
             action: entry.decision as 'new' | 'update' | 'delete',
             documentId: entry.decision === 'delete' ? entry.documentId : null,
             fileSize: entry.size,
             maxAttempts: ctx.config.max_attempts,
-          });
-        }
-      });
+          })),
+        ),
+      );
     }
+    await recordSourceFiles(ctx.db, scan.entries);
     for (const problem of scan.unreadable) ctx.log.warn(`${problem.path}: ${problem.reason}`);
     ctx.report({
       itemsIn: scan.entries.length,
       itemsOut: counts.new + counts.update + counts.delete,
       ...counts,
       ignored: scan.ignored,
+      notRead,
     });
     ctx.log.info(
-      `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored`,
+      `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored (${notRead} not read: stat unchanged)`,
     );
   },
 };

@@ -70,6 +70,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
       profile,
       settings: Object.freeze({
         dataDir: config.dataDir,
+        archiveDir,
         maxFileMb: config.maxFileMb,
         embedModel: config.embedModel,
         profileKey: shortHash({ llm: profile.llm, vision: profile.vision }),

@@ -41,10 +41,58 @@ export interface FinishOptions {
 }
 
 /**
- * Completes a document version in one transaction: counts onto the row, status done, latest, the versions it
- * replaces no longer latest, its checkpoints, its queue item closed. The replaced versions are retracted only
- * after that, once the new version's data (and points) exist. Returns false when the queue item's lease was
- * lost (another worker owns it now); then nothing is written.
+ * One document's completion inside a transaction: counts onto the row, status done, latest, the versions it
+ * replaces no longer latest, its checkpoints, its queue item closed. Returns the ids of the replaced versions, or
+ * undefined when the queue item's lease was lost (another worker owns it now; nothing is written).
+ */
+async function completeInTransaction(
+  tx: SqlExecutor,
+  documentId: number,
+  options: FinishOptions,
+): Promise<number[] | undefined> {
+  if (options.queue) {
+    const now = sqlTime();
+    const closed = await tx.run(
+      `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
+         updated_at = ? WHERE id = ? AND locked_by = ?`,
+      [now, now, options.queue.itemId, options.queue.worker],
+    );
+    if (closed.affectedRows === 0) return undefined;
+  }
+  await saveCheckpoints(tx, options.checkpoints ?? []);
+  if (options.completeDocument === false) return [];
+  const counts = await countDocument(tx, documentId);
+  const [doc] = await tx.query<{ metadata: string | null; source_path: string; version: number }>(
+    'SELECT metadata, source_path, version FROM documents WHERE id = ?',
+    [documentId],
+  );
+  if (!doc) return [];
+  const metadata = { ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts };
+  const now = sqlTime();
+  await tx.run(
+    `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = ?, page_count = COALESCE(page_count, ?),
+       processed_at = ?, updated_at = ? WHERE id = ?`,
+    [JSON.stringify(metadata), counts.pages || null, now, now, documentId],
+  );
+  const older = await tx.query<{ id: number }>(
+    `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
+       AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
+    [doc.source_path, documentId, Number(doc.version)],
+  );
+  const ids = older.map((r) => Number(r.id));
+  if (ids.length) {
+    await tx.run(
+      `UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      [now, ...ids],
+    );
+  }
+  return ids;
+}
+
+/**
+ * Completes a document version in one transaction (see completeInTransaction). The replaced versions are
+ * retracted only after that, once the new version's data (and points) exist. Returns false when the queue
+ * item's lease was lost (another worker owns it now); then nothing is written.
  */
 export async function finishDocument(
   db: SqlExecutor,
@@ -52,46 +100,88 @@ export async function finishDocument(
   documentId: number,
   options: FinishOptions = {},
 ): Promise<boolean> {
+  const [result] = await finishDocuments(db, providers, [{ documentId, options }]);
+  if (result instanceof Error) throw result;
+  return result ?? false;
+}
+
+/**
+ * Completes several documents in one transaction (one commit for all). Per document: true, false when the lease
+ * was lost, or the error that retracting its replaced versions ended with (after its own completion committed).
+ */
+export async function finishDocuments(
+  db: SqlExecutor,
+  providers: Providers,
+  jobs: ReadonlyArray<{ documentId: number; options: FinishOptions }>,
+): Promise<Array<boolean | Error>> {
+  if (jobs.length === 0) return [];
   const superseded = await db.transaction(async (tx) => {
-    if (options.queue) {
-      const now = sqlTime();
-      const closed = await tx.run(
-        `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
-           updated_at = ? WHERE id = ? AND locked_by = ?`,
-        [now, now, options.queue.itemId, options.queue.worker],
-      );
-      if (closed.affectedRows === 0) return undefined;
-    }
-    await saveCheckpoints(tx, options.checkpoints ?? []);
-    if (options.completeDocument === false) return [];
-    const counts = await countDocument(tx, documentId);
-    const [doc] = await tx.query<{ metadata: string | null; source_path: string; version: number }>(
-      'SELECT metadata, source_path, version FROM documents WHERE id = ?',
-      [documentId],
-    );
-    if (!doc) return [];
-    const metadata = { ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts };
-    const now = sqlTime();
-    await tx.run(
-      `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = ?, page_count = COALESCE(page_count, ?),
-         processed_at = ?, updated_at = ? WHERE id = ?`,
-      [JSON.stringify(metadata), counts.pages || null, now, now, documentId],
-    );
-    const older = await tx.query<{ id: number }>(
-      `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
-         AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
-      [doc.source_path, documentId, Number(doc.version)],
-    );
-    const ids = older.map((r) => Number(r.id));
-    if (ids.length) {
-      await tx.run(
-        `UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`,
-        [now, ...ids],
-      );
-    }
-    return ids;
+    const out: Array<number[] | undefined> = [];
+    for (const job of jobs) out.push(await completeInTransaction(tx, job.documentId, job.options));
+    return out;
   });
-  if (superseded === undefined) return false;
-  for (const id of superseded) await retractDocument(db, providers, id);
-  return true;
+  const results: Array<boolean | Error> = [];
+  for (const ids of superseded) {
+    try {
+      for (const id of ids ?? []) await retractDocument(db, providers, id);
+      results.push(ids !== undefined);
+    } catch (error) {
+      results.push(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+  return results;
+}
+
+/**
+ * Group commit for document completions: completions that arrive within a few milliseconds of each other share
+ * one transaction. The document's slot is free while its completion waits, so the wait costs no throughput; a
+ * crash before the commit leaves the items leased, and the next run redoes them (nothing is half-written).
+ */
+export class CompletionBatcher {
+  private pending: Array<{
+    documentId: number;
+    options: FinishOptions;
+    resolve: (closed: boolean) => void;
+    reject: (error: unknown) => void;
+  }> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly providers: Providers,
+    private readonly maxBatch = 64,
+    private readonly maxDelayMs = 10,
+  ) {}
+
+  /** Resolves once the completion is committed: false when the lease was lost. */
+  finish(documentId: number, options: FinishOptions): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ documentId, options, resolve, reject });
+      if (this.pending.length >= this.maxBatch) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), this.maxDelayMs);
+    });
+  }
+
+  /** Commits whatever is pending now (and waits for a commit in progress). */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    this.flushing = this.flushing.then(async () => {
+      if (batch.length === 0) return;
+      try {
+        const results = await finishDocuments(this.db, this.providers, batch);
+        batch.forEach((job, i) => {
+          const result = results[i] ?? false;
+          if (result instanceof Error) job.reject(result);
+          else job.resolve(result);
+        });
+      } catch (error) {
+        for (const job of batch) job.reject(error);
+      }
+    });
+    return this.flushing;
+  }
 }

@@ -72,6 +72,8 @@ export interface RunInfo {
   /** the source folder of this run, when given */
   sourceDir: string | undefined;
   force: boolean;
+  /** read and hash every source file, even those whose stat signature is unchanged (`--rehash`) */
+  rehash?: boolean;
 }
 
 /** Providers are created lazily from configuration; undefined where the current profile has none. */

@@ -30,61 +30,69 @@ const numeric = (item: QueueItem): QueueItem => ({
   file_size: item.file_size === null ? null : Number(item.file_size),
 });
 
+export interface EnqueueItem {
+  path: string;
+  hash: string;
+  action: QueueAction;
+  documentId?: number | null;
+  fileSize?: number;
+  maxAttempts: number;
+}
+
 /**
  * Puts a file on the queue. The same (path, hash, action) is one row: enqueueing it again re-opens a
  * finished row instead of adding a duplicate, and leaves a pending or processing row alone.
  */
-export async function enqueue(
-  db: SqlExecutor,
-  item: {
-    path: string;
-    hash: string;
-    action: QueueAction;
-    documentId?: number | null;
-    fileSize?: number;
-    maxAttempts: number;
-  },
-): Promise<void> {
+export async function enqueue(db: SqlExecutor, item: EnqueueItem): Promise<void> {
+  await enqueueMany(db, [item]);
+}
+
+/** enqueue for many files: multi-row statements of up to 100 rows (call it inside a transaction). */
+export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]): Promise<void> {
   const now = sqlTime();
-  const values = [
-    item.path,
-    sha256(item.path),
-    item.hash,
-    item.action,
-    item.maxAttempts,
-    item.documentId ?? null,
-    item.fileSize ?? null,
-    now,
-    now,
-  ];
-  if (db.dialect === 'mysql') {
-    // MySQL evaluates these assignments left to right and later ones see earlier results: status goes last.
-    const open = `status IN ('pending', 'processing')`;
-    await db.run(
-      `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON DUPLICATE KEY UPDATE
-         document_id = IF(${open}, document_id, COALESCE(VALUES(document_id), document_id)),
-         max_attempts = VALUES(max_attempts),
-         attempts = IF(${open}, attempts, 0),
-         next_attempt_at = IF(${open}, next_attempt_at, NULL),
-         last_error = IF(${open}, last_error, NULL),
-         finished_at = IF(${open}, finished_at, NULL),
-         updated_at = IF(${open}, updated_at, VALUES(updated_at)),
-         status = IF(${open}, status, 'pending')`,
-      values,
-    );
-  } else {
-    await db.run(
-      `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (path_hash, hash, action) DO UPDATE SET
-         document_id = COALESCE(excluded.document_id, document_id), max_attempts = excluded.max_attempts,
-         updated_at = excluded.updated_at, status = 'pending', attempts = 0, next_attempt_at = NULL,
-         last_error = NULL, finished_at = NULL, locked_by = NULL, locked_until = NULL
-       WHERE status NOT IN ('pending', 'processing')`,
-      values,
-    );
+  for (let start = 0; start < items.length; start += 100) {
+    const slice = items.slice(start, start + 100);
+    const rows = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const values = slice.flatMap((item) => [
+      item.path,
+      sha256(item.path),
+      item.hash,
+      item.action,
+      item.maxAttempts,
+      item.documentId ?? null,
+      item.fileSize ?? null,
+      now,
+      now,
+    ]);
+    if (db.dialect === 'mysql') {
+      // MySQL evaluates these assignments left to right and later ones see earlier results: status goes last.
+      const open = `status IN ('pending', 'processing')`;
+      await db.run(
+        `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+         VALUES ${rows}
+         ON DUPLICATE KEY UPDATE
+           document_id = IF(${open}, document_id, COALESCE(VALUES(document_id), document_id)),
+           max_attempts = VALUES(max_attempts),
+           attempts = IF(${open}, attempts, 0),
+           next_attempt_at = IF(${open}, next_attempt_at, NULL),
+           last_error = IF(${open}, last_error, NULL),
+           finished_at = IF(${open}, finished_at, NULL),
+           updated_at = IF(${open}, updated_at, VALUES(updated_at)),
+           status = IF(${open}, status, 'pending')`,
+        values,
+      );
+    } else {
+      await db.run(
+        `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+         VALUES ${rows}
+         ON CONFLICT (path_hash, hash, action) DO UPDATE SET
+           document_id = COALESCE(excluded.document_id, document_id), max_attempts = excluded.max_attempts,
+           updated_at = excluded.updated_at, status = 'pending', attempts = 0, next_attempt_at = NULL,
+           last_error = NULL, finished_at = NULL, locked_by = NULL, locked_until = NULL
+         WHERE status NOT IN ('pending', 'processing')`,
+        values,
+      );
+    }
   }
 }
 

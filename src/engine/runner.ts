@@ -2,11 +2,11 @@ import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
-import { type ArchivedFile, storeInArchive } from './archive.js';
+import { type ArchivedFile, findArchived, storeInArchive } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
 import { type Engine, skippedCheckpointHash } from './engine.js';
-import { finishDocument } from './finish-document.js';
+import { CompletionBatcher } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
 import type { DocumentRef, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
 import {
@@ -28,6 +28,8 @@ export interface RunOptions {
   concurrency: number;
   /** ignore checkpoints: every step runs again (caches of embeddings and LLM answers still apply) */
   force?: boolean;
+  /** read and hash every source file, even those whose stat signature is unchanged since they were hashed */
+  rehash?: boolean;
   /** run the pre steps (detect, ...) — false for `cpe process` */
   runPreSteps?: boolean;
   /** run the post steps (index_optimize, ...) — false for `cpe scan` */
@@ -117,7 +119,12 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     versionHash: plan.versionHash,
     hasStepType: plan.hasStepType,
   };
-  const runInfo = { id: runId, sourceDir: options.sourceDir, force: options.force ?? false };
+  const runInfo = {
+    id: runId,
+    sourceDir: options.sourceDir,
+    force: options.force ?? false,
+    rehash: options.rehash ?? false,
+  };
   const processed: DocumentRef[] = [];
   let runError: unknown;
   // Backpressure (scale-out): a document that failed for a retryable reason (Ollama or Qdrant down, the database
@@ -248,12 +255,48 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
 
-  /** One queue item through the document DAG. */
+  const completions = new CompletionBatcher(db, engine.providers);
+  /** document rows created with the claim of their queue items, by queue item id */
+  const prepared = new Map<number, DocumentRow>();
+
+  /**
+   * Claims items and, in the same transaction, creates the document rows of new files whose bytes the scan
+   * archived already: one commit for a batch of items instead of two per item. Anything unusual (no archived
+   * copy, a failing insert) is left to processItem, which handles it per item.
+   */
+  const claimBatch = (want: number) =>
+    db.transaction(async (tx) => {
+      const items = await claimQueueItems(tx, worker, want, leaseMs, options.onlyPaths);
+      for (const item of items) {
+        if (item.action === 'delete' || item.document_id) continue;
+        const archived = await findArchived(engine.archiveDir, item.hash, item.path, item.file_size);
+        if (!archived) continue;
+        try {
+          const doc = await createDocumentVersion(
+            tx,
+            { ...archived, sourcePath: item.path },
+            { itemId: item.id, worker },
+          );
+          prepared.set(item.id, doc);
+        } catch {
+          /* processItem tries again and reports it for this item alone */
+        }
+      }
+      return items;
+    });
+
+  /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   const processItem = async (
     item: QueueItem,
     itemSignal: AbortSignal,
+    releaseSlot: () => void,
   ): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
     const log = runLog.logger({ runId, documentId: item.document_id });
+    if (itemSignal.aborted) {
+      // claimed ahead, and the run was cancelled (or the lease lost) before it started
+      await releaseQueueItem(db, item.id, worker);
+      return 'released';
+    }
     if (item.action === 'delete') {
       const ids = await markPathDeleted(db, item.path);
       for (const id of ids) await engine.retract(id);
@@ -262,11 +305,19 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       return 'done';
     }
 
-    let doc: DocumentRow | undefined = item.document_id ? await getDocument(db, item.document_id) : undefined;
+    let doc: DocumentRow | undefined = prepared.get(item.id);
+    prepared.delete(item.id);
+    if (!doc && item.document_id) doc = await getDocument(db, item.document_id);
     if (!doc) {
-      let archived: ArchivedFile;
+      // the scan archived the bytes it hashed (unless the file is large or another machine scanned it)
+      let archived: ArchivedFile | undefined = await findArchived(
+        engine.archiveDir,
+        item.hash,
+        item.path,
+        item.file_size,
+      );
       try {
-        archived = await storeInArchive(engine.archiveDir, item.path);
+        archived ??= await storeInArchive(engine.archiveDir, item.path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
           await completeQueueItem(db, item.id, worker, 'source file vanished before it was processed');
@@ -416,7 +467,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
 
     // finalize (when in the plan) completed the document itself; the engine closes the queue item either way
     const finalized = documentSteps.some((s) => s.type === 'finalize' && state.get(s.name) === 'ok');
-    const closed = await finishDocument(db, engine.providers, ref.id, {
+    // the document's work is done: its slot goes to the next item while the completion waits for a group commit
+    releaseSlot();
+    const closed = await completions.finish(ref.id, {
       queue: { itemId: item.id, worker },
       checkpoints: pendingCheckpoints,
       completeDocument: !finalized,
@@ -437,11 +490,15 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
     }
 
-    // the document phase: keep `concurrency` items in flight; heartbeat their leases
+    // The document phase: keep `concurrency` items in flight and a few more claimed ahead (one claim for several
+    // items instead of one per item); heartbeat the leases of all of them.
     const active = new Map<
       number,
-      { item: QueueItem; controller: AbortController; promise: Promise<void>; heldUntil: number }
+      { item: QueueItem; controller: AbortController; promise?: Promise<void>; heldUntil: number }
     >();
+    const aheadTarget = Math.min(32, Math.max(4, options.concurrency));
+    const waiting: number[] = []; // claimed, not started, oldest first
+    let running = 0; // items holding a slot
     const beat = setInterval(
       () => {
         const ids = [...active.keys()];
@@ -489,18 +546,76 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     const limit = options.limit ?? Number.POSITIVE_INFINITY;
     let wake: (() => void) | undefined;
     let claimFailures = 0;
-    let claimedAt = Date.now();
+    const startItem = (id: number) => {
+      const entry = active.get(id);
+      if (!entry) return;
+      const { item, controller } = entry;
+      running++;
+      let holdsSlot = true;
+      const releaseSlot = () => {
+        if (!holdsSlot) return;
+        holdsSlot = false;
+        running--;
+        wake?.();
+      };
+      options.onEvent?.({ type: 'document-started', item });
+      entry.promise = processItem(item, controller.signal, releaseSlot)
+        .then(
+          (status) => {
+            if (status === 'done') {
+              totals.docsDone++;
+              backpressure.succeeded();
+            } else if (status === 'failed') totals.docsFailed++;
+            else if (status === 'skipped') totals.docsSkipped++;
+            options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
+          },
+          async (error) => {
+            // an engine-level problem with this item (database, archive): the item fails, the run goes on
+            const message = describeError(error);
+            totals.docsFailed++;
+            failures.push({ path: item.path, documentId: item.document_id, error: message });
+            runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
+            if (isRetryable(error)) backpressure.failed();
+            await failQueueItem(db, item, worker, message, true).catch(() => undefined);
+            options.onEvent?.({
+              type: 'document-finished',
+              item,
+              documentId: item.document_id,
+              status: 'failed',
+              error: message,
+            });
+          },
+        )
+        .finally(() => {
+          releaseSlot();
+          active.delete(item.id);
+          wake?.();
+        });
+    };
     try {
       while (!runController.signal.aborted) {
-        const free = Math.min(options.concurrency - active.size, limit - claimed);
+        while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
+        const queued = running + waiting.length;
         let items: QueueItem[] = [];
-        if (free > 0 && Date.now() >= backpressure.pausedUntil) {
+        // claim when the items claimed ahead are about to run out, enough for the free slots and a few ahead
+        const want = Math.min(options.concurrency + aheadTarget - queued, limit - claimed);
+        if (queued <= options.concurrency && want > 0 && Date.now() >= backpressure.pausedUntil) {
           // a claim that fails for a retryable reason (database restarting, deadlock) does not end the run or the
           // worker: back off (capped) and claim again; `cpe run` gives up after a few minutes, `cpe worker` never
           try {
-            claimedAt = Date.now();
-            items = await claimQueueItems(db, worker, free, leaseMs, options.onlyPaths);
+            const claimedAt = Date.now();
+            items = await claimBatch(want);
             claimFailures = 0;
+            for (const item of items) {
+              claimed++;
+              totals.docsTotal++;
+              active.set(item.id, {
+                item,
+                controller: new AbortController(),
+                heldUntil: claimedAt + leaseMs,
+              });
+              waiting.push(item.id);
+            }
           } catch (error) {
             claimFailures++;
             if (!isRetryable(error) || (!options.keepPolling && claimFailures > 10)) throw error;
@@ -514,45 +629,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             continue;
           }
         }
-        for (const item of items) {
-          claimed++;
-          totals.docsTotal++;
-          const controller = new AbortController();
-          options.onEvent?.({ type: 'document-started', item });
-          const promise = processItem(item, controller.signal)
-            .then(
-              (status) => {
-                if (status === 'done') {
-                  totals.docsDone++;
-                  backpressure.succeeded();
-                } else if (status === 'failed') totals.docsFailed++;
-                else if (status === 'skipped') totals.docsSkipped++;
-                options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
-              },
-              async (error) => {
-                // an engine-level problem with this item (database, archive): the item fails, the run goes on
-                const message = describeError(error);
-                totals.docsFailed++;
-                failures.push({ path: item.path, documentId: item.document_id, error: message });
-                runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
-                if (isRetryable(error)) backpressure.failed();
-                await failQueueItem(db, item, worker, message, true).catch(() => undefined);
-                options.onEvent?.({
-                  type: 'document-finished',
-                  item,
-                  documentId: item.document_id,
-                  status: 'failed',
-                  error: message,
-                });
-              },
-            )
-            .finally(() => {
-              active.delete(item.id);
-              wake?.();
-            });
-          active.set(item.id, { item, controller, promise, heldUntil: claimedAt + leaseMs });
-        }
-        if (active.size === 0 && items.length === 0) {
+        if (items.length > 0) continue; // start them
+        if (active.size === 0) {
           if (backpressure.pausedUntil > Date.now() && claimed < limit) {
             await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
               () => undefined,
@@ -563,8 +641,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           await abortableSleep(1000, runController.signal).catch(() => undefined);
           continue;
         }
-        if (claimed >= limit && active.size === 0) break;
         // wait for a slot to free up (or poll again shortly when slots are free but the queue was empty)
+        const pollSoon = running + waiting.length < options.concurrency && claimed < limit;
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
@@ -572,13 +650,22 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             resolve();
           };
           wake = done;
-          const timer =
-            items.length === 0 && active.size < options.concurrency ? setTimeout(done, 500) : undefined;
+          const timer = pollSoon ? setTimeout(done, 500) : undefined;
           runController.signal.addEventListener('abort', done, { once: true });
         });
         wake = undefined;
       }
+      // items claimed ahead that a cancelled run never started go back to the queue untouched
+      await Promise.allSettled(
+        waiting.splice(0).map((id) => {
+          active.delete(id);
+          prepared.delete(id);
+          return releaseQueueItem(db, id, worker);
+        }),
+      );
+      await completions.flush();
       await Promise.allSettled([...active.values()].map((a) => a.promise));
+      await completions.flush();
     } finally {
       clearInterval(beat);
       clearInterval(fence);

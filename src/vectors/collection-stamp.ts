@@ -25,7 +25,10 @@ export async function readStamp(
   return { ...row, dimensions: Number(row.dimensions), revision: Number(row.revision) };
 }
 
-/** Records (or replaces) the model and size a collection is built with. */
+/**
+ * Records (or replaces) the model and size a collection is built with. One upsert statement, so that documents
+ * creating the collection at the same moment (one process or several) never collide on its key.
+ */
 export async function writeStamp(
   db: SqlExecutor,
   backend: CollectionStamp['backend'],
@@ -33,13 +36,16 @@ export async function writeStamp(
   location: string,
   spec: CollectionSpec,
 ): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.run('DELETE FROM vector_collections WHERE backend = ? AND name = ?', [backend, name]);
-    await tx.run(
-      'INSERT INTO vector_collections (backend, name, location, model, dimensions, distance, revision) VALUES (?, ?, ?, ?, ?, ?, 0)',
-      [backend, name, location, spec.model, spec.size, spec.distance],
-    );
-  });
+  const insert =
+    'INSERT INTO vector_collections (backend, name, location, model, dimensions, distance, revision) VALUES (?, ?, ?, ?, ?, ?, 0)';
+  await db.run(
+    db.dialect === 'mysql'
+      ? `${insert} ON DUPLICATE KEY UPDATE location = VALUES(location), model = VALUES(model),
+         dimensions = VALUES(dimensions), distance = VALUES(distance), revision = 0`
+      : `${insert} ON CONFLICT (backend, name) DO UPDATE SET location = excluded.location, model = excluded.model,
+         dimensions = excluded.dimensions, distance = excluded.distance, revision = 0`,
+    [backend, name, location, spec.model, spec.size, spec.distance],
+  );
 }
 
 export async function deleteStamp(db: SqlExecutor, backend: CollectionStamp['backend'], name: string) {

@@ -16,6 +16,7 @@ export interface RunArgs extends GlobalArgs {
   concurrency?: number;
   'dry-run'?: boolean;
   force?: boolean;
+  rehash?: boolean;
   json?: boolean;
 }
 
@@ -28,6 +29,11 @@ export const runOptions = <T>(yargs: Argv<T>) =>
     .option('force', {
       type: 'boolean',
       describe: 'reprocess every document, ignoring checkpoints (caches still apply)',
+    })
+    .option('rehash', {
+      type: 'boolean',
+      describe:
+        'read and hash every source file, also those whose size, times and inode are unchanged since they were hashed',
     })
     .option('json', { type: 'boolean', describe: 'print the run summary as JSON' });
 
@@ -73,6 +79,7 @@ export async function runCommand(
       limit: mode.process ? mode.limit : 0,
       concurrency: engine.config.concurrency,
       force: args.force,
+      rehash: args.rehash,
       signal: cancel.signal,
       onEvent: progress.onEvent,
     });

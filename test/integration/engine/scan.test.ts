@@ -1,0 +1,100 @@
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { archivePathFor } from '../../../src/engine/archive.js';
+import { recordSourceFiles, type ScanOptions, scanSource } from '../../../src/engine/scan.js';
+import { sha256 } from '../../../src/util/hash.js';
+import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { makeSourceFolder } from '../../helpers/files.js';
+
+const files = {
+  'a.md': '# Arbeitsschutz\n\nDie Unterweisung findet jährlich statt.\n',
+  'b.txt': 'Prüfprotokoll für Leitern und Tritte.\n',
+  'sub/c.md': '# Erste Hilfe\n\nVerbandbuch führen.\n',
+};
+
+for (const backend of testBackends()) {
+  describe(`scanning a source folder (${backend})`, function () {
+    this.timeout(60000);
+    let setup: TestSetup;
+    beforeEach(() => {
+      setup = createTestSetup(backend);
+    });
+    afterEach(async () => setup?.cleanup());
+
+    const options = (extra: Partial<ScanOptions> = {}): ScanOptions => ({
+      extensions: ['.md', '.txt'],
+      followSymlinks: true,
+      settleMs: 0,
+      ...extra,
+    });
+
+    it('reads a file again only when its stat signature changed since it was hashed', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(files);
+      const first = await scanSource(db, source, options());
+      expect(
+        first.entries.map((e) => [path.relative(source, e.path), e.decision, e.fromStatCache ?? false]),
+      ).to.have.deep.members([
+        ['a.md', 'new', false],
+        ['b.txt', 'new', false],
+        ['sub/c.md', 'new', false],
+      ]);
+      expect(first.entries.find((e) => e.path.endsWith('a.md'))!.hash).to.equal(sha256(files['a.md']));
+      await recordSourceFiles(db, first.entries);
+
+      const second = await scanSource(db, source, options());
+      expect(second.entries.every((e) => e.fromStatCache)).to.equal(true);
+      expect(second.entries.map((e) => e.hash).sort()).to.deep.equal(first.entries.map((e) => e.hash).sort());
+
+      // same size, modification time set back: the change time still moves, so the file is read again
+      const a = path.join(source, 'a.md');
+      const before = statSync(a);
+      const changed = files['a.md']
+        .replace('jährlich', 'monatlich')
+        .slice(0, Buffer.byteLength(files['a.md']));
+      writeFileSync(a, Buffer.from(changed).subarray(0, before.size));
+      utimesSync(a, before.atime, before.mtime);
+      const third = await scanSource(db, source, options());
+      const entryA = third.entries.find((e) => e.path === a)!;
+      expect(entryA.fromStatCache ?? false).to.equal(false);
+      expect(entryA.hash).to.equal(sha256(readFileSync(a)));
+      expect(entryA.hash).to.not.equal(sha256(files['a.md']));
+      expect(third.entries.filter((e) => e.fromStatCache)).to.have.length(2);
+
+      // --rehash: every file is read
+      const rehashed = await scanSource(db, source, options({ useStatCache: false }));
+      expect(rehashed.entries.some((e) => e.fromStatCache)).to.equal(false);
+    });
+
+    it('does not keep the signature of a file written just before the scan', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(files);
+      const first = await scanSource(db, source, options({ settleMs: 60_000 }));
+      expect(first.entries.every((e) => e.settled === false)).to.equal(true);
+      await recordSourceFiles(db, first.entries);
+      const second = await scanSource(db, source, options());
+      expect(second.entries.some((e) => e.fromStatCache)).to.equal(false);
+    });
+
+    it('archives new files from the bytes it hashed, and forgets files gone from the folder', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(files);
+      const archiveDir = path.join(engine.config.dataDir, 'scan-archive');
+      const scan = await scanSource(db, source, options({ archiveDir }));
+      for (const entry of scan.entries) {
+        const archived = archivePathFor(archiveDir, entry.hash, entry.path);
+        expect(existsSync(archived), entry.path).to.equal(true);
+        expect(sha256(readFileSync(archived))).to.equal(entry.hash);
+      }
+      await recordSourceFiles(db, scan.entries);
+      await recordSourceFiles(db, [{ ...scan.entries[0]!, decision: 'delete' }]);
+      const rows = await db.query<{ path: string }>('SELECT path FROM source_files');
+      expect(rows.map((r) => r.path)).to.not.include(scan.entries[0]!.path);
+      expect(rows).to.have.length(2);
+    });
+  });
+}
