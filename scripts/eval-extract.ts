@@ -1,7 +1,10 @@
 /**
  * npm run eval:extract — measures extraction on ../shared/corpus and prints Markdown tables:
  * 1. text recall of our PDF text against `pdftotext` (poppler-utils): word-level, multiset, per PDF and
- *    overall (target >= 0.97). pdftotext's own line-end hyphenation is joined the same way as ours first, so
+ *    overall (target >= 0.97); beside it precision, the share of our words that pdftotext has too, so a
+ *    change that raises recall by adding junk shows, and the recall of prose words alone (runs of two or
+ *    more letters): in formulas pdftotext spaces indices and exponents off their base ("S 1", "π1 (X")
+ *    where we keep them on it ("S1", "π1(X"), which counts against us in the word recall but not there. pdftotext's own line-end hyphenation is joined the same way as ours first, so
  *    the figure measures lost text, not a different hyphenation policy. pdftotext reads the crop box like
  *    pdf.js (see referenceText): printer's marks outside the visible page are not text anyone reads.
  * 2. outcome per hostile or odd file (everything in bad/, plus the odd PDF/TXT/MD files): code, message, ms,
@@ -80,6 +83,18 @@ function words(text: string): Map<string, number> {
   return counts;
 }
 
+/** Runs of two or more letters: the words of the prose, without numbers, symbols and formula variables. */
+function letterWords(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const word of text
+    .normalize('NFC')
+    .toLowerCase()
+    .match(/\p{L}[\p{L}\p{M}]+/gu) ?? []) {
+    counts.set(word, (counts.get(word) ?? 0) + 1);
+  }
+  return counts;
+}
+
 function recall(reference: Map<string, number>, ours: Map<string, number>): { hit: number; total: number } {
   let hit = 0;
   let total = 0;
@@ -121,7 +136,7 @@ function referenceText(path: string): string {
   for (let page = 1; page <= pages; page++) {
     const media = box('MediaBox', page);
     const crop = box('CropBox', page);
-    if (media && crop && crop.some((v, i) => Math.abs(v - media[i]!) > 0.5)) cropped.push(page);
+    if (media && crop?.some((v, i) => Math.abs(v - media[i]!) > 0.5)) cropped.push(page);
   }
   if (cropped.length === 0) return pdftotext(path) ?? '';
   const parts: string[] = [];
@@ -155,25 +170,44 @@ async function main(): Promise<void> {
   if (!hasPdftotext) {
     console.log('pdftotext not found (apt-get install -y poppler-utils); recall not measured.\n');
   } else {
-    console.log('| file | pdftotext words | recall |');
-    console.log('|---|---:|---:|');
+    console.log('| file | pdftotext words | recall | prose-word recall | our words | precision |');
+    console.log('|---|---:|---:|---:|---:|---:|');
     let hits = 0;
     let total = 0;
+    let proseHits = 0;
+    let proseTotal = 0;
+    let oursHits = 0;
+    let oursTotal = 0;
     for (const name of readdirSync(join(corpus, 'pdf'))
       .filter((n) => n.endsWith('.pdf'))
       .sort()) {
       const path = join(corpus, 'pdf', name);
-      const reference = words(joinLineEndHyphenation(referenceText(path)));
+      const referenceString = joinLineEndHyphenation(referenceText(path));
+      const reference = words(referenceString);
       const referenceWords = [...reference.values()].reduce((a, b) => a + b, 0);
       if (referenceWords < 20) continue; // scans, blank pages: nothing to recall
       const outcome = await run(path);
-      const r = recall(reference, words(outcome.document?.text ?? ''));
+      const ours = words(outcome.document?.text ?? '');
+      const r = recall(reference, ours);
+      const p = recall(ours, reference);
+      const prose = recall(letterWords(referenceString), letterWords(outcome.document?.text ?? ''));
       hits += r.hit;
       total += r.total;
+      proseHits += prose.hit;
+      proseTotal += prose.total;
+      oursHits += p.hit;
+      oursTotal += p.total;
       const note = outcome.document ? '' : ` (${outcome.code})`;
-      console.log(`| ${name} | ${r.total} | ${(r.hit / r.total).toFixed(3)}${note} |`);
+      const precision = p.total > 0 ? (p.hit / p.total).toFixed(3) : '-';
+      const share = (hit: number, all: number) => (hit / Math.max(all, 1)).toFixed(3);
+      console.log(
+        `| ${name} | ${r.total} | ${share(r.hit, r.total)}${note} | ${share(prose.hit, prose.total)} | ${p.total} | ${precision} |`,
+      );
     }
-    console.log(`| **all text PDFs** | ${total} | **${(hits / Math.max(total, 1)).toFixed(3)}** |\n`);
+    const share = (hit: number, all: number) => (hit / Math.max(all, 1)).toFixed(3);
+    console.log(
+      `| **all text PDFs** | ${total} | **${share(hits, total)}** | ${share(proseHits, proseTotal)} | ${oursTotal} | **${share(oursHits, oursTotal)}** |\n`,
+    );
   }
 
   console.log('## Hostile and odd files -> outcome (isolated dispatcher, 30 s / 1024 MB limits)\n');

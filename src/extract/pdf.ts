@@ -8,8 +8,9 @@
  * (pdfjs-dist is pinned to the exact version pdf-parse ships with).
  *
  * Text comes in content-stream order, which is the reading order the producer wrote (column by column for
- * LaTeX two-column papers); lines are grouped by baseline, paragraphs by vertical gaps, indentation and font
- * size changes. Headings come from the outline (bookmarks) when its titles can be found on their pages, else
+ * LaTeX two-column papers); lines are grouped by baseline, with the runs of a line in x order (pdf-lines.ts:
+ * formula editors, accents, indices, turned pages), paragraphs by vertical gaps, indentation and font size
+ * changes. Unicode repairs for pdf.js's text content (µ kept, ZapfDingbats codes) are in pdf-unicode.ts. Headings come from the outline (bookmarks) when its titles can be found on their pages, else
  * from conservative heuristics: a numbered short line ("1.2 Titel") or a short line in a clearly larger
  * font, standing alone.
  *
@@ -31,6 +32,8 @@ import type { PDFDocumentProxy, PDFPageProxy, TextItem } from 'pdfjs-dist/types/
 import { CpeError, ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { joinLineEndHyphenation, normalizeText } from './normalize.js';
+import { fontSizeOf, groupLines, type TextLine } from './pdf-lines.js';
+import { compatibilityForms, dingbatsText, isDingbatsFont } from './pdf-unicode.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 /** pixels; larger images are dropped by pdf.js before decoding (a 100000x100000 JBIG2 bomb never allocates) */
@@ -44,17 +47,6 @@ const MAX_OUTLINE_DEPTH = 12;
 
 const pdfjsRoot = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
 const resource = (folder: string): string => `${join(pdfjsRoot, folder)}/`;
-
-interface TextLine {
-  text: string;
-  /** baseline y in PDF user space (grows upwards) */
-  y: number;
-  x0: number;
-  x1: number;
-  /** font size (largest run on the line) */
-  size: number;
-  bold: boolean;
-}
 
 interface Paragraph {
   lines: TextLine[];
@@ -271,9 +263,16 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
   let lines: TextLine[] = [];
   let items: TextItem[] = [];
   try {
-    const content = await page.getTextContent({ disableNormalization: false });
-    items = content.items.filter((item): item is TextItem => 'str' in item);
-    lines = groupLines(items, page);
+    // pdf.js's own normalisation would also turn µ into μ (see pdf-unicode.ts)
+    const content = await page.getTextContent({ disableNormalization: true });
+    const font = fontFacts(page);
+    items = content.items
+      .filter((item): item is TextItem => 'str' in item)
+      .map((item) => {
+        const str = compatibilityForms(item.str);
+        return { ...item, str: font(item.fontName).dingbats ? dingbatsText(str) : str };
+      });
+    lines = groupLines(items, (fontName) => font(fontName).bold);
   } catch (error) {
     warnings.push(`page ${number}: text unreadable (${messageOf(error)})`);
   }
@@ -285,6 +284,34 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
   const hasText = lines.some((line) => line.text.trim() !== '');
   if (!hasText && ((metadata.images as number | undefined) ?? 0) > 0) metadata.ocrNeeded = true;
   return { number, paragraphs: groupParagraphs(lines), metadata };
+}
+
+interface FontFacts {
+  bold: boolean;
+  /** a ZapfDingbats font: pdf.js passes its character codes through unmapped */
+  dingbats: boolean;
+}
+
+/** What matters about a font (by pdf.js font id), from its flags and name; remembered per font. */
+function fontFacts(page: PDFPageProxy): (fontName: string) => FontFacts {
+  const known = new Map<string, FontFacts>();
+  return (fontName) => {
+    let facts = known.get(fontName);
+    if (facts === undefined) {
+      facts = { bold: false, dingbats: false };
+      try {
+        if (page.commonObjs.has(fontName)) {
+          const font = page.commonObjs.get(fontName) as { name?: string; bold?: boolean } | undefined;
+          facts.bold = Boolean(font?.bold) || /bold|black|heavy|semibold|demi/i.test(font?.name ?? '');
+          facts.dingbats = isDingbatsFont(font?.name);
+        }
+      } catch {
+        // font not resolved: nothing known
+      }
+      known.set(fontName, facts);
+    }
+    return facts;
+  };
 }
 
 function countImages(ops: { fnArray: number[]; argsArray: unknown[][] }): number {
@@ -386,69 +413,6 @@ function countRuledTables(
   } catch {
     return 0; // pdf-parse's grid builder throws on some broken grids: no table then
   }
-}
-
-const fontSizeOf = (item: TextItem): number => {
-  const [a, b, c, d] = item.transform as number[];
-  return Math.max(Math.hypot(c ?? 0, d ?? 0), Math.hypot(a ?? 0, b ?? 0) * 0.5, item.height || 0) || 1;
-};
-
-/** Text runs -> lines, in content-stream order. A jump in baseline, or backwards in x, starts a new line. */
-function groupLines(items: TextItem[], page: PDFPageProxy): TextLine[] {
-  const lines: TextLine[] = [];
-  let current: TextLine | undefined;
-  const boldFonts = new Map<string, boolean>();
-  const isBold = (fontName: string): boolean => {
-    let bold = boldFonts.get(fontName);
-    if (bold === undefined) {
-      bold = false;
-      try {
-        if (page.commonObjs.has(fontName)) {
-          const font = page.commonObjs.get(fontName) as { name?: string; bold?: boolean } | undefined;
-          bold = Boolean(font?.bold) || /bold|black|heavy|semibold|demi/i.test(font?.name ?? '');
-        }
-      } catch {
-        // font not resolved: not bold
-      }
-      boldFonts.set(fontName, bold);
-    }
-    return bold;
-  };
-  for (const item of items) {
-    const x = Number(item.transform[4]) || 0;
-    const y = Number(item.transform[5]) || 0;
-    const size = fontSizeOf(item);
-    const str = item.str;
-    if (str !== '') {
-      const sameLine =
-        current !== undefined &&
-        Math.abs(y - current.y) <= 0.5 * Math.min(size, current.size) + 0.5 &&
-        x >= current.x1 - Math.max(size, current.size) * 2;
-      if (!sameLine) {
-        if (current) lines.push(current);
-        current = { text: '', y, x0: x, x1: x, size, bold: isBold(item.fontName) };
-      }
-      const line = current!;
-      const gap = x - line.x1;
-      if (line.text !== '' && !/\s$/.test(line.text) && !/^\s/.test(str)) {
-        if (gap > size * 3) line.text += '\t';
-        else if (gap > size * 0.15) line.text += ' ';
-      }
-      line.text += str;
-      line.x1 = Math.max(line.x1, x + (Number(item.width) || 0));
-      line.x0 = Math.min(line.x0, x);
-      if (size > line.size && str.trim() !== '') {
-        line.size = size;
-        line.bold = isBold(item.fontName);
-      }
-    }
-    if (item.hasEOL && current) {
-      lines.push(current);
-      current = undefined;
-    }
-  }
-  if (current) lines.push(current);
-  return lines.filter((line) => line.text.trim() !== '');
 }
 
 const median = (values: number[]): number => {
