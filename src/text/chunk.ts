@@ -3,7 +3,7 @@ import type { ExtractedDocument } from '../extract/types.js';
 import { isSpace, isWordChar, scratchCodeUnits } from './chars.js';
 import { type BlockVisitor, type Segment, type SegmentType, walkBlocks } from './segment.js';
 import { SentenceList, scanSentences } from './sentences.js';
-import { buildSections, pageAt, type Section, sectionAt, topLevelIndex } from './structure.js';
+import { pageAt, type Section, SectionOutline } from './structure.js';
 import { countTokens, thirdsToTokens, tokenizerName, weightThirds } from './tokenizer.js';
 
 /**
@@ -307,6 +307,9 @@ function splitOversized(
   return pieces;
 }
 
+/** The outline of no sections, held by the shared builder between documents. */
+const EMPTY_OUTLINE = SectionOutline.fromSections([]);
+
 /**
  * Turns blocks and sentences into units, computing the gap before each from the previous unit's end.
  * One builder is reused for every document (see takeBuilder): a builder or closure made per call lets
@@ -318,7 +321,7 @@ class UnitBuilder implements BlockVisitor {
   readonly list = new SentenceList();
   private text = '';
   private codes: Uint16Array = new Uint16Array(0);
-  private sections: readonly Section[] = [];
+  private outline: SectionOutline = EMPTY_OUTLINE;
   private config: ChunkConfig = defaultChunkConfig;
   private prevEnd = 0;
   private firstInSegment = true;
@@ -327,10 +330,10 @@ class UnitBuilder implements BlockVisitor {
   private section = 0;
   private headingLevel = -1;
 
-  begin(text: string, codes: Uint16Array, sections: readonly Section[], config: ChunkConfig): void {
+  begin(text: string, codes: Uint16Array, outline: SectionOutline, config: ChunkConfig): void {
     this.text = text;
     this.codes = codes;
-    this.sections = sections;
+    this.outline = outline;
     this.config = config;
     this.units.reset();
     this.list.clear();
@@ -346,7 +349,7 @@ class UnitBuilder implements BlockVisitor {
   end(): void {
     this.text = '';
     this.codes = new Uint16Array(0);
-    this.sections = [];
+    this.outline = EMPTY_OUTLINE;
   }
 
   /** A block of walkBlocks: its sentences (prose) or the whole block as one unit. */
@@ -376,7 +379,12 @@ class UnitBuilder implements BlockVisitor {
     this.section = sectionIndex;
     this.sectionStart = sectionIndex !== this.lastSection;
     this.lastSection = sectionIndex;
-    this.headingLevel = isHeading ? (this.sections[sectionIndex]?.level ?? 1) : -1;
+    const outline = this.outline;
+    this.headingLevel = isHeading
+      ? sectionIndex < outline.count
+        ? (outline.level[sectionIndex] as number)
+        : 1
+      : -1;
     this.firstInSegment = true;
   }
 
@@ -482,9 +490,9 @@ function unitsFromSegments(builder: UnitBuilder, codes: Uint16Array, segments: r
  * both are tiny (and fit together); a group under min_chars joins its neighbour regardless, since a
  * chunk of a few words ("§ 3 (weggefallen)") helps no search. Returns [from, to, from, to, ...].
  */
-function groupUnits(units: Units, sections: readonly Section[], config: ChunkConfig): number[] {
+function groupUnits(units: Units, outline: SectionOutline, config: ChunkConfig): number[] {
   // separate functions for the loops: see buildSections on long loops followed by more code
-  const raw = topLevelRuns(units, sections);
+  const raw = topLevelRuns(units, outline);
   const span = (g: number[], k: number) =>
     (units.end[(g[k + 1] as number) - 1] as number) - (units.start[g[k] as number] as number);
   const tiny = tinyChunkChars(config);
@@ -512,9 +520,8 @@ function groupUnits(units: Units, sections: readonly Section[], config: ChunkCon
 }
 
 /** Runs of units in one top-level section, as [from, to, from, to, ...]. */
-function topLevelRuns(units: Units, sections: readonly Section[]): number[] {
-  const topOf = new Int32Array(sections.length);
-  for (let k = 0; k < sections.length; k++) topOf[k] = topLevelIndex(sections, k);
+function topLevelRuns(units: Units, outline: SectionOutline): number[] {
+  const topOf = outline.topLevels();
   const section = units.section;
   const raw: number[] = [];
   let from = 0;
@@ -652,7 +659,7 @@ function attachVision(
   text: string,
   doc: ChunkInput,
   vision: Map<number, string>,
-  sections: readonly Section[],
+  outline: SectionOutline,
 ): void {
   const pages = [...vision.entries()].filter(([, v]) => v.trim() !== '').sort((a, b) => a[0] - b[0]);
   for (const [page, raw] of pages) {
@@ -665,21 +672,22 @@ function attachVision(
       const info = doc.pages.find((p) => p.number === page);
       const at = info ? info.start : text.length;
       const content = `${label}\n${description}`;
+      const section = Math.max(0, outline.sectionAt(at));
       drafts.push({
         index: drafts.length,
         content,
         start: at,
         end: at,
         tokenCount: countTokens(content),
-        headingPath: [...(sections[Math.max(0, sectionAt(sections, at))]?.headingPath ?? [])],
+        headingPath: section < outline.count ? [...outline.headingPath(section)] : [],
         pageStart: page,
         pageEnd: page,
-        sectionIndex: Math.max(0, sectionAt(sections, at)),
+        sectionIndex: section,
         metadata: {
           overlapChars: 0,
           cut: 'end',
           tokenizer: tokenizerName,
-          lastSectionIndex: Math.max(0, sectionAt(sections, at)),
+          lastSectionIndex: section,
           visionPages: [page],
           visionChars: content.length,
           visionOnly: true,
@@ -711,34 +719,35 @@ export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDr
   const config: ChunkConfig = { ...defaultChunkConfig, ...opts.config };
   checkChunkConfig(config);
   const { text } = doc;
-  const sections = opts.sections ?? buildSections(doc);
+  // the heading tree without Section objects: heading texts and paths only for the chunks' sections
+  const outline = opts.sections ? SectionOutline.fromSections(opts.sections) : SectionOutline.of(doc);
   const codes = scratchCodeUnits(text);
   // each loop lives in a function of its own (see buildSections on why)
   const builder = takeBuilder();
-  builder.begin(text, codes, sections, config);
+  builder.begin(text, codes, outline, config);
   if (opts.segments) unitsFromSegments(builder, codes, opts.segments);
-  else walkBlocks(doc, sections, NO_SEGMENT_OPTIONS, builder, codes);
+  else walkBlocks(doc, outline, NO_SEGMENT_OPTIONS, builder, codes);
   const units = builder.units;
   units.sumTokens();
-  const plans = planChunks(units, sections, config);
-  const drafts = makeDrafts(doc, units, plans, sections);
+  const plans = planChunks(units, outline, config);
+  const drafts = makeDrafts(doc, units, plans, outline);
   returnBuilder(builder);
   if (opts.pageVisionText && opts.pageVisionText.size > 0)
-    attachVision(drafts, text, doc, opts.pageVisionText, sections);
+    attachVision(drafts, text, doc, opts.pageVisionText, outline);
   return drafts;
 }
 
 /** Chunk plans for all groups of units. */
-function planChunks(units: Units, sections: readonly Section[], config: ChunkConfig): Plans {
+function planChunks(units: Units, outline: SectionOutline, config: ChunkConfig): Plans {
   const plans: Plans = [];
-  const groups = groupUnits(units, sections, config);
+  const groups = groupUnits(units, outline, config);
   for (let g = 0; g < groups.length; g += 2)
     packGroup(units, groups[g] as number, groups[g + 1] as number, config, units.prefix, plans);
   return plans;
 }
 
 /** The chunks of the plans: content, offsets, token count, heading path, pages, metadata. */
-function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, sections: readonly Section[]): ChunkDraft[] {
+function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, outline: SectionOutline): ChunkDraft[] {
   const { text, pages } = doc;
   const prefixTokens = units.prefix;
   const drafts: ChunkDraft[] = [];
@@ -762,7 +771,7 @@ function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, sections: reado
       start,
       end,
       tokenCount: clean ? thirdsToTokens(weight) : countTokens(content),
-      headingPath: [...(sections[section]?.headingPath ?? [])],
+      headingPath: section < outline.count ? [...outline.headingPath(section)] : [],
       pageStart: pageAt(pages, start),
       pageEnd: pageAt(pages, Math.max(start, end - 1)),
       sectionIndex: section,

@@ -1,7 +1,7 @@
 import type { Block, ExtractedDocument } from '../extract/types.js';
 import { codeUnits, isSpace } from './chars.js';
 import { SentenceList, scanSentences, type TextSpan } from './sentences.js';
-import { pageAt, type Section, sectionAt } from './structure.js';
+import { pageAt, type Section, SectionOutline } from './structure.js';
 
 export type SegmentType =
   | 'paragraph'
@@ -94,12 +94,13 @@ export interface BlockVisitor {
 
 /**
  * The blocks a document is segmented into, in reading order: trimmed of white space (blank ones left
- * out), each assigned to the section holding its start, and told whether it is prose to split into
- * sentences. `codes` are the code units of the text when the caller has them (chunkDocument). Shared by segmentDocument and the chunker, which walks the blocks itself (no Segment objects).
+ * out), each assigned to the section (of `outline`) holding its start, and told whether it is prose to
+ * split into sentences. `codes` are the code units of the text when the caller has them (chunkDocument).
+ * Shared by segmentDocument and the chunker, which walks the blocks itself (no Segment objects).
  */
 export function walkBlocks(
   doc: SegmentInput,
-  sections: readonly Section[],
+  outline: SectionOutline,
   opts: SegmentOptions,
   visit: BlockVisitor,
   codes?: Uint16Array,
@@ -108,6 +109,8 @@ export function walkBlocks(
   const { text } = doc;
   const blocks = doc.blocks.length > 0 || text.trim() === '' ? doc.blocks : paragraphsOf(doc);
   const units = codes ?? codeUnits(text);
+  const starts = outline.start;
+  const count = outline.count;
   let sec = 0;
   for (let i = 0; i < blocks.length; i++) {
     const b = blocks[i] as Block;
@@ -117,13 +120,9 @@ export function walkBlocks(
     while (e > s && isSpace(units[e - 1] as number)) e--;
     if (s >= e) continue;
     // blocks come in reading order, so the section index only moves forward; sectionAt covers odd input
-    while (sec + 1 < sections.length && (sections[sec + 1] as Section).start <= s) sec++;
+    while (sec + 1 < count && (starts[sec + 1] as number) <= s) sec++;
     const sectionIndex =
-      sections.length === 0
-        ? 0
-        : (sections[sec] as Section).start <= s
-          ? sec
-          : Math.max(0, sectionAt(sections, s));
+      count === 0 ? 0 : (starts[sec] as number) <= s ? sec : Math.max(0, outline.sectionAt(s));
     const type = segmentType(b);
     const prose =
       type === 'paragraph' ||
@@ -148,7 +147,7 @@ export function segmentDocument(
 ): Segment[] {
   const codes = codeUnits(doc.text);
   const collector = new SegmentCollector(doc.text, codes);
-  walkBlocks(doc, sections, opts, collector, codes);
+  walkBlocks(doc, SectionOutline.fromSections(sections), opts, collector, codes);
   return collector.segments;
 }
 

@@ -1,18 +1,18 @@
 import {
   CHAR_CLASS,
+  CLASS_LETTER,
   CLASS_SPACE,
   codeUnits,
   isDigit,
-  isLetter,
   isLowerAt,
   isSpace,
   isUpperAt,
 } from './chars.js';
 import {
+  SHARE4,
+  SHARE4_RUN,
   TC_DIGIT,
   TC_LETTER,
-  TC_NEWLINE,
-  TC_SLOW,
   TC_SPACE,
   TC_TERMINATOR,
   TOKEN_CLASS,
@@ -20,8 +20,26 @@ import {
   TOKEN_SHARE,
   W_NEWLINE,
   W_OTHER,
+  WEIGHT_CODE,
   weightThirds,
 } from './tokenizer.js';
+
+/*
+ * The shared tables and codes as plain module constants for the walk: V8 reads an imported binding from
+ * its cell at every use, but builds a plain `const` into the optimized code (and drops the bounds checks
+ * of lookups into a table of known length): a tenth of the splitter's time.
+ */
+const tokenClass = TOKEN_CLASS;
+const tokenShare = TOKEN_SHARE;
+const charClass = CHAR_CLASS;
+const RUN = SHARE4_RUN;
+const FRESH = TOKEN_FRESH;
+const LETTER = TC_LETTER;
+const SPACE = TC_SPACE;
+const DIGIT = TC_DIGIT;
+const TERMINATOR = TC_TERMINATOR;
+const NEWLINE = W_NEWLINE;
+const OTHER = W_OTHER;
 
 /** A span of text: `start` inclusive, `end` exclusive, both offsets into the text given. */
 export interface TextSpan {
@@ -169,15 +187,43 @@ function wordHash(codes: ArrayLike<number>, start: number, end: number): number 
   return h;
 }
 
-const ABBREVIATION_HASHES = new Set(
-  [...ABBREVIATIONS].map((a) =>
-    wordHash(
-      Array.from(a, (ch) => ch.charCodeAt(0)),
-      0,
-      a.length,
-    ),
-  ),
-);
+/** Low 12 bits of the abbreviations' hashes, as a bit table: one array read rules most words out. */
+const ABBREVIATION_HASH_BITS: Uint8Array = (() => {
+  const bits = new Uint8Array(4096);
+  for (const a of ABBREVIATIONS) {
+    bits[
+      wordHash(
+        Array.from(a, (ch) => ch.charCodeAt(0)),
+        0,
+        a.length,
+      ) & 4095
+    ] = 1;
+  }
+  return bits;
+})();
+
+/**
+ * Length, first and last letter of the abbreviations, as a table indexed by
+ * (length << 10) | (first & 31) << 5 | (last & 31): the low five bits of a code unit are the same for
+ * both cases of ASCII and Latin-1 letters, so one read rules out nearly every word.
+ */
+const ABBREVIATION_SHAPES: Uint8Array = (() => {
+  const shapes = new Uint8Array((MAX_ABBREVIATION + 2) << 10); // lengths up to MAX_ABBREVIATION + 1
+  for (const a of ABBREVIATIONS) {
+    const first = a.charCodeAt(0) & 31;
+    const last = a.charCodeAt(a.length - 1) & 31;
+    shapes[(a.length << 10) | (first << 5) | last] = 1;
+  }
+  return shapes;
+})();
+
+/** 1 for a letter, 0 otherwise (CHAR_CLASS). */
+const LETTER_BIT: Uint8Array = CHAR_CLASS.map((k) => (k === CLASS_LETTER ? 1 : 0));
+
+/** Letter test by table (isLetter in chars.ts, one array read): for the loops over words. */
+function letterCode(c: number): boolean {
+  return charClass[c] === CLASS_LETTER;
+}
 
 /** Abbreviations that may also close a sentence: a capital letter after them starts a new one. */
 const SENTENCE_FINAL_ABBREVIATIONS = new Set(['usw', 'etc', 'uvm']);
@@ -294,7 +340,7 @@ const ORDINAL_PRECEDERS = new Set([
 /** Lower-cased word of letters ending right before `end` (at most 24 letters), or ''. */
 function wordBefore(text: string, codes: Uint16Array, end: number, floor: number): string {
   let s = end;
-  while (s > floor && isLetter(codes[s - 1] as number)) s--;
+  while (s > floor && letterCode(codes[s - 1] as number)) s--;
   if (s === end || end - s > 24) return '';
   return text.slice(s, end).toLowerCase();
 }
@@ -302,7 +348,7 @@ function wordBefore(text: string, codes: Uint16Array, end: number, floor: number
 /** Lower-cased word of letters starting at `start` (at most 24 letters). */
 function wordAt(text: string, codes: Uint16Array, start: number, limit: number): string {
   let e = start;
-  while (e < limit && isLetter(codes[e] as number)) e++;
+  while (e < limit && letterCode(codes[e] as number)) e++;
   if (e === start || e - start > 24) return '';
   return text.slice(start, e).toLowerCase();
 }
@@ -350,16 +396,26 @@ function endsSentence(
   const before = first - 1;
   if (before < floor) return !nextIsLower;
   const b = codes[before] as number;
-  if (isLetter(b)) {
+  if (letterCode(b)) {
     // German sentences do not start in lower case: "z. B. ein", "usw. und", "ca. zehn" go on
     if (nextIsLower) return false;
-    let ws = first;
-    while (ws > floor && isLetter(codes[ws - 1] as number)) ws--;
-    const len = first - ws;
-    if (len === 1) return false; // z. B., d. h., u. a., S. 5, i. d. R., Buchstabe a.
-    // "z.B." / "i.d.R." written without spaces: the letter before the word is a period
-    if (len <= 2 && ws > floor && codes[ws - 1] === 46) return false;
-    if (len > MAX_ABBREVIATION || !ABBREVIATION_HASHES.has(wordHash(codes, ws, first))) return true;
+    // the letters before the period (up to one more than the longest abbreviation) as a bit mask, read
+    // without a branch per letter: a loop to the word's start mispredicts its exit at every sentence end
+    const window = Math.min(MAX_ABBREVIATION + 1, first - floor);
+    let mask = 0;
+    for (let j = 0; j < window; j++) mask |= (LETTER_BIT[codes[first - 1 - j] as number] as number) << j;
+    const len = 31 - Math.clz32(~mask & (mask + 1)); // trailing ones: the word's length
+    const ws = first - len;
+    if (len <= 2) {
+      if (len === 1) return false; // z. B., d. h., u. a., S. 5, i. d. R., Buchstabe a.
+      // "z.B." / "i.d.R." written without spaces: the letter before the word is a period
+      if (ws > floor && codes[ws - 1] === 46) return false;
+    }
+    // no abbreviation has this length (the table has no entries beyond the longest one), first and
+    // last letter (nearly every word), or this hash
+    const shape = (len << 10) | (((codes[ws] as number) & 31) << 5) | ((codes[before] as number) & 31);
+    if (ABBREVIATION_SHAPES[shape] === 0) return true;
+    if (ABBREVIATION_HASH_BITS[wordHash(codes, ws, first) & 4095] === 0) return true;
     const word = text.slice(ws, first).toLowerCase();
     if (ABBREVIATIONS.has(word)) return SENTENCE_FINAL_ABBREVIATIONS.has(word) && isUpperAt(text, next);
     return true;
@@ -449,15 +505,47 @@ export class SentenceList {
 
 /** White space code unit (space, tab, line break, no-break and thin spaces). */
 function spaceCode(codes: Uint16Array, i: number): boolean {
-  return (CHAR_CLASS[codes[i] as number] as number) >= CLASS_SPACE;
+  return (charClass[codes[i] as number] as number) >= CLASS_SPACE;
 }
+
+/** SCAN_CODE bit of a terminator: above the register's bits, so a step of four tests it with one compare. */
+const STOP = 1 << 24;
+
+/**
+ * Register codes for the splitter's walk (WEIGHT_CODE of tokenizer.ts), terminators (. ! ? …) with the
+ * STOP bit as well: the walk stops at them. Shifted into place for a step of four (by 6, 4, 2 and 0
+ * bits), the STOP bits land at bits 24-30, where the register (24 bits kept) has none.
+ */
+const SCAN_CODE: Int32Array = (() => {
+  const table = Int32Array.from(WEIGHT_CODE);
+  for (const c of [46, 33, 63, 0x2026]) table[c] = STOP | W_OTHER;
+  return table;
+})();
+
+/**
+ * SHARE4 for the splitter: a line break may be taken in a step of four only when a visible character
+ * follows it in the same step (hard-wrapped text, nearly every line break inside a paragraph); one
+ * followed by white space might open a blank line, and one at the end of the step has its follower
+ * unseen, so those steps are marked SHARE4_RUN and the walk takes them one at a time.
+ */
+const SCAN_SHARE4: Uint8Array = (() => {
+  const table = SHARE4.slice();
+  const white = (x: number) => x === TC_SPACE || x === W_NEWLINE;
+  for (let w = 0; w < 65536; w++) {
+    for (let shift = 6; shift >= 0; shift -= 2) {
+      if (((w >> shift) & 3) !== W_NEWLINE) continue;
+      if (shift === 0 || white((w >> (shift - 2)) & 3)) table[w] = (table[w] as number) | SHARE4_RUN;
+    }
+  }
+  return table;
+})();
 
 /**
  * The sentence splitter's walk over text[from, to) (`codes` are the code units of `text`): appends the
- * sentences to `out`. One pass: the tokenizer's per-character loop (tokenizer.ts) runs until the next
- * character that can matter for a sentence end (. ! ? … or a line break, classes >= TC_NEWLINE of TOKEN_CLASS) or the
- * decided end of the current sentence, so each sentence gets its token weight from the same walk, and
- * the rules in endsSentence run only at terminators.
+ * sentences to `out`. One pass: the tokenizer's walk (weightThirds in tokenizer.ts, four characters a
+ * step) runs until the next character that can matter for a sentence end (. ! ? …, or a line break
+ * followed by white space) or the decided end of the current sentence, so each sentence gets its token
+ * weight from the same walk, and the rules in endsSentence run only at terminators.
  */
 export function scanSentences(
   text: string,
@@ -466,12 +554,15 @@ export function scanSentences(
   to: number,
   out: SentenceList,
 ): void {
-  const cls = TOKEN_CLASS;
-  const share = TOKEN_SHARE;
-  // the tokenizer's walk (tokenizer.ts): weight so far (thirds), class register, digit/symbol run position
+  const code = SCAN_CODE;
+  const share = tokenShare;
+  const share4 = SCAN_SHARE4;
+  // the tokenizer's walk (weightThirds): weight so far (thirds), class register, digit/symbol run position,
+  // last digit or symbol taken one at a time
   let acc = 0;
-  let w = TOKEN_FRESH;
+  let w = FRESH;
   let runPos = 0;
+  let lastOther = -2;
   let sStart = -1; // first character of the current sentence, -1 between sentences
   let sAcc = 0; // acc at sStart
   let endAcc = 0; // acc at the end of the previous sentence
@@ -481,10 +572,9 @@ export function scanSentences(
     if (sStart < 0) {
       // between sentences: white space up to the next visible character
       for (; i < to; i++) {
-        const k = cls[codes[i] as number] as number;
-        if (k === TC_SPACE) w = (w << 2) | TC_SPACE;
-        else if (k === TC_NEWLINE) w = (w << 2) | W_NEWLINE;
-        else break;
+        const k = code[codes[i] as number] as number;
+        if (k !== SPACE && k !== NEWLINE) break;
+        w = (w << 2) | k;
         acc += share[w & 1023] as number;
       }
       if (i >= to) break;
@@ -495,44 +585,50 @@ export function scanSentences(
     const stop4 = stop - 3;
     // the walk up to the sentence's decided end, or to the next line break or terminator
     for (;;) {
-      if (i < stop4) {
-        const k1 = cls[codes[i] as number] as number;
-        const k2 = cls[codes[i + 1] as number] as number;
-        const k3 = cls[codes[i + 2] as number] as number;
-        const k4 = cls[codes[i + 3] as number] as number;
-        if (((k1 | k2 | k3 | k4) & TC_SLOW) === 0) {
-          w = (w << 8) | (k1 << 6) | (k2 << 4) | (k3 << 2) | k4;
-          acc +=
-            (share[(w >> 6) & 1023] as number) +
-            (share[(w >> 4) & 1023] as number) +
-            (share[(w >> 2) & 1023] as number) +
-            (share[w & 1023] as number);
-          i += 4;
-          continue;
-        }
+      while (i < stop4) {
+        const next =
+          ((w & 0xffff) << 8) |
+          ((code[codes[i] as number] as number) << 6) |
+          ((code[codes[i + 1] as number] as number) << 4) |
+          ((code[codes[i + 2] as number] as number) << 2) |
+          (code[codes[i + 3] as number] as number);
+        if (next >= STOP) break; // a terminator
+        const g = share4[next & 0xffff] as number;
+        if (g >= RUN) break;
+        w = next;
+        acc += g;
+        i += 4;
       }
       if (i >= stop) break;
       const c = codes[i] as number;
-      const k = cls[c] as number;
-      if (k < TC_SLOW) {
+      const k = code[c] as number;
+      if (k < NEWLINE) {
         w = (w << 2) | k;
         acc += share[w & 1023] as number;
-      } else if (k === TC_NEWLINE) {
-        // a line break followed by a visible character (hard-wrapped text) cannot open a blank line
-        const nk = i + 1 < to ? (cls[codes[i + 1] as number] as number) : TC_LETTER;
-        if (nk === TC_SPACE || nk === TC_NEWLINE) break;
-        w = (w << 2) | W_NEWLINE;
-        acc += share[w & 1023] as number;
-      } else if (k === TC_TERMINATOR) {
-        break;
-      } else {
-        w = (w << 2) | W_OTHER;
-        if (k === TC_DIGIT) {
-          runPos = i > from && cls[codes[i - 1] as number] === TC_DIGIT ? (runPos === 2 ? 0 : runPos + 1) : 0;
+      } else if (k === OTHER) {
+        w = (w << 2) | OTHER;
+        if (tokenClass[c] === DIGIT) {
+          runPos =
+            i > from && tokenClass[codes[i - 1] as number] === DIGIT
+              ? lastOther === i - 1
+                ? runPos === 2
+                  ? 0
+                  : runPos + 1
+                : 1
+              : 0;
         } else {
-          runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+          runPos = i > from && codes[i - 1] === c ? (lastOther === i - 1 ? (runPos + 1) & 3 : 1) : 0;
         }
+        lastOther = i;
         if (runPos === 0) acc += 3;
+      } else if (k === NEWLINE) {
+        // a line break followed by a visible character (hard-wrapped text) cannot open a blank line
+        const nk = i + 1 < to ? (code[codes[i + 1] as number] as number) : LETTER;
+        if (nk === SPACE || nk === NEWLINE) break;
+        w = (w << 2) | NEWLINE;
+        acc += share[w & 1023] as number;
+      } else {
+        break; // a terminator
       }
       i++;
     }
@@ -559,15 +655,15 @@ export function scanSentences(
         sStart = -1;
         continue;
       }
-      w = (w << 2) | W_NEWLINE;
+      w = (w << 2) | NEWLINE;
       acc += share[w & 1023] as number;
       i++;
       continue;
     }
-    if (!(i > from && cls[codes[i - 1] as number] === TC_TERMINATOR)) {
+    if (!(i > from && tokenClass[codes[i - 1] as number] === TERMINATOR)) {
       // a terminator sequence starts here: decide once, where the sequence begins
       let last = i;
-      while (last + 1 < to && cls[codes[last + 1] as number] === TC_TERMINATOR) last++;
+      while (last + 1 < to && tokenClass[codes[last + 1] as number] === TERMINATOR) last++;
       let after = last + 1;
       while (after < to && isCloser(codes[after] as number)) after++;
       if (after < to && spaceCode(codes, after)) {
@@ -577,8 +673,10 @@ export function scanSentences(
       }
       // a terminator run that reaches `to` ends the last sentence there anyway
     }
-    w = (w << 2) | W_OTHER;
-    runPos = i > from && codes[i - 1] === c ? (runPos + 1) & 3 : 0;
+    // a terminator is a symbol for the weight (never taken in a step of four, so lastOther is exact)
+    w = (w << 2) | OTHER;
+    runPos = i > from && codes[i - 1] === c ? (lastOther === i - 1 ? (runPos + 1) & 3 : 1) : 0;
+    lastOther = i;
     if (runPos === 0) acc += 3;
     i++;
   }

@@ -73,25 +73,31 @@ function isJsSpace(c: number): boolean {
   );
 }
 
+/** 1 for JavaScript white space (isJsSpace), 3 for a tab, line break or no-break space. */
+const JS_SPACE: Uint8Array = (() => {
+  const table = new Uint8Array(65536);
+  for (let c = 0; c < 65536; c++) {
+    if (isJsSpace(c)) table[c] = c === 9 || c === 10 || c === 13 || c === 0xa0 ? 3 : 1;
+  }
+  return table;
+})();
+
 /** Heading text on one line, white space collapsed. */
 function headingText(text: string, b: Block): string {
   // collapse only when needed: a run of white space, a tab, line break or no-break space, or white
-  // space at either end (a character test instead of a regex: documents have thousands of headings)
+  // space at either end. A table read per character and no branch (a branch at every space between
+  // words mispredicts, and documents have thousands of headings)
   const { start, end } = b;
-  let messy = false;
+  let messy = 0;
+  let prev = 1; // as if white space came before: white space at the start is messy
   for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 32 && c < 0xa0) continue; // visible ASCII, nearly every character of a heading
-    if (!isJsSpace(c)) continue;
-    const tabOrBreak = c === 9 || c === 10 || c === 13 || c === 0xa0;
-    if (tabOrBreak || i === start || i === end - 1 || isJsSpace(text.charCodeAt(i - 1))) {
-      messy = true;
-      break;
-    }
-    // a single space between words; a second white-space character after it is caught there
+    const k = JS_SPACE[text.charCodeAt(i)] as number;
+    messy |= (k & 2) | (k & prev);
+    prev = k;
   }
+  messy |= prev; // white space at the end
   const raw = text.slice(start, end);
-  return messy ? raw.replace(/\s+/g, ' ').trim() : raw;
+  return messy !== 0 ? raw.replace(/\s+/g, ' ').trim() : raw;
 }
 
 /**
@@ -108,13 +114,170 @@ function headingText(text: string, b: Block): string {
  *   followed by an h4) simply nest.
  */
 export function buildSections(doc: StructureInput, opts: StructureOptions = {}): Section[] {
-  // three passes in three functions: a long loop followed by more code in one function gets compiled
-  // on the fly (on-stack replacement) without type feedback for the code after it, and that code then
-  // bails out to the interpreter on every call (a tenth of the chunker's time on a law with 3000 headings)
-  const headings = headingBlocks(doc.blocks, opts.singleH1AsTitle ?? true);
-  const sections = headingTree(doc, headings);
+  // separate passes in separate functions: a long loop followed by more code in one function gets
+  // compiled on the fly (on-stack replacement) without type feedback for the code after it, and that code
+  // then bails out to the interpreter on every call (a tenth of the chunker's time on a law with 3000
+  // headings)
+  const outline = SectionOutline.of(doc, opts);
+  const sections = sectionObjects(doc, outline);
   closeSections(doc, sections);
   return sections;
+}
+
+/**
+ * The heading tree as parallel arrays, with heading texts and paths made only when asked for: the
+ * chunker needs the tree for every section but the path only for the sections its chunks start in, and
+ * heading texts and Section objects for all sections were a tenth of its time. Built from the document
+ * (SectionOutline.of, what buildSections materializes) or from sections made earlier (fromSections).
+ */
+export class SectionOutline {
+  count = 0;
+  start: Int32Array;
+  /** 0 = title or preamble, 1..6 = heading levels */
+  level: Int8Array;
+  /** parent section, -1 for none */
+  parent: Int32Array;
+  private readonly text: string;
+  /** the heading blocks, one per section after the preamble (if any) */
+  private readonly blocks: readonly Block[];
+  /** 1 when the first section is a preamble (it has no heading block), else 0 */
+  private readonly preamble: number;
+  /** heading texts and paths made so far, or given (fromSections) */
+  private readonly headings: Array<string | undefined>;
+  private readonly paths: Array<string[] | undefined>;
+  private readonly sections: readonly Section[] | null;
+
+  private constructor(
+    text: string,
+    blocks: readonly Block[],
+    preamble: number,
+    size: number,
+    sections: readonly Section[] | null,
+  ) {
+    this.text = text;
+    this.blocks = blocks;
+    this.preamble = preamble;
+    this.start = new Int32Array(size);
+    this.level = new Int8Array(size);
+    this.parent = new Int32Array(size);
+    this.headings = new Array(size);
+    this.paths = new Array(size);
+    this.sections = sections;
+  }
+
+  /** The outline of a document (the sections buildSections returns, without texts and pages). */
+  static of(doc: StructureInput, opts: StructureOptions = {}): SectionOutline {
+    const headings = headingBlocks(doc.blocks, opts.singleH1AsTitle ?? true);
+    const { text } = doc;
+    let firstVisible = 0;
+    while (firstVisible < text.length && isJsSpace(text.charCodeAt(firstVisible))) firstVisible++;
+    const firstHeadingStart = headings.blocks.length > 0 ? (headings.blocks[0] as Block).start : text.length;
+    const preamble = firstVisible < text.length && firstVisible < firstHeadingStart;
+    const size = headings.blocks.length + (preamble ? 1 : 0);
+    const outline = new SectionOutline(text, headings.blocks, preamble ? 1 : 0, size, null);
+    if (preamble) {
+      outline.start[0] = firstVisible;
+      outline.parent[0] = -1;
+      outline.headings[0] = '';
+      outline.paths[0] = [];
+      outline.count = 1;
+    }
+    outline.nest(headings);
+    return outline;
+  }
+
+  /** The outline of sections made earlier (by buildSections, or read back from the database). */
+  static fromSections(sections: readonly Section[]): SectionOutline {
+    const outline = new SectionOutline('', [], 0, sections.length, sections);
+    for (let k = 0; k < sections.length; k++) {
+      const s = sections[k] as Section;
+      outline.start[k] = s.start;
+      outline.level[k] = s.level;
+      outline.parent[k] = s.parentIndex ?? -1;
+    }
+    outline.count = sections.length;
+    return outline;
+  }
+
+  /** Appends the heading sections, nested by level. */
+  private nest(headings: { blocks: Block[]; levels: number[] }): void {
+    const { blocks, levels } = headings;
+    // stack of open sections (by index) with strictly increasing levels
+    const stack: number[] = [];
+    for (let h = 0; h < blocks.length; h++) {
+      const b = blocks[h] as Block;
+      const level = levels[h] as number;
+      while (stack.length > 0 && (this.level[stack[stack.length - 1] as number] as number) >= level)
+        stack.pop();
+      const k = this.count++;
+      this.start[k] = b.start;
+      this.level[k] = level;
+      this.parent[k] = stack.length > 0 ? (stack[stack.length - 1] as number) : -1;
+      stack.push(k);
+    }
+  }
+
+  /** The heading block of section k (null for the preamble and for sections made earlier). */
+  blockOf(k: number): Block | null {
+    return this.blocks[k - this.preamble] ?? null;
+  }
+
+  /** Heading text of section k ('' for the preamble). */
+  heading(k: number): string {
+    if (this.sections) return (this.sections[k] as Section).heading;
+    let heading = this.headings[k];
+    if (heading === undefined) {
+      heading = headingText(this.text, this.blocks[k - this.preamble] as Block);
+      this.headings[k] = heading;
+    }
+    return heading;
+  }
+
+  /** Heading path of section k (see buildSections). The array is the outline's own: copy it to keep it. */
+  headingPath(k: number): string[] {
+    if (this.sections) return (this.sections[k] as Section).headingPath;
+    let path = this.paths[k];
+    if (path === undefined) {
+      const heading = this.heading(k);
+      const level = this.level[k] as number;
+      const parent = this.parent[k] as number;
+      if (level === 0) path = heading === '' ? [] : [heading];
+      else if (parent >= 0 && (this.level[parent] as number) > 0)
+        path = [...this.headingPath(parent), heading];
+      else path = [heading];
+      this.paths[k] = path;
+    }
+    return path;
+  }
+
+  /** Index of the section holding `offset`; -1 before the first one (sectionAt). */
+  sectionAt(offset: number): number {
+    let lo = 0;
+    let hi = this.count - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.start[mid] as number) <= offset) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /** The top-level section of every section (topLevelIndex). */
+  topLevels(): Int32Array {
+    const top = new Int32Array(this.count);
+    const sections = this.sections;
+    for (let k = 0; k < this.count; k++) {
+      if (sections) top[k] = topLevelIndex(sections, k);
+      else {
+        const p = this.parent[k] as number;
+        top[k] = p < 0 || this.level[p] === 0 ? k : (top[p] as number);
+      }
+    }
+    return top;
+  }
 }
 
 /** The title and heading blocks with their levels (0 for a title, or for a lone h1 on top taken as one). */
@@ -143,51 +306,26 @@ function headingBlocks(
   return { blocks: headings, levels };
 }
 
-/** The sections in reading order: the preamble, if any, then one per heading, nested by level. */
-function headingTree(doc: StructureInput, headings: { blocks: Block[]; levels: number[] }): Section[] {
+/** The Section objects of an outline, their ends and last pages still open (closeSections). */
+function sectionObjects(doc: StructureInput, outline: SectionOutline): Section[] {
   const { text, pages } = doc;
-  const { blocks, levels } = headings;
   const sections: Section[] = [];
-  let firstVisible = 0;
-  while (firstVisible < text.length && isJsSpace(text.charCodeAt(firstVisible))) firstVisible++;
-  const firstHeadingStart = blocks.length > 0 ? (blocks[0] as Block).start : text.length;
-  if (firstVisible < text.length && firstVisible < firstHeadingStart) {
+  for (let k = 0; k < outline.count; k++) {
+    const start = outline.start[k] as number;
+    const parent = outline.parent[k] as number;
+    const block = outline.blockOf(k);
+    const page = block ? block.page : pageAt(pages, start);
     sections.push({
-      index: 0,
-      level: 0,
-      heading: '',
-      headingPath: [],
-      start: firstVisible,
-      end: firstHeadingStart,
-      pageStart: pageAt(pages, firstVisible),
-      pageEnd: pageAt(pages, firstVisible),
-      parentIndex: null,
+      index: k,
+      level: outline.level[k] as number,
+      heading: outline.heading(k),
+      headingPath: outline.headingPath(k),
+      start,
+      end: block ? text.length : k + 1 < outline.count ? (outline.start[k + 1] as number) : text.length,
+      pageStart: page,
+      pageEnd: page,
+      parentIndex: parent < 0 ? null : parent,
     });
-  }
-  // stack of open sections (by index) with strictly increasing levels
-  const stack: Section[] = [];
-  for (let h = 0; h < blocks.length; h++) {
-    const b = blocks[h] as Block;
-    const level = levels[h] as number;
-    while (stack.length > 0 && (stack[stack.length - 1] as Section).level >= level) stack.pop();
-    const parent = stack.length > 0 ? (stack[stack.length - 1] as Section) : null;
-    const heading = headingText(text, b);
-    let headingPath: string[];
-    if (level === 0) headingPath = heading === '' ? [] : [heading];
-    else headingPath = parent && parent.level > 0 ? [...parent.headingPath, heading] : [heading];
-    const section: Section = {
-      index: sections.length,
-      level,
-      heading,
-      headingPath,
-      start: b.start,
-      end: text.length,
-      pageStart: b.page,
-      pageEnd: b.page,
-      parentIndex: parent ? parent.index : null,
-    };
-    sections.push(section);
-    stack.push(section);
   }
   return sections;
 }

@@ -214,6 +214,8 @@ describe('chunkDocument', () => {
       const fromSegments = chunkDocument(doc, { config, sections, segments: segmentDocument(doc, sections) });
       expect(fromSegments).to.deep.equal(fromBlocks);
       expectExact(doc.text, fromBlocks);
+      // without sections the chunker reads the heading tree itself (SectionOutline), to the same result
+      expect(chunkDocument(doc, { config })).to.deep.equal(fromBlocks);
     }
   });
 

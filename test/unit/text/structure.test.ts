@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { DocumentBuilder } from '../../../src/extract/document-builder.js';
 import { segmentDocument } from '../../../src/text/segment.js';
-import { buildSections, sectionAt, topLevelIndex } from '../../../src/text/structure.js';
+import { buildSections, SectionOutline, sectionAt, topLevelIndex } from '../../../src/text/structure.js';
 import { markdownDocument } from './markdown-doc.js';
 
 describe('buildSections', () => {
@@ -78,6 +78,37 @@ describe('buildSections', () => {
     const at = doc.text.indexOf('Punkte abhaken');
     expect(sections[sectionAt(sections, at)]?.heading).to.equal('Checkliste');
     expect(sections[topLevelIndex(sections, sectionAt(sections, at))]?.heading).to.equal('Kapitel 2');
+  });
+});
+
+describe('SectionOutline', () => {
+  it('holds the tree of buildSections, from the document or from its sections', () => {
+    const md = [
+      'Vorwort.',
+      '# Teil A',
+      '## Kapitel 1',
+      '#### Tief  verschachtelt',
+      'Text.',
+      '## Kapitel 2',
+      '# Teil B',
+      '### Ohne Kapitel',
+    ].join('\n\n');
+    const doc = markdownDocument(md);
+    const sections = buildSections(doc);
+    for (const outline of [SectionOutline.of(doc), SectionOutline.fromSections(sections)]) {
+      expect(outline.count).to.equal(sections.length);
+      const top = outline.topLevels();
+      sections.forEach((s, k) => {
+        expect(outline.start[k]).to.equal(s.start);
+        expect(outline.level[k]).to.equal(s.level);
+        expect(outline.parent[k]).to.equal(s.parentIndex ?? -1);
+        expect(outline.heading(k)).to.equal(s.heading);
+        expect(outline.headingPath(k)).to.deep.equal(s.headingPath);
+        expect(top[k]).to.equal(topLevelIndex(sections, k));
+        expect(outline.sectionAt(s.start)).to.equal(k);
+      });
+    }
+    expect(sections[3]?.headingPath).to.deep.equal(['Teil A', 'Kapitel 1', 'Tief verschachtelt']);
   });
 });
 

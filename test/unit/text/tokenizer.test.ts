@@ -86,6 +86,81 @@ describe('tokenizer', () => {
     expect(countTokens('Donaudampfschifffahrtsgesellschaftskapitän')).to.equal(14);
   });
 
+  it('counts digit and symbol runs exactly wherever a step of four meets them', () => {
+    // the rules of tokenizer.ts, one character at a time, for ASCII text: the fast walk takes four
+    // characters a step and runs of digits or symbols one at a time, so runs of every length at every
+    // offset must come out the same
+    const reference = (text: string): number => {
+      let thirds = 0;
+      let i = 0;
+      while (i < text.length) {
+        const c = text[i] as string;
+        const kind = /[A-Za-z]/.test(c)
+          ? 'letter'
+          : /\d/.test(c)
+            ? 'digit'
+            : /\s/.test(c)
+              ? 'white'
+              : 'symbol';
+        let j = i + 1;
+        const same = (d: string) =>
+          kind === 'letter'
+            ? /[A-Za-z]/.test(d)
+            : kind === 'digit'
+              ? /\d/.test(d)
+              : kind === 'white'
+                ? /\s/.test(d)
+                : d === c;
+        while (j < text.length && same(text[j] as string)) j++;
+        const n = j - i;
+        if (kind === 'letter') thirds += Math.max(3, n - 1);
+        else if (kind === 'digit') thirds += 3 * Math.ceil(n / 3);
+        else if (kind === 'symbol') thirds += 3 * (1 + Math.floor((n - 1) / 4));
+        else if (c === '\n' || n > 1) thirds += 3;
+        i = j;
+      }
+      return thirds;
+    };
+    const pieces = [
+      '1',
+      '22',
+      '333',
+      '4444',
+      '55555',
+      '1234567890123',
+      '-',
+      '--',
+      '---',
+      '-----',
+      '.........',
+    ];
+    pieces.push(
+      '(1)',
+      '§§',
+      '**',
+      '1.',
+      '2024,',
+      ')(',
+      '=-=-',
+      'a',
+      'abcd',
+      'Wort',
+      ' ',
+      '  ',
+      '\n',
+      '\n\n',
+      ' \n',
+    );
+    let text = '';
+    for (let k = 0; k < 400; k++) text += pieces[(k * 7 + (k >> 3)) % pieces.length];
+    const codes = codeUnits(text);
+    for (let s = 0; s < 60; s++) {
+      for (let e = s; e <= text.length; e += 13) {
+        expect(weightThirds(codes, s, e), `${s}-${e}`).to.equal(reference(text.slice(s, e)));
+      }
+    }
+  });
+
   it('keeps the original chars/4 rule as the fallback', () => {
     expect(estimateTokensByChars('a'.repeat(2000))).to.equal(500);
     expect(estimateTokensByChars('abc')).to.equal(1);
@@ -93,6 +168,23 @@ describe('tokenizer', () => {
 });
 
 describe('sentence weights', () => {
+  it('are the same wherever a line break or blank line falls in a step of four', () => {
+    // the walk takes four characters a step from each sentence start: words of every length move the
+    // line breaks through all four places of a step
+    for (let pad = 0; pad < 8; pad++) {
+      const word = `Wort${'e'.repeat(pad)}`;
+      const text = `${word} am Zeilenende\nund weiter\n \n${word}\n\n${word} (3)\t\nnoch\n\t\n${word}\n  eingerückt`;
+      const spans = splitSentences(text);
+      expect(spans.map((s) => text.slice(s.start, s.end))).to.deep.equal([
+        `${word} am Zeilenende\nund weiter`,
+        word,
+        `${word} (3)\t\nnoch`,
+        `${word}\n  eingerückt`,
+      ]);
+      for (const s of spans) expect(s.weight).to.be.closeTo(tokenWeight(text, s.start, s.end), 1e-9);
+    }
+  });
+
   it('give each sentence the token weight the tokenizer gives its text', () => {
     const text =
       'Nach § 14 Abs. 2 BBiG gilt das. Die Frist beträgt 1.000 Tage, d. h. knapp drei Jahre!\n\n„Wirklich?“ fragte sie… ' +
