@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
-import { type BigIntStats, type Dirent, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { lstat, stat } from 'node:fs/promises';
+import {
+  type BigIntStats,
+  type Dirent,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
@@ -164,9 +171,9 @@ export async function scanSource(
   options: ScanOptions,
 ): Promise<ScanResult> {
   const root = path.resolve(sourceDir);
-  const info = await lstat(root).catch(() => undefined);
+  const info = lstatSync(root, { throwIfNoEntry: false });
   if (!info) throw new ConfigError(ErrorCodes.USAGE, `source folder ${root} does not exist`);
-  if (!(await stat(root)).isDirectory())
+  if (!statSync(root).isDirectory())
     throw new ConfigError(ErrorCodes.USAGE, `source ${root} is not a folder`);
 
   const ignored = { n: 0 };
