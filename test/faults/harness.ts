@@ -378,14 +378,20 @@ export class FaultCase {
   async waitForLease(worker: Worker, timeoutMs = 60_000): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const [row] = await this.engine.dbs.content.sql.query<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM pipeline_queue WHERE status = 'processing' AND locked_by LIKE ?",
-        [`${this.leasePrefix(worker)}%`],
-      );
-      if (Number(row?.n) > 0) return Number(row!.n);
+      const held = await this.heldBy(worker);
+      if (held > 0) return held;
       await pause(100);
     }
     return 0;
+  }
+
+  /** Queue items the worker holds a lease on now. */
+  async heldBy(worker: Worker): Promise<number> {
+    const [row] = await this.engine.dbs.content.sql.query<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM pipeline_queue WHERE status = 'processing' AND locked_by LIKE ?",
+      [`${this.leasePrefix(worker)}%`],
+    );
+    return Number(row?.n ?? 0);
   }
 
   /** SIGTERM to every worker still running; their exits are checked by verify(). */
