@@ -17,6 +17,7 @@
  * [--per-input-ms 0.2] [--batch N --concurrency N]`
  * (--batch/--concurrency override cpe's defaults, for experiments).
  */
+import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -43,6 +44,10 @@ export interface EmbeddingBenchRow {
   /** achieved throughput / the server's maximum */
   shareOfServerMax: number;
   requests: number;
+  /** the fewest and most inputs in one request (over all rounds) */
+  inputsPerRequest: [number, number];
+  /** share of the server's maximum in each round, in the order run */
+  roundShares: number[];
   /** share of the run during which the server's slots were working */
   serverBusy: number;
 }
@@ -79,7 +84,7 @@ const WORKER_ROLE = 'cpe-bench-ollama-server';
 interface ServerHandle {
   url: string;
   /** embed requests answered since the last call, and how long the server's slots were busy */
-  takeStats(): Promise<{ requests: number; busyMs: number }>;
+  takeStats(): Promise<{ requests: number; busyMs: number; smallest: number; largest: number }>;
   close(): Promise<void>;
 }
 
@@ -112,9 +117,16 @@ async function serveInWorker(): Promise<void> {
   const { url, close } = await server.start();
   parentPort!.on('message', async (message: string) => {
     if (message === 'stats') {
-      parentPort!.postMessage({ requests: server.stats.embedRequests, busyMs: server.stats.busyMs });
+      const sizes = server.batchSizes;
+      parentPort!.postMessage({
+        requests: server.stats.embedRequests,
+        busyMs: server.stats.busyMs,
+        smallest: sizes.length ? Math.min(...sizes) : 0,
+        largest: sizes.length ? Math.max(...sizes) : 0,
+      });
       server.stats.embedRequests = 0;
       server.stats.busyMs = 0;
+      sizes.length = 0;
     } else if (message === 'close') {
       await close();
       parentPort!.postMessage({ closed: true });
@@ -215,6 +227,8 @@ export async function benchEmbedding(
   const times = contenders.map(() => [] as number[]);
   const requests = contenders.map(() => [] as number[]);
   const busy = contenders.map(() => [] as number[]);
+  const sizes = contenders.map(() => [Number.POSITIVE_INFINITY, 0] as [number, number]);
+  const load = loadavg()[0];
   try {
     // warm-up (not timed): JIT, connection pools
     for (const contender of contenders) await contender.run(texts.slice(0, 1024));
@@ -228,6 +242,7 @@ export async function benchEmbedding(
         const stats = await server.takeStats();
         requests[k].push(stats.requests);
         busy[k].push(stats.busyMs / (cost.maxConcurrent * ms));
+        sizes[k] = [Math.min(sizes[k][0], stats.smallest), Math.max(sizes[k][1], stats.largest)];
         if (count !== n) throw new Error(`${contender.name}: ${count} vectors for ${n} chunks`);
       }
     }
@@ -244,21 +259,23 @@ export async function benchEmbedding(
       chunksPerSecond: Math.round((n / ms) * 1000),
       shareOfServerMax: serverMaxMs / ms,
       requests: median(requests[k]),
+      inputsPerRequest: sizes[k],
+      roundShares: times[k].map((t) => serverMaxMs / t),
       serverBusy: median(busy[k]),
     };
   });
   const header =
     `Embedding: ${n} chunks (500-800 chars), ${dims}-dim vectors, fake Ollama costing ${cost.perRequestMs} ms per request ` +
     `+ ${cost.perInputMs} ms per input with ${cost.maxConcurrent} requests at once (server maximum ` +
-    `${Math.round((n / serverMaxMs) * 1000)} chunks/s), ${rounds} interleaved rounds, medians`;
+    `${Math.round((n / serverMaxMs) * 1000)} chunks/s), ${rounds} interleaved rounds, medians; load average ${load.toFixed(1)} at the start (${loadavg()[0].toFixed(1)} at the end)`;
   const markdown = [
     header,
     '',
-    '| contender | settings | median time | chunks/s | share of server max | requests | server slots busy |',
-    '|---|---|---|---|---|---|---|',
+    '| contender | settings | median time | chunks/s | share of server max | per round | requests | inputs per request | server slots busy |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.contender} | ${r.settings} | ${r.medianMs} ms | ${r.chunksPerSecond} | ${(r.shareOfServerMax * 100).toFixed(1)}% | ${r.requests} | ${(r.serverBusy * 100).toFixed(0)}% |`,
+        `| ${r.contender} | ${r.settings} | ${r.medianMs} ms | ${r.chunksPerSecond} | ${(r.shareOfServerMax * 100).toFixed(1)}% | ${r.roundShares.map((x) => `${(x * 100).toFixed(0)}%`).join(' ')} | ${r.requests} | ${r.inputsPerRequest[0] === r.inputsPerRequest[1] ? r.inputsPerRequest[0] : r.inputsPerRequest.join('-')} | ${(r.serverBusy * 100).toFixed(0)}% |`,
     ),
   ].join('\n');
   return { rows, markdown };

@@ -12,7 +12,7 @@ const expectVectorOf = (vector: Float32Array, text: string, dims: number) => {
   for (let i = 0; i < dims; i++) expect(vector[i]).to.be.closeTo(expected[i], 1e-6);
 };
 
-describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)', () => {
+describe('Ollama embedder against a fake Ollama over HTTP', () => {
   let server: OllamaTestServer;
   let url: string;
 
@@ -50,9 +50,68 @@ describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)
     expect(server.batchSizes.every((n) => n <= 3)).to.equal(true);
   });
 
-  it('spreads a small job over the request slots instead of one request', async () => {
+  it('spreads a small job over requests of at least 16 inputs instead of one request', async () => {
     await embedder({ concurrency: 4, batchSize: 256 }).embed(texts(40));
-    expect(server.batchSizes).to.have.length(4);
+    expect(server.batchSizes).to.deep.equal([20, 20]);
+  });
+
+  it('starts a large job with a few small requests, then cuts the rest into equal ones', async () => {
+    await embedder({ concurrency: 4, batchSize: 64 }).embed(texts(1000));
+    const sizes = [...server.batchSizes].sort((a, b) => a - b);
+    expect(sizes.reduce((a, b) => a + b, 0)).to.equal(1000);
+    // 2 starters of 16 (half the slots; 1/16 of the batch size, at least 16); 968 left: 16 requests of at most 61
+    expect(sizes.slice(0, 2)).to.deep.equal([16, 16]);
+    expect(sizes.slice(2)).to.have.length(16);
+    expect(sizes.slice(2).every((n) => n >= 53 && n <= 61)).to.equal(true);
+  });
+
+  it('pools the inputs of concurrent calls into shared requests; each caller gets its own vectors', async () => {
+    const shared = embedder({ concurrency: 1, batchSize: 64 });
+    const jobs = Array.from({ length: 10 }, (_, k) => texts(5, `Dokument ${k}`));
+    const results = await Promise.all(jobs.map((job) => shared.embed(job)));
+    results.forEach((vectors, k) => {
+      expect(vectors).to.have.length(5);
+      vectors.forEach((v, i) => {
+        expectVectorOf(v, jobs[k][i], 8);
+      });
+    });
+    // 50 inputs of 10 callers in 2 requests (a small starter of 16, then the other 34), not 10
+    expect(server.requests('POST /api/embed')).to.equal(2);
+    expect(server.stats.maxInFlight).to.equal(1);
+  });
+
+  it('a bad input in a shared request fails only its own caller', async () => {
+    server.badInput = 'KAPUTT';
+    server.badInputStatus = 400;
+    const shared = embedder({ concurrency: 1, batchSize: 64 });
+    const bad = ['gut eins', 'KAPUTT', 'gut zwei'];
+    const good = texts(4, 'Nachbar');
+    const [a, b] = await Promise.allSettled([shared.embed(bad), shared.embed(good)]);
+    expect(a.status).to.equal('rejected');
+    const error = (a as PromiseRejectedResult).reason as EmbedInputError;
+    expect(error).to.be.instanceOf(EmbedInputError);
+    expect(error.failures.map((f) => f.index)).to.deep.equal([1]);
+    expectVectorOf(error.vectors[2]!, 'gut zwei', 8);
+    expect(b.status).to.equal('fulfilled');
+    (b as PromiseFulfilledResult<Float32Array[]>).value.forEach((v, i) => {
+      expectVectorOf(v, good[i], 8);
+    });
+  });
+
+  it('a caller that cancels does not fail another that shares its requests', async () => {
+    server.faults.delayMs = 200;
+    const shared = embedder({ concurrency: 1, batchSize: 64 });
+    const controller = new AbortController();
+    const first = shared.embed(texts(20, 'Abbruch'), controller.signal);
+    const second = shared.embed(texts(20, 'Bleibt'));
+    // a starter of 16 'Abbruch' first; then a request of 4 'Abbruch' and 20 'Bleibt' is in flight
+    setTimeout(() => controller.abort(), 300);
+    const [a, b] = await Promise.allSettled([first, second]);
+    expect(((a as PromiseRejectedResult).reason as CpeError).code).to.equal('CANCELLED');
+    expect(b.status).to.equal('fulfilled');
+    (b as PromiseFulfilledResult<Float32Array[]>).value.forEach((v, i) => {
+      expectVectorOf(v, `Bleibt Nummer ${i}`, 8);
+    });
   });
 
   it('retries 429 and 500 answers and dropped connections, then succeeds', async () => {
@@ -100,6 +159,25 @@ describe('Ollama embedder against a fake Ollama (real `ollama` client over HTTP)
       expect((e as Error).message).to.include('no answer within 100 ms');
     }
     expect(server.requests('POST /api/embed')).to.equal(2);
+  });
+
+  it('does not time out requests queued behind others while the host keeps answering', async () => {
+    await server.close();
+    // one request at a time, 60 ms each: the 4th of 4 sent at once is answered after 240 ms
+    server = new OllamaTestServer({
+      dimensions: 8,
+      cost: { perRequestMs: 60, perInputMs: 0, maxConcurrent: 1 },
+    });
+    url = (await server.start()).url;
+    const input = texts(32);
+    const vectors = await embedder({ batchSize: 8, concurrency: 4, timeoutMs: 100, maxRetries: 0 }).embed(
+      input,
+    );
+    vectors.forEach((v, i) => {
+      expectVectorOf(v, input[i], 8);
+    });
+    expect(server.requests('POST /api/embed')).to.equal(4);
+    expect(server.stats.maxInFlight).to.equal(4);
   });
 
   it('survives the server going down and coming back', async () => {
