@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'n
 import path from 'node:path';
 import { expect } from 'chai';
 import { archivePathFor } from '../../../src/engine/archive.js';
+import type { Engine } from '../../../src/engine/engine.js';
 import { recordSourceFiles, type ScanOptions, scanSource } from '../../../src/engine/scan.js';
 import { sha256 } from '../../../src/util/hash.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -17,10 +18,19 @@ for (const backend of testBackends()) {
   describe(`scanning a source folder (${backend})`, function () {
     this.timeout(60000);
     let setup: TestSetup;
+    let engine: Engine | undefined;
     beforeEach(() => {
       setup = createTestSetup(backend);
     });
-    afterEach(async () => setup?.cleanup());
+    afterEach(async () => {
+      await engine?.close(); // open pool connections would keep the test process alive
+      engine = undefined;
+      await setup?.cleanup();
+    });
+    const open = async () => {
+      engine = await setup.open();
+      return engine;
+    };
 
     const options = (extra: Partial<ScanOptions> = {}): ScanOptions => ({
       extensions: ['.md', '.txt'],
@@ -30,7 +40,7 @@ for (const backend of testBackends()) {
     });
 
     it('reads a file again only when its stat signature changed since it was hashed', async () => {
-      const engine = await setup.open();
+      const engine = await open();
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder(files);
       const first = await scanSource(db, source, options());
@@ -69,7 +79,7 @@ for (const backend of testBackends()) {
     });
 
     it('does not keep the signature of a file written just before the scan', async () => {
-      const engine = await setup.open();
+      const engine = await open();
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder(files);
       const first = await scanSource(db, source, options({ settleMs: 60_000 }));
@@ -80,7 +90,7 @@ for (const backend of testBackends()) {
     });
 
     it('archives new files from the bytes it hashed, and forgets files gone from the folder', async () => {
-      const engine = await setup.open();
+      const engine = await open();
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder(files);
       const archiveDir = path.join(engine.config.dataDir, 'scan-archive');
