@@ -14,7 +14,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
-import { CHUNK_COLUMNS, replaceChunks } from '../src/content/chunk-store.js';
+import { CHUNK_COLUMNS, chunkRowValues, replaceChunks } from '../src/content/chunk-store.js';
 import { type Databases, openDatabases } from '../src/db/open.js';
 import type { SqlExecutor } from '../src/db/sql.js';
 import { embedLocalHash } from '../src/embed/local-hash.js';
@@ -106,24 +106,9 @@ async function insertDocument(db: SqlExecutor, round: number): Promise<number> {
   return insertId;
 }
 
-/** The same rows as replaceChunks writes, computed the same way. */
-const chunkRow = (documentId: number, c: ChunkDraft, now: string) => [
-  documentId,
-  c.index,
-  c.content,
-  sha256(c.content),
-  c.tokenCount,
-  JSON.stringify(c.headingPath),
-  JSON.stringify({ ...c.metadata, sectionIndex: c.sectionIndex }),
-  c.start,
-  c.end,
-  c.pageStart,
-  c.pageEnd,
-  'pending',
-  'bench',
-  'bench',
-  now,
-];
+/** The same rows as replaceChunks writes, computed by the same function. */
+const chunkRow = (documentId: number, c: ChunkDraft, now: string) =>
+  chunkRowValues(documentId, c, { pipelineVersion: 'bench', stepConfigHash: 'bench' }, now);
 
 interface RawWriter {
   chunks(documentId: number, chunks: ChunkDraft[]): Promise<void>;

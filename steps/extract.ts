@@ -21,15 +21,15 @@ const extract: StepPlugin<ExtractionConfig> = {
   configSchema: extractionConfigSchema,
   async run(ctx) {
     const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
-    // one transaction for the extraction and (without a page_split step) the pages
-    await saveExtraction(ctx.db, ctx.document.id, doc, {
-      withPages: !ctx.pipeline.hasStepType('page_split'),
+    // one transaction for the extraction, (without a page_split step) the pages, and a title right away
+    // (metadata_store may refine it), so search results and contexts name the document
+    await ctx.db.transaction(async (tx) => {
+      await saveExtraction(tx, ctx.document.id, doc, { withPages: !ctx.pipeline.hasStepType('page_split') });
+      await tx.run(
+        'UPDATE documents SET page_count = ?, title = COALESCE(title, ?), updated_at = ? WHERE id = ?',
+        [doc.pages.length, chooseTitle(doc, ctx.document.filename), sqlTime(), ctx.document.id],
+      );
     });
-    // a title right away (metadata_store may refine it), so search results and contexts name the document
-    await ctx.db.run(
-      'UPDATE documents SET page_count = ?, title = COALESCE(title, ?), updated_at = ? WHERE id = ?',
-      [doc.pages.length, chooseTitle(doc, ctx.document.filename), sqlTime(), ctx.document.id],
-    );
     for (const warning of doc.warnings) ctx.log.warn(warning);
     if (doc.ocrNeeded) ctx.log.warn('no text layer on some pages: OCR needed', { ocr_needed: true });
     ctx.report({

@@ -18,9 +18,9 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadExtraction } from '../../src/content/extraction.js';
 import type { SqlExecutor } from '../../src/db/sql.js';
 import { LOCAL_EMBEDDER_MODEL } from '../../src/embed/local-hash.js';
-import type { Block, PageInfo } from '../../src/extract/types.js';
 import { open } from '../../src/index.js';
 import { searchChunks } from '../../src/retrieval/search.js';
 import { buildSections, type Section } from '../../src/text/structure.js';
@@ -201,17 +201,14 @@ export async function runRetrievalEval(options: RetrievalEvalOptions = {}): Prom
     const sectionsByFile = new Map<string, { documentId: number; text: string; sections: Section[] }>();
     const sectionsOf = async (file: string) => {
       if (sectionsByFile.has(file)) return sectionsByFile.get(file);
-      const [row] = await db.query<Record<string, any>>(
-        `SELECT d.id, e.text, e.blocks, e.pages FROM documents d JOIN document_extracts e ON e.document_id = d.id
+      const [row] = await db.query<{ id: number }>(
+        `SELECT d.id FROM documents d JOIN document_extracts e ON e.document_id = d.id
          WHERE d.filename = ? AND d.is_latest = 1 AND d.status <> 'deleted'`,
         [file],
       );
       if (!row) return undefined;
-      const doc = {
-        text: String(row.text),
-        blocks: parseJsonColumn<Block[]>(row.blocks, []),
-        pages: parseJsonColumn<PageInfo[]>(row.pages, []),
-      };
+      const doc = await loadExtraction(db, Number(row.id));
+      if (!doc) return undefined;
       const entry = { documentId: Number(row.id), text: doc.text, sections: buildSections(doc) };
       sectionsByFile.set(file, entry);
       return entry;

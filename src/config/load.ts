@@ -14,6 +14,7 @@ export interface LoadedConfig {
 
 const numberKeys = new Set<keyof AppConfig>([
   'concurrency',
+  'embedThreads',
   'leaseSeconds',
   'maxAttempts',
   'maxFileMb',

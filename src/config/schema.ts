@@ -26,6 +26,8 @@ export interface AppConfig {
   qdrantUrl?: string;
   /** embedding model; default mxbai-embed-large with Ollama, local-hash-v2 without */
   embedModel?: string;
+  /** worker threads of the local embedder; default one per core, 0 = on the main thread */
+  embedThreads?: number;
   /** default LLM provider for LLM steps: anthropic | ollama (default: whichever is configured) */
   llmProvider?: 'anthropic' | 'ollama';
   /** base URL of the Anthropic API (for proxies and tests) */
@@ -59,6 +61,7 @@ export const envNames: Record<keyof AppConfig, string> = {
   ollamaHosts: 'CPE_OLLAMA_HOST',
   qdrantUrl: 'CPE_QDRANT_URL',
   embedModel: 'CPE_EMBED_MODEL',
+  embedThreads: 'CPE_EMBED_THREADS',
   llmProvider: 'CPE_LLM_PROVIDER',
   anthropicBaseUrl: 'CPE_ANTHROPIC_BASE_URL',
   leaseSeconds: 'CPE_LEASE_SECONDS',
@@ -83,6 +86,7 @@ export const configSchema = {
     ollamaHosts: { type: 'array', items: { type: 'string', pattern: '^https?://' } },
     qdrantUrl: { type: 'string', pattern: '^https?://' },
     embedModel: { type: 'string', minLength: 1 },
+    embedThreads: { type: 'integer', minimum: 0, maximum: 256 },
     llmProvider: { enum: ['anthropic', 'ollama'] },
     anthropicBaseUrl: { type: 'string', pattern: '^https?://' },
     leaseSeconds: { type: 'integer', minimum: 5, maximum: 86400 },

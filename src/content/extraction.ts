@@ -7,7 +7,12 @@ import { extractIsolated } from '../extract/isolate.js';
 import { extractMarkdown } from '../extract/markdown.js';
 import { sniffFormat } from '../extract/sniff.js';
 import { extractTxt } from '../extract/txt.js';
-import { defaultExtractOptions, type ExtractedDocument, type ExtractOptions } from '../extract/types.js';
+import {
+  defaultExtractOptions,
+  type ExtractedDocument,
+  type ExtractOptions,
+  type PageInfo,
+} from '../extract/types.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 
@@ -112,27 +117,74 @@ export async function loadExtraction(
     documentId,
   ]);
   if (!row) return undefined;
+  const pages = parseJsonColumn<PageInfo[]>(row.pages, []);
+  let text: string | undefined = row.text;
+  if (Number(row.text_in_pages) === 1) {
+    const rows = await db.query<{ page_number: number; content: string }>(
+      'SELECT page_number, content FROM document_pages WHERE document_id = ?',
+      [documentId],
+    );
+    const contents = new Map(rows.map((r) => [Number(r.page_number), r.content]));
+    // pages that no longer match (edited by hand): the caller extracts the archived bytes again
+    text = joinPages(pages, (page) => contents.get(page.number));
+    if (text === undefined) return undefined;
+  }
   return {
     format: row.format,
-    text: row.text,
+    text: text ?? '',
     blocks: parseJsonColumn(row.blocks, []),
-    pages: parseJsonColumn(row.pages, []),
+    pages,
     metadata: parseJsonColumn(row.metadata, {}),
     ocrNeeded: Boolean(Number(row.ocr_needed)),
     warnings: [],
   };
 }
 
-/** Replaces the stored extraction of a document (one row, so the replacement is atomic). */
+/** What DocumentBuilder puts between two blocks, and so between the last block of a page and the next page's. */
+const BLOCK_SEPARATOR = '\n\n';
+
+/**
+ * The document text from its pages' texts: each non-empty page at its offset, the pages joined by the blank
+ * line between blocks. Undefined when the pages do not line up that way (then the text is not theirs to give).
+ */
+export function joinPages(
+  pages: readonly PageInfo[],
+  contentOf: (page: PageInfo) => string | undefined,
+): string | undefined {
+  const parts: string[] = [];
+  let length = 0;
+  for (const page of pages) {
+    if (page.end === page.start) continue;
+    const content = contentOf(page);
+    if (content === undefined || content.length !== page.end - page.start) return undefined;
+    const expectedStart = length === 0 ? 0 : length + BLOCK_SEPARATOR.length;
+    if (page.start !== expectedStart) return undefined;
+    if (length > 0) parts.push(BLOCK_SEPARATOR);
+    parts.push(content);
+    length = page.end;
+  }
+  return parts.join('');
+}
+
+/**
+ * Replaces the stored extraction of a document (one row, so the replacement is atomic). With the pages written
+ * in the same transaction, the text is not stored a second time when the pages reproduce it exactly
+ * (text_in_pages = 1; loadExtraction joins it back): page text and extracted text are the same characters.
+ */
 export async function saveExtraction(
   db: SqlExecutor,
   documentId: number,
   doc: ExtractedDocument,
   options: { withPages?: boolean } = {},
 ): Promise<void> {
+  const textInPages =
+    options.withPages === true &&
+    doc.text.length > 0 &&
+    joinPages(doc.pages, (page) => doc.text.slice(page.start, page.end)) === doc.text;
   const values = [
     documentId,
-    doc.text,
+    textInPages ? '' : doc.text,
+    textInPages ? 1 : 0,
     JSON.stringify(doc.blocks),
     JSON.stringify(doc.pages),
     JSON.stringify(doc.metadata),
@@ -143,7 +195,7 @@ export async function saveExtraction(
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_extracts WHERE document_id = ?', [documentId]);
     await tx.run(
-      'INSERT INTO document_extracts (document_id, text, blocks, pages, metadata, format, ocr_needed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO document_extracts (document_id, text, text_in_pages, blocks, pages, metadata, format, ocr_needed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       values,
     );
     if (options.withPages) await savePages(tx, documentId, doc);

@@ -10,7 +10,9 @@ const SQL_BATCH = 200;
 
 /**
  * Vectors by (model, SHA-256 of the prepared text) in ki_content.embedding_cache: a rerun, an unchanged chunk
- * or the same paragraph in two documents never reaches the embedder again.
+ * or the same paragraph in two documents never reaches the embedder again. embedChunks stores them at unit
+ * length, and the embedded index's chunk points refer to these rows (vector_points.vector_model, text_hash)
+ * instead of holding a copy: each vector is stored once. A row a point refers to is that point's vector.
  */
 export class EmbeddingCache {
   constructor(private readonly db: SqlExecutor) {}

@@ -13,6 +13,8 @@ export interface EmbedderSettings {
   concurrency?: number;
   timeoutMs?: number;
   maxRetries?: number;
+  /** worker threads of the local embedder (CPE_EMBED_THREADS); default one per core, 0 = main thread */
+  localThreads?: number;
 }
 
 export const DEFAULT_OLLAMA_EMBED_MODEL = 'mxbai-embed-large';
@@ -23,7 +25,7 @@ export const DEFAULT_OLLAMA_EMBED_MODEL = 'mxbai-embed-large';
  */
 export async function createEmbedder(settings: EmbedderSettings, signal?: AbortSignal): Promise<Embedder> {
   const hosts = settings.ollamaHosts.map((h) => h.trim()).filter(Boolean);
-  if (hosts.length === 0) return createLocalEmbedder();
+  if (hosts.length === 0) return createLocalEmbedder({ threads: settings.localThreads });
   const options: OllamaEmbedderOptions = {
     hosts,
     model: settings.model ?? DEFAULT_OLLAMA_EMBED_MODEL,

@@ -1,9 +1,11 @@
 import type { SqlExecutor } from '../db/sql.js';
 import type { Logger } from '../engine/plugin.js';
 import { parseJsonColumn } from '../util/json.js';
+import { sqlTime } from '../util/time.js';
 import { EmbeddingCache, textHash } from './cache.js';
 import { type ChunkContext, chunkEmbedText, DEFAULT_MAX_EMBED_CHARS, embedCharLimit } from './prepare.js';
 import { type Embedder, EmbedInputError } from './types.js';
+import { unitVector } from './vector-blob.js';
 
 export interface ChunkRow {
   id: number;
@@ -35,6 +37,53 @@ export interface EmbedChunksResult {
 }
 
 const IN_BATCH = 200;
+
+interface Prepared {
+  chunk: ChunkRow;
+  /** the text embedded for the chunk */
+  text: string;
+  /** its cache key */
+  hash: string;
+}
+
+/** chunk_vectors: which cached vector each chunk has for the model (one multi-row upsert per slice). */
+async function linkVectors(tx: SqlExecutor, model: string, rows: readonly Prepared[]): Promise<void> {
+  const now = sqlTime();
+  for (let start = 0; start < rows.length; start += IN_BATCH) {
+    const slice = rows.slice(start, start + IN_BATCH);
+    const values = slice.map(() => '(?, ?, ?, ?)').join(', ');
+    const params = slice.flatMap((p) => [p.chunk.id, model, p.hash, now]);
+    await tx.run(
+      tx.dialect === 'mysql'
+        ? `INSERT INTO chunk_vectors (chunk_id, model, text_hash, created_at) VALUES ${values}
+           ON DUPLICATE KEY UPDATE text_hash = VALUES(text_hash), created_at = VALUES(created_at)`
+        : `INSERT INTO chunk_vectors (chunk_id, model, text_hash, created_at) VALUES ${values}
+           ON CONFLICT (chunk_id, model) DO UPDATE SET text_hash = excluded.text_hash, created_at = excluded.created_at`,
+      params,
+    );
+  }
+}
+
+/** chunks.status (and embedding_model, for 'embedded') of many chunks, one statement per slice of ids. */
+async function setStatus(
+  tx: SqlExecutor,
+  ids: readonly number[],
+  status: 'embedded' | 'failed',
+  model?: string,
+): Promise<void> {
+  for (let start = 0; start < ids.length; start += IN_BATCH) {
+    const slice = ids.slice(start, start + IN_BATCH);
+    const list = slice.map(() => '?').join(',');
+    if (status === 'embedded') {
+      await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id IN (${list})`, [
+        model,
+        ...slice,
+      ]);
+    } else {
+      await tx.run(`UPDATE chunks SET status = 'failed' WHERE id IN (${list})`, [...slice]);
+    }
+  }
+}
 
 /** Title and heading path of each chunk, from SQL, so every caller embeds exactly the same text for a chunk. */
 async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Map<number, ChunkContext>> {
@@ -78,7 +127,7 @@ export async function embedChunks(
     db,
     chunks.map((c) => c.id),
   );
-  const prepared = chunks.map((c) => {
+  const prepared: Prepared[] = chunks.map((c) => {
     const text = chunkEmbedText(c.content, contexts.get(c.id) ?? {}, maxChars);
     return { chunk: c, text, hash: textHash(text) };
   });
@@ -132,34 +181,40 @@ export async function embedChunks(
         for (const f of error.failures) failedHashes.set(missing[f.index], f.message);
       }
       missing.forEach((hash, i) => {
-        const vector = got[i];
-        if (vector) {
-          vectors.set(hash, vector);
-          fresh.push({ hash, vector });
-        }
+        const raw = got[i];
+        if (!raw) return;
+        // unit length in the cache: the embedded index then refers to the cached vector instead of a copy
+        const vector = unitVector(raw);
+        vectors.set(hash, vector);
+        fresh.push({ hash, vector });
       });
     }
 
+    const embeddedHere: Prepared[] = [];
+    const failedIds: number[] = [];
+    for (const p of round) {
+      const failure = failedHashes.get(p.hash);
+      if (failure === undefined) {
+        embeddedHere.push(p);
+        continue;
+      }
+      failedIds.push(p.chunk.id);
+      result.failed.push({ chunkId: p.chunk.id, message: failure });
+    }
+    // set-based: a few multi-row statements per round, whatever the number of chunks
     await db.transaction(async (tx) => {
       if (fresh.length > 0) await cache.putMany(model, fresh, tx);
-      for (const p of round) {
-        const failure = failedHashes.get(p.hash);
-        if (failure !== undefined) {
-          await tx.run(`UPDATE chunks SET status = 'failed' WHERE id = ?`, [p.chunk.id]);
-          result.failed.push({ chunkId: p.chunk.id, message: failure });
-          continue;
-        }
-        await tx.run('DELETE FROM chunk_vectors WHERE chunk_id = ? AND model = ?', [p.chunk.id, model]);
-        await tx.run('INSERT INTO chunk_vectors (chunk_id, model, text_hash) VALUES (?, ?, ?)', [
-          p.chunk.id,
-          model,
-          p.hash,
-        ]);
-        await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id = ?`, [
-          model,
-          p.chunk.id,
-        ]);
-      }
+      await linkVectors(tx, model, embeddedHere);
+      // a chunk already marked embedded with this model (its text or context changed) keeps its row as it is
+      await setStatus(
+        tx,
+        embeddedHere
+          .filter((p) => !(p.chunk.status === 'embedded' && p.chunk.embedding_model === model))
+          .map((p) => p.chunk.id),
+        'embedded',
+        model,
+      );
+      await setStatus(tx, failedIds, 'failed');
     });
     result.cached += cachedHere;
     result.embedded += round.length - cachedHere - round.filter((p) => failedHashes.has(p.hash)).length;

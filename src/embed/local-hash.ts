@@ -1,3 +1,4 @@
+import { defaultEmbedThreads, sharedLocalEmbedPool } from './local-pool.js';
 import type { Embedder } from './types.js';
 
 /**
@@ -187,20 +188,43 @@ export function embedLocalHash(text: string, dimensions: number = LOCAL_EMBEDDER
   return vector;
 }
 
-export function createLocalEmbedder(options: { dimensions?: number } = {}): Embedder {
+export interface LocalEmbedderOptions {
+  dimensions?: number;
+  /**
+   * Worker threads that embed (CPE_EMBED_THREADS); default one per core, 0 = on the calling thread. Small
+   * calls (a search query) always run on the calling thread: a message round trip would cost more.
+   */
+  threads?: number;
+}
+
+/** Up to this many characters in one call are embedded on the calling thread (well under a millisecond). */
+const IN_THREAD_MAX_CHARS = 1000;
+
+function embedInThread(texts: string[], dimensions: number, signal?: AbortSignal): Float32Array[] {
+  const out: Float32Array[] = [];
+  for (const text of texts) {
+    signal?.throwIfAborted();
+    out.push(embedLocalHash(text, dimensions));
+  }
+  return out;
+}
+
+export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedder {
   const dimensions = options.dimensions ?? LOCAL_EMBEDDER_DIMENSIONS;
+  const threads = Math.floor(options.threads ?? defaultEmbedThreads());
+  // the pool's workers start on the first call large enough to need them
+  const pool = threads > 0 ? sharedLocalEmbedPool(threads, LOCAL_EMBEDDER_MODEL) : undefined;
   return {
     model: LOCAL_EMBEDDER_MODEL,
     dimensions,
     kind: 'local',
     location: 'in-process',
     async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-      const out: Float32Array[] = [];
-      for (const text of texts) {
-        signal?.throwIfAborted();
-        out.push(embedLocalHash(text, dimensions));
-      }
-      return out;
+      if (!pool) return embedInThread(texts, dimensions, signal);
+      let chars = 0;
+      for (const text of texts) chars += text.length;
+      if (chars <= IN_THREAD_MAX_CHARS) return embedInThread(texts, dimensions, signal);
+      return pool.embed(texts, dimensions, signal);
     },
   };
 }

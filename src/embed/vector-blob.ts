@@ -24,3 +24,17 @@ export function normalizeVector(vector: Float32Array): Float32Array {
   for (let i = 0; i < vector.length; i++) out[i] = vector[i] * scale;
   return out;
 }
+
+/** How far the squared length of a float32 vector may be from 1 and still count as unit length (rounding). */
+const UNIT_TOLERANCE = 1e-6;
+
+/**
+ * The vector itself when it is already unit length (the local embedder's and Ollama's vectors are), else a
+ * normalised copy. Keeping a unit vector's bytes as they are lets the embedded index refer to the embedding
+ * cache's row instead of storing a second, renormalised copy that differs in the last bits.
+ */
+export function unitVector(vector: Float32Array): Float32Array {
+  let norm = 0;
+  for (let i = 0; i < vector.length; i++) norm += vector[i] * vector[i];
+  return Math.abs(norm - 1) <= UNIT_TOLERANCE ? vector : normalizeVector(vector);
+}

@@ -7,10 +7,15 @@ import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
 
 // The client libraries (Anthropic SDK, Qdrant client, ...) are loaded on first use only: a command that needs
-// none of them (status, steps, pipelines) starts without paying for their import.
-const loadEmbedderFactory = () => import('../embed/create-embedder.js');
-const loadVectorFactory = () => import('../vectors/create-vector-index.js');
-const loadLlmFactory = () => import('../llm/factory.js');
+// none of them (status, steps, pipelines) starts without paying for their import. The import is made once: a
+// dynamic import() of a loaded module still goes through the module loader (and its hooks) on every call.
+const once = <T>(load: () => Promise<T>) => {
+  let loaded: Promise<T> | undefined;
+  return () => (loaded ??= load());
+};
+const loadEmbedderFactory = once(() => import('../embed/create-embedder.js'));
+const loadVectorFactory = once(() => import('../vectors/create-vector-index.js'));
+const loadLlmFactory = once(() => import('../llm/factory.js'));
 
 /**
  * Providers from configuration, created on first use and shared by every step of the process. The profile
@@ -33,7 +38,7 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       let embedder = embedders.get(key);
       if (!embedder) {
         embedder = loadEmbedderFactory().then(({ createEmbedder }) =>
-          createEmbedder({ ollamaHosts: config.ollamaHosts, model }),
+          createEmbedder({ ollamaHosts: config.ollamaHosts, model, localThreads: config.embedThreads }),
         );
         embedder.catch(() => embedders.delete(key));
         embedders.set(key, embedder);

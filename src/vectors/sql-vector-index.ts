@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
-import { normalizeVector, vectorToBlob } from '../embed/vector-blob.js';
+import { normalizeVector, unitVector, vectorToBlob } from '../embed/vector-blob.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
 import { checkStamp, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
@@ -14,6 +14,8 @@ import type {
 } from './types.js';
 
 const WRITE_BATCH = 100;
+const POINT_COLUMNS =
+  'collection, point_id, document_id, chunk_id, vector, vector_model, text_hash, payload, content_chars';
 const IN_BATCH = 200;
 const LOAD_PAGE = 5000;
 
@@ -141,15 +143,17 @@ class PackedCollection {
 
 /**
  * The embedded vector index: points in ki_content.vector_points (SQLite or MariaDB, through SqlExecutor), vectors
- * as float32 BLOBs normalised at write time, exact cosine search in process over a packed matrix loaded once
- * per collection and kept current on this process's writes. Writes by other processes bump the collection's
- * revision; a search that sees a newer revision reloads.
+ * as unit-length float32 BLOBs, exact cosine search in process over a packed matrix loaded once per collection
+ * and kept current on this process's writes. A point whose vector is an embedding_cache row (a chunk's, see
+ * VectorPoint.cached) refers to that row instead of holding a second copy; other points hold their vector.
+ * Writes by other processes bump the collection's revision; a search that sees a newer revision reloads.
  */
 export class SqlVectorIndex implements VectorIndex {
   readonly kind = 'embedded' as const;
   readonly location: string;
   private readonly memory = new Map<string, PackedCollection>();
   private readonly loading = new Map<string, Promise<PackedCollection>>();
+  private readonly creating = new Map<string, Promise<void>>();
 
   private readonly loadPage: number;
 
@@ -165,7 +169,24 @@ export class SqlVectorIndex implements VectorIndex {
   async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
     const stamp = await readStamp(this.db, 'embedded', name);
     if (stamp) return checkStamp(stamp, spec);
-    await writeStamp(this.db, 'embedded', name, this.location, spec);
+    // documents processed concurrently all find the collection missing: one of them creates it
+    let creating = this.creating.get(name);
+    if (!creating) {
+      creating = this.createStamp(name, spec).finally(() => this.creating.delete(name));
+      this.creating.set(name, creating);
+    }
+    await creating;
+    const created = await readStamp(this.db, 'embedded', name);
+    if (created) checkStamp(created, spec);
+  }
+
+  private async createStamp(name: string, spec: CollectionSpec): Promise<void> {
+    try {
+      await writeStamp(this.db, 'embedded', name, this.location, spec);
+    } catch (error) {
+      // another process created it at the same moment (duplicate key): the caller checks that stamp
+      if (!(await readStamp(this.db, 'embedded', name))) throw error;
+    }
   }
 
   async describeCollection(name: string): Promise<CollectionInfo> {
@@ -235,12 +256,23 @@ export class SqlVectorIndex implements VectorIndex {
         throw new CpeError(ErrorCodes.STEP_FAILED, `point ${p.id}: payload.document_id must be an integer`);
       }
       const chunkId = p.payload.chunk_id === undefined ? null : Number(p.payload.chunk_id);
+      const vector = unitVector(p.vector);
+      // a unit vector that is an embedding_cache row is stored as a reference to it, not a second time
+      const cached = vector === p.vector ? p.cached : undefined;
+      // a chunk's text is in chunks.content: the payload keeps its length only and search reads it from there
+      const contentChars =
+        p.contentFromChunk && chunkId !== null && typeof p.payload.content === 'string'
+          ? p.payload.content.length
+          : null;
+      const payload = contentChars === null ? p.payload : { ...p.payload, content: undefined };
       return {
         id: p.id,
         documentId,
         chunkId,
-        vector: normalizeVector(p.vector),
-        payload: JSON.stringify(p.payload),
+        vector,
+        cached,
+        contentChars,
+        payload: JSON.stringify(payload),
       };
     });
     await this.write(
@@ -248,23 +280,28 @@ export class SqlVectorIndex implements VectorIndex {
       async (tx) => {
         for (let start = 0; start < rows.length; start += WRITE_BATCH) {
           const slice = rows.slice(start, start + WRITE_BATCH);
-          const values = slice.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
+          const values = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
           const params = slice.flatMap((r) => [
             collection,
             r.id,
             r.documentId,
             r.chunkId,
-            vectorToBlob(r.vector),
+            r.cached ? null : vectorToBlob(r.vector),
+            r.cached?.model ?? null,
+            r.cached?.textHash ?? null,
             r.payload,
+            r.contentChars,
           ]);
           const sql =
             tx.dialect === 'mysql'
-              ? `INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ${values}
+              ? `INSERT INTO vector_points (${POINT_COLUMNS}) VALUES ${values}
                  ON DUPLICATE KEY UPDATE document_id = VALUES(document_id), chunk_id = VALUES(chunk_id),
-                 vector = VALUES(vector), payload = VALUES(payload)`
-              : `INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ${values}
+                 vector = VALUES(vector), vector_model = VALUES(vector_model), text_hash = VALUES(text_hash),
+                 payload = VALUES(payload), content_chars = VALUES(content_chars)`
+              : `INSERT INTO vector_points (${POINT_COLUMNS}) VALUES ${values}
                  ON CONFLICT (collection, point_id) DO UPDATE SET document_id = excluded.document_id,
-                 chunk_id = excluded.chunk_id, vector = excluded.vector, payload = excluded.payload,
+                 chunk_id = excluded.chunk_id, vector = excluded.vector, vector_model = excluded.vector_model,
+                 text_hash = excluded.text_hash, payload = excluded.payload, content_chars = excluded.content_chars,
                  updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')`;
           await tx.run(sql, params);
         }
@@ -341,21 +378,24 @@ export class SqlVectorIndex implements VectorIndex {
     const packed = new PackedCollection(dimensions, Number(row?.revision ?? 0), Number(n) + 16);
     // pages in storage order: SQLite by rowid (a sequential scan), InnoDB by its clustered primary key
     const sqlite = this.db.dialect === 'sqlite';
+    const key = sqlite ? 'vp.rowid' : 'vp.point_id';
     let after: string | number = sqlite ? -1 : '';
     for (;;) {
       const page = await this.db.query<{
         k: string | number;
         point_id: string;
         document_id: number;
-        vector: Uint8Array;
+        vector: Uint8Array | null;
       }>(
-        sqlite
-          ? 'SELECT rowid AS k, point_id, document_id, vector FROM vector_points WHERE collection = ? AND rowid > ? ORDER BY rowid LIMIT ?'
-          : 'SELECT point_id AS k, point_id, document_id, vector FROM vector_points WHERE collection = ? AND point_id > ? ORDER BY point_id LIMIT ?',
+        `SELECT ${key} AS k, vp.point_id, vp.document_id, COALESCE(vp.vector, ec.vector) AS vector
+         FROM vector_points vp
+         LEFT JOIN embedding_cache ec ON ec.model = vp.vector_model AND ec.text_hash = vp.text_hash
+         WHERE vp.collection = ? AND ${key} > ? ORDER BY ${key} LIMIT ?`,
         [collection, after, this.loadPage],
       );
       for (const p of page) {
-        if (p.vector.byteLength !== dimensions * 4) continue; // a wrong-size row is reported by verify, not searched
+        // a wrong-size or missing vector (its cache row deleted) is reported by verify, not searched
+        if (!p.vector || p.vector.byteLength !== dimensions * 4) continue;
         packed.set(p.point_id, Number(p.document_id), p.vector);
       }
       if (page.length < this.loadPage) break;
@@ -382,12 +422,24 @@ export class SqlVectorIndex implements VectorIndex {
     const best = packed.top(normalizeVector(vector), options.limit, allowed);
     if (best.length === 0) return [];
     const ids = best.map((b) => packed.ids[b.row]);
-    const rows = await this.db.query<{ point_id: string; payload: string }>(
-      `SELECT point_id, payload FROM vector_points WHERE collection = ? AND point_id IN (${ids.map(() => '?').join(',')})`,
+    const rows = await this.db.query<{
+      point_id: string;
+      payload: string;
+      content_chars: number | null;
+      chunk_content: string | null;
+    }>(
+      `SELECT vp.point_id, vp.payload, vp.content_chars, c.content AS chunk_content
+       FROM vector_points vp LEFT JOIN chunks c ON c.id = vp.chunk_id AND vp.content_chars IS NOT NULL
+       WHERE vp.collection = ? AND vp.point_id IN (${ids.map(() => '?').join(',')})`,
       [collection, ...ids],
     );
     const payloads = new Map(
-      rows.map((r) => [r.point_id, parseJsonColumn<Record<string, unknown>>(r.payload, {})]),
+      rows.map((r) => {
+        const payload = parseJsonColumn<Record<string, unknown>>(r.payload, {});
+        if (r.content_chars !== null && r.chunk_content !== null)
+          payload.content = r.chunk_content.slice(0, Number(r.content_chars));
+        return [r.point_id, payload];
+      }),
     );
     return best
       .map((b, k) => ({ id: ids[k], score: b.score, payload: payloads.get(ids[k]) }))
@@ -402,11 +454,16 @@ export class SqlVectorIndex implements VectorIndex {
     return rows.map((r) => ({ id: r.point_id, documentId: Number(r.document_id) }));
   }
 
-  /** Points whose stored vector does not have the collection's size (only possible after manual edits). */
+  /**
+   * Points whose vector does not have the collection's size (only possible after manual edits), or that refer
+   * to an embedding_cache row that is gone.
+   */
   async wrongSizePoints(collection: string, dimensions: number): Promise<string[]> {
-    const length = this.db.dialect === 'mysql' ? 'LENGTH(vector)' : 'length(vector)';
+    const length = this.db.dialect === 'mysql' ? 'LENGTH' : 'length';
     const rows = await this.db.query<{ point_id: string }>(
-      `SELECT point_id FROM vector_points WHERE collection = ? AND ${length} <> ?`,
+      `SELECT vp.point_id FROM vector_points vp
+       LEFT JOIN embedding_cache ec ON ec.model = vp.vector_model AND ec.text_hash = vp.text_hash
+       WHERE vp.collection = ? AND COALESCE(${length}(COALESCE(vp.vector, ec.vector)), 0) <> ?`,
       [collection, dimensions * 4],
     );
     return rows.map((r) => r.point_id);

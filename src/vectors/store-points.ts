@@ -81,9 +81,57 @@ async function otherVersions(db: SqlExecutor, sourcePath: string, documentId: nu
   return rows.map((r) => Number(r.id));
 }
 
+const IN_BATCH = 200;
+
+/** chunks.qdrant_id = NULL for the chunks of these documents that still name a point. */
 async function clearPointIds(db: SqlExecutor, documentIds: readonly number[]): Promise<void> {
-  for (const id of documentIds)
-    await db.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [id]);
+  for (let start = 0; start < documentIds.length; start += IN_BATCH) {
+    const slice = documentIds.slice(start, start + IN_BATCH);
+    await db.run(
+      `UPDATE chunks SET qdrant_id = NULL WHERE document_id IN (${slice.map(() => '?').join(',')}) AND qdrant_id IS NOT NULL`,
+      [...slice],
+    );
+  }
+}
+
+/**
+ * What makes chunks.qdrant_id say which chunks have a point: the point id for stored ones, NULL for the rest. The
+ * chunk step writes the (deterministic) point id with the chunk, so usually nothing differs and no chunk row is
+ * rewritten.
+ */
+function pointIdChanges(
+  chunks: ReadonlyArray<{ id: number; qdrant_id: string | null }>,
+  pointOf: ReadonlyMap<number, string>,
+): { set: Array<[number, string]>; clear: number[] } {
+  const set: Array<[number, string]> = [];
+  const clear: number[] = [];
+  for (const chunk of chunks) {
+    const id = Number(chunk.id);
+    const want = pointOf.get(id) ?? null;
+    if ((chunk.qdrant_id ?? null) === want) continue;
+    if (want === null) clear.push(id);
+    else set.push([id, want]);
+  }
+  return { set, clear };
+}
+
+/** Writes pointIdChanges, one statement per slice. */
+async function writePointIds(
+  db: SqlExecutor,
+  { set, clear }: { set: ReadonlyArray<[number, string]>; clear: readonly number[] },
+): Promise<void> {
+  for (let start = 0; start < set.length; start += IN_BATCH) {
+    const slice = set.slice(start, start + IN_BATCH);
+    await db.run(
+      `UPDATE chunks SET qdrant_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
+       WHERE id IN (${slice.map(() => '?').join(',')})`,
+      [...slice.flat(), ...slice.map(([id]) => id)],
+    );
+  }
+  for (let start = 0; start < clear.length; start += IN_BATCH) {
+    const slice = clear.slice(start, start + IN_BATCH);
+    await db.run(`UPDATE chunks SET qdrant_id = NULL WHERE id IN (${slice.map(() => '?').join(',')})`, slice);
+  }
 }
 
 /**
@@ -131,8 +179,17 @@ export async function storeDocumentPoints(
   const model = embedder.model;
   await index.ensureCollection(options.collection, { size: embedder.dimensions, distance: 'Cosine', model });
 
-  const rows = await db.query<any>(
-    `SELECT c.id, c.chunk_index, c.content, c.heading_path, c.page_start, ec.vector
+  const rows = await db.query<{
+    id: number;
+    chunk_index: number;
+    content: string;
+    heading_path: unknown;
+    page_start: number | null;
+    qdrant_id: string | null;
+    text_hash: string | null;
+    vector: Uint8Array | null;
+  }>(
+    `SELECT c.id, c.chunk_index, c.content, c.heading_path, c.page_start, c.qdrant_id, cv.text_hash, ec.vector
      FROM chunks c
      LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
      LEFT JOIN embedding_cache ec ON ec.model = cv.model AND ec.text_hash = cv.text_hash
@@ -140,9 +197,10 @@ export async function storeDocumentPoints(
     [model, doc.id],
   );
   const points: VectorPoint[] = [];
+  const pointOf = new Map<number, string>();
   let withoutVector = 0;
   for (const row of rows) {
-    if (!row.vector) {
+    if (!row.vector || row.text_hash === null) {
       withoutVector++;
       continue;
     }
@@ -151,11 +209,16 @@ export async function storeDocumentPoints(
       withoutVector++;
       continue;
     }
+    const id = chunkPointId(doc.id, Number(row.chunk_index));
+    // the vector is the cache's row and the content the chunk's: the embedded index refers to both
     points.push({
-      id: chunkPointId(doc.id, Number(row.chunk_index)),
+      id,
       vector,
       payload: chunkPayload(doc, row),
+      cached: { model, textHash: row.text_hash },
+      contentFromChunk: true,
     });
+    pointOf.set(Number(row.id), id);
   }
 
   await index.upsert(options.collection, points);
@@ -164,14 +227,13 @@ export async function storeDocumentPoints(
   const others = await otherVersions(db, doc.source_path, doc.id);
   for (const other of others) await index.deleteByDocument(options.collection, other);
 
-  await db.transaction(async (tx) => {
-    await tx.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [doc.id]);
-    for (const p of points) {
-      await tx.run('UPDATE chunks SET qdrant_id = ? WHERE id = ?', [p.id, Number(p.payload.chunk_id)]);
-    }
-    for (const other of others)
-      await tx.run('UPDATE chunks SET qdrant_id = NULL WHERE document_id = ?', [other]);
-  });
+  const changes = pointIdChanges(rows, pointOf);
+  if (changes.set.length > 0 || changes.clear.length > 0 || others.length > 0) {
+    await db.transaction(async (tx) => {
+      await writePointIds(tx, changes);
+      await clearPointIds(tx, others);
+    });
+  }
   if (withoutVector > 0) {
     services.log?.warn('chunks without a vector were not stored', {
       documentId: doc.id,
@@ -194,6 +256,6 @@ export async function removeDocumentPoints(
   ]);
   const ids = rows.map((r) => Number(r.id));
   for (const id of ids) await index.deleteByDocument(collection, id);
-  await clearPointIds(services.db, ids);
+  await services.db.transaction((tx) => clearPointIds(tx, ids));
   return ids;
 }

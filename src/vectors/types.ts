@@ -10,6 +10,16 @@ export interface VectorPoint {
   id: string;
   vector: Float32Array;
   payload: Record<string, unknown>;
+  /**
+   * The embedding_cache row that holds exactly this vector, when there is one: the embedded index then stores
+   * a reference instead of a second copy. Qdrant ignores it.
+   */
+  cached?: { model: string; textHash: string };
+  /**
+   * payload.content is the beginning of chunks.content of payload.chunk_id: the embedded index reads it from
+   * there when it returns the payload instead of storing the text a second time. Qdrant ignores it.
+   */
+  contentFromChunk?: boolean;
 }
 
 export interface VectorSearchResult {

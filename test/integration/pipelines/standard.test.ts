@@ -45,6 +45,23 @@ for (const backend of testBackends()) {
         true,
       );
 
+      // each vector and text stored once: points refer to their chunk's cached vector, chunks name their point
+      // from the start, and the extracted text is the pages' text
+      const points = await db.query<Record<string, any>>(
+        `SELECT vp.vector, vp.text_hash, cv.text_hash AS chunk_hash, vp.point_id, c.qdrant_id
+         FROM vector_points vp JOIN chunks c ON c.id = vp.chunk_id
+         LEFT JOIN chunk_vectors cv ON cv.chunk_id = vp.chunk_id AND cv.model = vp.vector_model`,
+      );
+      expect(points).to.have.length(chunks.length);
+      expect(points.filter((p) => p.vector !== null)).to.deep.equal([]);
+      expect(points.every((p) => p.text_hash === p.chunk_hash && p.point_id === p.qdrant_id)).to.equal(true);
+      const extracts = await db.query<Record<string, any>>(
+        'SELECT text, text_in_pages FROM document_extracts',
+      );
+      expect(extracts.map((e) => [Number(e.text_in_pages), e.text])).to.deep.equal(
+        new Array(6).fill([1, '']),
+      );
+
       const latin1 = await db.query<{ content: string }>(
         "SELECT c.content FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.filename = 'checkliste-seminar.txt'",
       );

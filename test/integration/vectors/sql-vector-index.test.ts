@@ -1,8 +1,9 @@
 import { expect } from 'chai';
+import { blobToVector, vectorToBlob } from '../../../src/embed/vector-blob.js';
 import { CpeError } from '../../../src/errors.js';
 import { chunkPointId } from '../../../src/vectors/point-id.js';
 import { SqlVectorIndex } from '../../../src/vectors/sql-vector-index.js';
-import { backends, openTestDatabases, type TestDatabases } from './helpers.js';
+import { backends, insertChunks, insertDocument, openTestDatabases, type TestDatabases } from './helpers.js';
 
 const spec = { size: 4, distance: 'Cosine' as const, model: 'test-model' };
 const v = (...values: number[]) => Float32Array.from(values);
@@ -117,6 +118,73 @@ for (const backend of backends()) {
       const hits = await fresh.search('documents', v(1, 0, 0, 1), { limit: 100 });
       expect(hits.map((h) => h.id).sort()).to.deep.equal(points.map((p) => p.id).sort());
       expect(hits[0].id).to.equal(chunkPointId(10, 0));
+    });
+
+    it('stores a cached unit vector as a reference to embedding_cache, once, and searches it after a reload', async () => {
+      const unit = v(0.6, 0.8, 0, 0);
+      await t.db.run(
+        'INSERT INTO embedding_cache (model, text_hash, dimensions, vector) VALUES (?, ?, ?, ?)',
+        ['test-model', 'a'.repeat(64), 4, vectorToBlob(unit)],
+      );
+      const notUnit = v(3, 4, 0, 0);
+      await index.upsert('documents', [
+        { ...point(1, 0, unit), cached: { model: 'test-model', textHash: 'a'.repeat(64) } },
+        // not unit length: the index normalises it, so it is not the cache's bytes and is stored inline
+        { ...point(1, 1, notUnit), cached: { model: 'test-model', textHash: 'b'.repeat(64) } },
+        point(2, 0, v(0, 0, 1, 0)),
+      ]);
+      const rows = await t.db.query<Record<string, any>>(
+        'SELECT point_id, vector, vector_model, text_hash FROM vector_points',
+      );
+      const byId = new Map(rows.map((r) => [r.point_id, r]));
+      expect(byId.get(chunkPointId(1, 0))).to.deep.include({
+        vector: null,
+        vector_model: 'test-model',
+        text_hash: 'a'.repeat(64),
+      });
+      expect(byId.get(chunkPointId(1, 1))).to.deep.include({ vector_model: null, text_hash: null });
+      expect(blobToVector(byId.get(chunkPointId(1, 1))!.vector)).to.deep.equal(v(0.6, 0.8, 0, 0));
+      expect(byId.get(chunkPointId(2, 0))!.vector).to.not.equal(null);
+
+      // another process loads the referenced vector from the cache
+      const fresh = new SqlVectorIndex(t.db);
+      const hits = await fresh.search('documents', v(0.6, 0.8, 0, 0), { limit: 3 });
+      expect(hits.slice(0, 2).map((h) => h.id)).to.have.members([chunkPointId(1, 0), chunkPointId(1, 1)]);
+      expect(hits[0].score).to.be.closeTo(1, 1e-6);
+      expect(await fresh.wrongSizePoints('documents', 4)).to.deep.equal([]);
+
+      // a point whose cache row is gone has no vector: not searched, reported by verify's check
+      await t.db.run('DELETE FROM embedding_cache');
+      const afterDelete = new SqlVectorIndex(t.db);
+      const left = await afterDelete.search('documents', v(0.6, 0.8, 0, 0), { limit: 3 });
+      expect(left.map((h) => h.id)).to.have.members([chunkPointId(1, 1), chunkPointId(2, 0)]);
+      expect(await afterDelete.wrongSizePoints('documents', 4)).to.deep.equal([chunkPointId(1, 0)]);
+    });
+
+    it('keeps a chunk point’s text in chunks only and puts it back into the payload of a hit', async () => {
+      const documentId = await insertDocument(t.db, { sourcePath: '/src/a.md' });
+      const text = 'Der Urlaubsanspruch beträgt 30 Arbeitstage im Kalenderjahr.';
+      const [chunkId] = await insertChunks(t.db, documentId, [text]);
+      await index.upsert('documents', [
+        {
+          id: chunkPointId(documentId, 0),
+          vector: v(1, 0, 0, 0),
+          payload: { document_id: documentId, chunk_id: chunkId, chunk_index: 0, content: text.slice(0, 20) },
+          contentFromChunk: true,
+        },
+      ]);
+      const [row] = await t.db.query<{ payload: string; content_chars: number }>(
+        'SELECT payload, content_chars FROM vector_points',
+      );
+      expect(JSON.parse(row!.payload)).to.not.have.property('content');
+      expect(Number(row!.content_chars)).to.equal(20);
+      const [hit] = await new SqlVectorIndex(t.db).search('documents', v(1, 0, 0, 0), { limit: 1 });
+      expect(hit!.payload).to.deep.equal({
+        document_id: documentId,
+        chunk_id: chunkId,
+        chunk_index: 0,
+        content: 'Der Urlaubsanspruch ',
+      });
     });
 
     it('refuses vectors of the wrong size', async () => {

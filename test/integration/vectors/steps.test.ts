@@ -1,10 +1,12 @@
 import { expect } from 'chai';
+import { replaceChunks } from '../../../src/content/chunk-store.js';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
-import type { Embedder } from '../../../src/embed/types.js';
+import { type Embedder, EmbedInputError } from '../../../src/embed/types.js';
 import type { CpeError } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
+import type { ChunkDraft } from '../../../src/text/chunk.js';
 import { chunkPointId } from '../../../src/vectors/point-id.js';
 import { SqlVectorIndex } from '../../../src/vectors/sql-vector-index.js';
 import type { VectorIndex } from '../../../src/vectors/types.js';
@@ -153,6 +155,88 @@ for (const backend of backends()) {
       );
       expect(embedder.texts).to.have.length(3);
       expect(await index.count('documents')).to.equal(3);
+    });
+
+    it('chunks name their point from the start; a chunk the embedder rejects is failed and loses its point id', async () => {
+      const docId = await insertDocument(t.db, { sourcePath: '/src/d.md', title: 'D' });
+      const drafts = ['Erster Absatz.', 'Kaputter Absatz.', 'Dritter Absatz.'].map((content, index) => ({
+        index,
+        content,
+        start: 0,
+        end: content.length,
+        tokenCount: 3,
+        headingPath: [],
+        pageStart: 1,
+        pageEnd: 1,
+        sectionIndex: 0,
+        metadata: {} as ChunkDraft['metadata'],
+      }));
+      await replaceChunks(t.db, docId, drafts, { pipelineVersion: 'test', stepConfigHash: 'test' });
+      const pointIds = [0, 1, 2].map((i) => chunkPointId(docId, i));
+      const before = await t.db.query<any>('SELECT qdrant_id FROM chunks ORDER BY chunk_index');
+      expect(before.map((c) => c.qdrant_id)).to.deep.equal(pointIds);
+
+      const local = createLocalEmbedder();
+      const rejecting: Embedder = {
+        ...local,
+        model: local.model,
+        dimensions: local.dimensions,
+        embed: async (texts) => {
+          const vectors: Array<Float32Array | undefined> = await local.embed(texts);
+          const bad = texts.findIndex((x) => x.includes('Kaputter'));
+          if (bad < 0) return vectors as Float32Array[];
+          vectors[bad] = undefined;
+          throw new EmbedInputError(local.model, vectors, [{ index: bad, message: 'input rejected' }]);
+        },
+      };
+      const ctx = makeCtx({
+        db: t.db,
+        providers: makeProviders(rejecting, index),
+        config: embedConfig,
+        type: 'embed',
+        document: { id: docId, sourcePath: '/src/d.md' },
+      });
+      await embed.run(ctx);
+      const after = await t.db.query<any>(
+        'SELECT status, embedding_model, qdrant_id FROM chunks ORDER BY chunk_index',
+      );
+      expect(after).to.deep.equal([
+        { status: 'embedded', embedding_model: 'local-hash-v2', qdrant_id: pointIds[0] },
+        { status: 'failed', embedding_model: null, qdrant_id: null },
+        { status: 'embedded', embedding_model: 'local-hash-v2', qdrant_id: pointIds[2] },
+      ]);
+      expect((await index.listPoints('documents')).map((p) => p.id).sort()).to.deep.equal(
+        [pointIds[0], pointIds[2]].sort(),
+      );
+      expect(ctx.reports[0]).to.include({ embedded: 2, failed: 1, pointsStored: 2 });
+      // each vector once: in the cache, the points refer to it
+      const [{ inline }] = await t.db.query<any>(
+        'SELECT COUNT(*) AS inline FROM vector_points WHERE vector IS NOT NULL',
+      );
+      expect(Number(inline)).to.equal(0);
+    });
+
+    it('points refer to the cached vectors: verify finds points whose cache row is gone, and repair rebuilds them from SQL', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const services = { db: t.db, providers };
+      const docId = await insertDocument(t.db, { sourcePath: '/src/e.md', title: 'E' });
+      await insertChunks(t.db, docId, ['Brandschutzordnung Teil A.', 'Fluchtwege freihalten.']);
+      const document = { id: docId, sourcePath: '/src/e.md' };
+      await embed.run(makeCtx({ db: t.db, providers, config: embedConfig, type: 'embed', document }));
+      expect((await verifyIndex(services)).ok).to.equal(true);
+
+      await t.db.run('DELETE FROM embedding_cache');
+      const report = await verifyIndex(services);
+      expect(report.ok).to.equal(false);
+      expect(report.counts).to.include({ wrongSize: 2 });
+      const repaired = await verifyIndex(services, { repair: true });
+      expect(repaired.ok).to.equal(true);
+      const [{ n }] = await t.db.query<any>(
+        'SELECT COUNT(*) AS n FROM vector_points vp JOIN embedding_cache ec ON ec.model = vp.vector_model AND ec.text_hash = vp.text_hash',
+      );
+      expect(Number(n)).to.equal(2);
+      const hits = await searchChunks(services, 'Fluchtwege', { limit: 1 });
+      expect(hits[0]?.chunk_index).to.equal(1);
     });
 
     it('an unchanged chunk text in a new version comes from the cache, not the embedder', async () => {

@@ -1,0 +1,30 @@
+/**
+ * Entry point of a local-hash-v2 worker thread (see local-pool.ts): embeds each job's texts with the same
+ * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied).
+ */
+import { parentPort } from 'node:worker_threads';
+import { embedLocalHash } from './local-hash.js';
+
+export interface LocalEmbedJob {
+  id: number;
+  texts: string[];
+  dimensions: number;
+}
+
+export type LocalEmbedReply = { id: number; vectors: Float32Array[] } | { id: number; error: string };
+
+parentPort?.on('message', (job: LocalEmbedJob) => {
+  let vectors: Float32Array[];
+  try {
+    vectors = job.texts.map((text) => embedLocalHash(text, job.dimensions));
+  } catch (error) {
+    const reply: LocalEmbedReply = { id: job.id, error: (error as Error)?.message ?? String(error) };
+    parentPort?.postMessage(reply);
+    return;
+  }
+  const reply: LocalEmbedReply = { id: job.id, vectors };
+  parentPort?.postMessage(
+    reply,
+    vectors.map((v) => v.buffer as ArrayBuffer),
+  );
+});

@@ -1,0 +1,258 @@
+/**
+ * The local embedder on worker threads: the hashing embedder is plain CPU work (a millisecond or more per
+ * 2000-character chunk), the largest single cost of an ingestion pass, and on the main thread it waits behind
+ * (and holds up) extraction, chunking and SQL. A few workers take it to the other cores.
+ *
+ * Workers start on first use and are unreferenced while idle, so they never keep the process alive (a CLI
+ * command exits as soon as its work is done); a worker is referenced only while it computes a job someone
+ * awaits. A call's texts are cut into contiguous parts of similar length, one per worker, and queued; each
+ * worker takes one part at a time. A worker that throws, dies or is stopped rejects only the part it was
+ * computing, with an error that says so, and is replaced on the next part.
+ *
+ * The worker runs the same module tree as the caller: the compiled JavaScript in dist/, or the TypeScript
+ * sources under tsx (tests, scripts). Node 20 does not hand the parent's ESM loader hooks to worker threads,
+ * so a TypeScript worker registers tsx's CommonJS hook itself and requires its entry through it.
+ */
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { CpeError, ErrorCodes, ProviderError } from '../errors.js';
+import type { LocalEmbedJob, LocalEmbedReply } from './local-pool-worker.js';
+
+const workerUrl = new URL(
+  `./local-pool-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+  import.meta.url,
+);
+
+/**
+ * A worker's young generation (V8 sizes it at 32 MB and more by default): embedding makes only short-lived
+ * garbage (words, feature maps), and a small nursery keeps each worker's resident set ~20 MB smaller at no
+ * measurable cost in speed.
+ */
+const WORKER_YOUNG_GENERATION_MB = 4;
+
+/** A worker thread running local-pool-worker; the parent's flags (tsx, inspector) are not passed on. */
+export function spawnLocalEmbedWorker(): Worker {
+  const options = { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } };
+  if (!workerUrl.pathname.endsWith('.ts')) return new Worker(workerUrl, options);
+  // createRequire, not import.meta.resolve: under mocha/tsx this module may run as CommonJS
+  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
+  const entry = fileURLToPath(workerUrl);
+  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`, {
+    ...options,
+    eval: true,
+  });
+}
+
+/** One worker per core: embedding is the larger part of an ingestion's CPU work, and an idle worker costs no CPU. */
+export function defaultEmbedThreads(): number {
+  return Math.max(1, availableParallelism());
+}
+
+/**
+ * Below this many characters a part is not worth a message: the round trip costs about as much as embedding
+ * a few hundred characters, and a part of this size is several milliseconds of work.
+ */
+const MIN_PART_CHARS = 4000;
+
+interface Part {
+  texts: string[];
+  dimensions: number;
+  settled: boolean;
+  resolve(vectors: Float32Array[]): void;
+  reject(error: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  job?: { id: number; part: Part };
+  gone: boolean;
+}
+
+export interface LocalEmbedPoolOptions {
+  /** worker threads at most (at least 1) */
+  size: number;
+  /** names the embedder in error messages */
+  name?: string;
+  /** starts one worker (default spawnLocalEmbedWorker); tests substitute workers that fail */
+  spawn?: () => Worker;
+}
+
+/** Contiguous runs of texts with about the same number of characters each, `maxParts` runs at most. */
+export function splitByLength(texts: readonly string[], maxParts: number): string[][] {
+  const count = Math.max(1, Math.min(maxParts, texts.length));
+  const total = texts.reduce((sum, t) => sum + t.length, 0);
+  const parts: string[][] = [];
+  let current: string[] = [];
+  let done = 0;
+  for (let i = 0; i < texts.length; i++) {
+    current.push(texts[i]!);
+    done += texts[i]!.length;
+    const left = texts.length - i - 1;
+    const wanted = count - parts.length - 1;
+    if (wanted > 0 && (left === wanted || (left > wanted && done >= (total * (parts.length + 1)) / count))) {
+      parts.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) parts.push(current);
+  return parts;
+}
+
+export class LocalEmbedPool {
+  readonly size: number;
+  private readonly name: string;
+  private readonly spawn: () => Worker;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Part[] = [];
+  private nextId = 1;
+
+  constructor(options: LocalEmbedPoolOptions) {
+    this.size = Math.max(1, Math.floor(options.size));
+    this.name = options.name ?? 'local embedder';
+    this.spawn = options.spawn ?? spawnLocalEmbedWorker;
+  }
+
+  /** worker threads running now (started on demand, at most `size`) */
+  get threads(): number {
+    return this.slots.length;
+  }
+
+  /** One vector per text, in order, computed on the workers. */
+  async embed(texts: readonly string[], dimensions: number, signal?: AbortSignal): Promise<Float32Array[]> {
+    signal?.throwIfAborted();
+    if (texts.length === 0) return [];
+    const chars = texts.reduce((sum, t) => sum + t.length, 0);
+    const count = Math.max(1, Math.min(this.size, Math.ceil(chars / MIN_PART_CHARS)));
+    const parts: Part[] = [];
+    const settled = splitByLength(texts, count).map(
+      (slice) =>
+        new Promise<Float32Array[]>((resolve, reject) => {
+          parts.push({ texts: slice, dimensions, settled: false, resolve, reject });
+        }),
+    );
+    // an aborted call stops waiting at once; parts not yet started are dropped, running ones finish unread
+    const onAbort = () => {
+      for (const part of parts) {
+        const queued = this.queue.indexOf(part);
+        if (queued >= 0) this.queue.splice(queued, 1);
+        this.settle(part, { error: signal!.reason as Error });
+      }
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.queue.push(...parts);
+      this.pump();
+      return (await Promise.all(settled)).flat();
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Stops every worker; waiting calls reject. The pool starts workers again on its next call. */
+  async close(): Promise<void> {
+    const stopped = new CpeError(ErrorCodes.CANCELLED, `${this.name}: worker threads were stopped`);
+    for (const part of this.queue.splice(0)) this.settle(part, { error: stopped });
+    const slots = this.slots.splice(0);
+    for (const slot of slots) {
+      slot.gone = true;
+      if (slot.job) this.settle(slot.job.part, { error: stopped });
+    }
+    await Promise.all(slots.map((slot) => slot.worker.terminate().catch(() => undefined)));
+  }
+
+  private settle(part: Part, outcome: { vectors: Float32Array[] } | { error: Error }): void {
+    if (part.settled) return;
+    part.settled = true;
+    if ('vectors' in outcome) part.resolve(outcome.vectors);
+    else part.reject(outcome.error);
+  }
+
+  /** Hands queued parts to idle workers, starting workers up to `size`. */
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => !s.job);
+      if (!slot) {
+        if (this.slots.length >= this.size) return;
+        try {
+          slot = this.startWorker();
+        } catch (error) {
+          const part = this.queue.shift()!;
+          this.settle(part, {
+            error: new ProviderError(`${this.name}: cannot start a worker thread`, { cause: error }),
+          });
+          continue;
+        }
+      }
+      const part = this.queue.shift()!;
+      const job: LocalEmbedJob = { id: this.nextId++, texts: part.texts, dimensions: part.dimensions };
+      slot.job = { id: job.id, part };
+      slot.worker.ref();
+      slot.worker.postMessage(job);
+    }
+  }
+
+  private startWorker(): Slot {
+    const slot: Slot = { worker: this.spawn(), gone: false };
+    slot.worker.unref();
+    slot.worker.on('message', (reply: LocalEmbedReply) => {
+      if (!slot.job || reply.id !== slot.job.id) return;
+      const { part } = slot.job;
+      slot.job = undefined;
+      slot.worker.unref();
+      if ('vectors' in reply) this.settle(part, { vectors: reply.vectors });
+      else
+        this.settle(part, {
+          error: new ProviderError(`${this.name}: a worker thread failed: ${reply.error}`),
+        });
+      this.pump();
+    });
+    slot.worker.on('error', (error) => {
+      this.retire(
+        slot,
+        new ProviderError(`${this.name}: a worker thread failed: ${error.message}`, { cause: error }),
+      );
+    });
+    slot.worker.on('messageerror', (error) => {
+      this.retire(
+        slot,
+        new ProviderError(`${this.name}: a worker thread's answer could not be read`, { cause: error }),
+      );
+    });
+    slot.worker.on('exit', (code) => {
+      this.retire(slot, new ProviderError(`${this.name}: a worker thread exited (code ${code})`));
+    });
+    this.slots.push(slot);
+    return slot;
+  }
+
+  /** A worker that failed or exited leaves the pool; its part fails, the next part gets a new worker. */
+  private retire(slot: Slot, error: ProviderError): void {
+    if (slot.gone) return;
+    slot.gone = true;
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+    if (slot.job) this.settle(slot.job.part, { error });
+    slot.job = undefined;
+    void slot.worker.terminate().catch(() => undefined);
+    this.pump();
+  }
+}
+
+const shared = new Map<number, LocalEmbedPool>();
+
+/** The process's pool of `size` workers (embedders with the same thread count share their workers). */
+export function sharedLocalEmbedPool(size: number, name?: string): LocalEmbedPool {
+  let pool = shared.get(size);
+  if (!pool) {
+    pool = new LocalEmbedPool({ size, name });
+    shared.set(size, pool);
+  }
+  return pool;
+}
+
+/** Stops the workers of every shared pool (they start again when next needed). */
+export async function closeLocalEmbedPools(): Promise<void> {
+  await Promise.all([...shared.values()].map((pool) => pool.close()));
+}
