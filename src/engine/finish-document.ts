@@ -133,9 +133,11 @@ export async function finishDocuments(
 }
 
 /**
- * Group commit for document completions: completions that arrive within a few milliseconds of each other share
- * one transaction. The document's slot is free while its completion waits, so the wait costs no throughput; a
- * crash before the commit leaves the items leased, and the next run redoes them (nothing is half-written).
+ * Group commit for document completions: completions that arrive within 100 ms of each other share one
+ * transaction (each commit rewrites the same queue, document and checkpoint pages into the WAL: ~0.4 ms). The
+ * document's slot is free while its completion waits, so the wait costs no throughput, and the runner flushes as
+ * soon as the queue runs dry; a crash before the commit leaves the items leased, and the next run redoes them
+ * (nothing is half-written).
  */
 export class CompletionBatcher {
   private pending: Array<{
@@ -151,7 +153,7 @@ export class CompletionBatcher {
     private readonly db: SqlExecutor,
     private readonly providers: Providers,
     private readonly maxBatch = 64,
-    private readonly maxDelayMs = 10,
+    private readonly maxDelayMs = 100,
   ) {}
 
   /** Resolves once the completion is committed: false when the lease was lost. */

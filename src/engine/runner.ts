@@ -630,6 +630,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           }
         }
         if (items.length > 0) continue; // start them
+        // nothing more to claim now: commit the completions that wait for company
+        if (waiting.length === 0) void completions.flush();
         if (active.size === 0) {
           if (backpressure.pausedUntil > Date.now() && claimed < limit) {
             await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
