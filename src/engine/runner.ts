@@ -490,13 +490,14 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
     }
 
-    // The document phase: keep `concurrency` items in flight and a few more claimed ahead (one claim for several
-    // items instead of one per item); heartbeat the leases of all of them.
+    // The document phase: keep `concurrency` items in flight and up to 16 more claimed ahead (one claim, with the
+    // items' document rows, for several items: bench/engine.ts measured 4 ahead at ~11% overhead, 16 at ~9%);
+    // heartbeat the leases of all of them.
     const active = new Map<
       number,
       { item: QueueItem; controller: AbortController; promise?: Promise<void>; heldUntil: number }
     >();
-    const aheadTarget = Math.min(32, Math.max(4, options.concurrency));
+    const aheadTarget = Math.min(32, Math.max(16, options.concurrency));
     const waiting: number[] = []; // claimed, not started, oldest first
     let running = 0; // items holding a slot
     const beat = setInterval(
