@@ -110,12 +110,21 @@ async function insertDocument(db: SqlExecutor, round: number): Promise<number> {
 const chunkRow = (documentId: number, c: ChunkDraft, now: string) =>
   chunkRowValues(documentId, c, { pipelineVersion: 'bench', stepConfigHash: 'bench' }, now);
 
+type RawPoint = { id: string; vector: Float32Array; chunkId: number };
+
+/** A vector_points row as the raw writers insert it: normalised float32 BLOB and a JSON payload. */
+const pointRow = (documentId: number, p: RawPoint) => [
+  'bench',
+  p.id,
+  documentId,
+  p.chunkId,
+  vectorToBlob(normalizeVector(p.vector)),
+  JSON.stringify({ document_id: documentId, chunk_id: p.chunkId }),
+];
+
 interface RawWriter {
   chunks(documentId: number, chunks: ChunkDraft[]): Promise<void>;
-  vectors(
-    documentId: number,
-    points: Array<{ id: string; vector: Float32Array; chunkId: number }>,
-  ): Promise<void>;
+  vectors(documentId: number, points: RawPoint[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -148,16 +157,7 @@ function rawSqlite(dbs: Databases): RawWriter {
         for (let i = 0; i < points.length; i += BATCH) {
           const slice = points.slice(i, i + BATCH);
           const stmt = slice.length === BATCH ? full.points : pointInsert(slice.length);
-          stmt.run(
-            slice.flatMap((p) => [
-              'bench',
-              p.id,
-              documentId,
-              p.chunkId,
-              vectorToBlob(normalizeVector(p.vector)),
-              JSON.stringify({ document_id: documentId, chunk_id: p.chunkId }),
-            ]),
-          );
+          stmt.run(slice.flatMap((p) => pointRow(documentId, p)));
         }
       })();
     },
@@ -192,14 +192,7 @@ async function rawMysql(url: string): Promise<RawWriter> {
     async vectors(documentId, points) {
       await run(
         'INSERT INTO vector_points (collection, point_id, document_id, chunk_id, vector, payload) VALUES ?',
-        points.map((p) => [
-          'bench',
-          p.id,
-          documentId,
-          p.chunkId,
-          vectorToBlob(normalizeVector(p.vector)),
-          JSON.stringify({ document_id: documentId, chunk_id: p.chunkId }),
-        ]),
+        points.map((p) => pointRow(documentId, p)),
       );
     },
     close: () => conn.end(),

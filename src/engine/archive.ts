@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
+import { sha256 } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 
 const BLOCK = 4 * 1024 * 1024;
@@ -39,44 +40,49 @@ const tempName = (archiveDir: string) =>
  * lands under its final name by an atomic rename, so a crash never leaves a half-written archive file.
  */
 export async function storeInArchive(archiveDir: string, source: string): Promise<ArchivedFile> {
-  await ensureDir(archiveDir);
-  const temp = tempName(archiveDir);
-  let digest: string;
-  let size: number;
   const input = await open(source, 'r');
   try {
-    const { size: statSize } = await input.stat();
-    if (statSize <= BLOCK) {
+    if ((await input.stat()).size <= BLOCK) {
       // small files (almost all documents): one read, one write
       const bytes = await input.readFile();
-      digest = createHash('sha256').update(bytes).digest('hex');
-      size = bytes.length;
-      await writeFile(temp, bytes);
-    } else {
-      const hash = createHash('sha256');
-      size = 0;
-      const output = await open(temp, 'w');
-      try {
-        const buffer = Buffer.allocUnsafe(BLOCK);
-        for (;;) {
-          const { bytesRead } = await input.read(buffer, 0, BLOCK, null);
-          if (bytesRead === 0) break;
-          const slice = buffer.subarray(0, bytesRead);
-          hash.update(slice);
-          await output.write(slice);
-          size += bytesRead;
-        }
-      } finally {
-        await output.close();
+      return await writeArchiveBytes(archiveDir, sha256(bytes), source, bytes);
+    }
+    return await streamIntoArchive(archiveDir, source, input);
+  } finally {
+    await input.close();
+  }
+}
+
+/** A large file copied block by block, hashed on the way, then renamed to its hash. */
+async function streamIntoArchive(
+  archiveDir: string,
+  source: string,
+  input: FileHandle,
+): Promise<ArchivedFile> {
+  await ensureDir(archiveDir);
+  const temp = tempName(archiveDir);
+  const hash = createHash('sha256');
+  let size = 0;
+  try {
+    const output = await open(temp, 'w');
+    try {
+      const buffer = Buffer.allocUnsafe(BLOCK);
+      for (;;) {
+        const { bytesRead } = await input.read(buffer, 0, BLOCK, null);
+        if (bytesRead === 0) break;
+        const slice = buffer.subarray(0, bytesRead);
+        hash.update(slice);
+        await output.write(slice);
+        size += bytesRead;
       }
-      digest = hash.digest('hex');
+    } finally {
+      await output.close();
     }
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
-  } finally {
-    await input.close();
   }
+  const digest = hash.digest('hex');
   const target = archivePathFor(archiveDir, digest, source);
   await ensureDir(path.dirname(target));
   await rename(temp, target); // same content under the same name: replacing an existing copy changes nothing

@@ -8,7 +8,7 @@ import { archivePathFor } from './archive.js';
 import type { Plan } from './plan.js';
 import type { Providers } from './plugin.js';
 import { createProviders, describeProfile } from './providers.js';
-import { enqueue } from './queue.js';
+import { enqueueMany } from './queue.js';
 import { loadPluginRegistry, type PluginRegistry } from './registry.js';
 import { retractDocument } from './retract.js';
 
@@ -109,16 +109,17 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
              }`,
           force || docSteps.length === 0 ? [`${escapeLike(prefix)}%`] : [`${escapeLike(prefix)}%`, ...params],
         );
-        for (const doc of stale) {
-          await enqueue(db, {
+        await enqueueMany(
+          db,
+          stale.map((doc) => ({
             path: doc.source_path,
             hash: doc.content_hash,
-            action: Number(doc.version) > 1 ? 'update' : 'new',
+            action: Number(doc.version) > 1 ? ('update' as const) : ('new' as const),
             documentId: Number(doc.id),
             fileSize: Number(doc.file_size),
             maxAttempts: config.maxAttempts,
-          });
-        }
+          })),
+        );
         return stale.length;
       },
       close: () => dbs.close(),

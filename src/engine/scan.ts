@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   type BigIntStats,
   type Dirent,
@@ -247,7 +246,7 @@ export async function scanSource(
         let bytes: Buffer | undefined;
         if (options.archiveDir && file.size < WHOLE_FILE_BYTES) {
           bytes = readFileSync(file.path); // small and local: see listFiles on synchronous calls
-          hash = createHash('sha256').update(bytes).digest('hex');
+          hash = sha256(bytes);
           size = bytes.length;
         } else {
           ({ hash, size } = await sha256File(file.path));
