@@ -95,6 +95,7 @@ const embed: StepPlugin<EmbedConfig> = {
       const points = await storeDocumentPoints(ctx, ctx.document.id, {
         collection: ctx.config.collection,
         model: embedder.model,
+        knownVectors: result.vectors,
       });
       stored = points.stored;
       versionsRemoved = points.removedVersions.length;

@@ -34,6 +34,8 @@ export interface EmbedChunksResult {
   embedded: number;
   /** chunks the embedder rejected (status 'failed') */
   failed: Array<{ chunkId: number; message: string }>;
+  /** the vectors this call computed or read from the cache, by text hash (unit length, as stored) */
+  vectors: Map<string, Float32Array>;
 }
 
 const IN_BATCH = 200;
@@ -144,7 +146,14 @@ export async function embedChunks(
     for (const row of rows) linked.set(Number(row.chunk_id), row.text_hash);
   }
 
-  const result: EmbedChunksResult = { total: chunks.length, upToDate: 0, cached: 0, embedded: 0, failed: [] };
+  const result: EmbedChunksResult = {
+    total: chunks.length,
+    upToDate: 0,
+    cached: 0,
+    embedded: 0,
+    failed: [],
+    vectors: new Map(),
+  };
   const todo = prepared.filter((p) => {
     const current =
       linked.get(p.chunk.id) === p.hash &&
@@ -216,6 +225,10 @@ export async function embedChunks(
       );
       await setStatus(tx, failedIds, 'failed');
     });
+    for (const p of embeddedHere) {
+      const vector = vectors.get(p.hash);
+      if (vector) result.vectors.set(p.hash, vector);
+    }
     result.cached += cachedHere;
     result.embedded += round.length - cachedHere - round.filter((p) => failedHashes.has(p.hash)).length;
   }

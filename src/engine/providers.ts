@@ -2,6 +2,7 @@ import type { AppConfig, Secrets } from '../config/schema.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { LOCAL_EMBEDDER_MODEL } from '../embed/local-hash.js';
 import type { Embedder } from '../embed/types.js';
+import { chooseLlmProvider, chooseVisionProvider } from '../llm/provider-choice.js';
 import type { LlmProvider } from '../llm/types.js';
 import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
@@ -52,10 +53,15 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       return vectors;
     },
     async llm(options = {}) {
+      // no provider: the answer without loading the client libraries
+      const choice = chooseLlmProvider(llmSettings(), options.provider);
+      if (!choice.provider) return { llm: undefined, reason: choice.reason };
       const { resolveLlm } = await loadLlmFactory();
       return resolveLlm(llmSettings(), options);
     },
     async vision(options = {}) {
+      const choice = chooseVisionProvider(llmSettings(), options.provider);
+      if (!choice.provider) return { vision: undefined, reason: choice.reason };
       const { resolveVision } = await loadLlmFactory();
       return resolveVision(llmSettings(), options);
     },

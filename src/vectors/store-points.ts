@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
-import { blobToVector } from '../embed/vector-blob.js';
+import { EmbeddingCache } from '../embed/cache.js';
 import type { Logger, Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
@@ -16,6 +16,11 @@ export interface StorePointsOptions {
   collection: string;
   /** the embedding model whose vectors are stored (default: the configured embedder's) */
   model?: string;
+  /**
+   * Vectors the caller holds already, by text hash (the embed step just computed or looked them up): they are
+   * not read back from embedding_cache. Any other chunk's vector is read from there.
+   */
+  knownVectors?: ReadonlyMap<string, Float32Array>;
 }
 
 export interface StorePointsResult {
@@ -187,25 +192,28 @@ export async function storeDocumentPoints(
     page_start: number | null;
     qdrant_id: string | null;
     text_hash: string | null;
-    vector: Uint8Array | null;
   }>(
-    `SELECT c.id, c.chunk_index, c.content, c.heading_path, c.page_start, c.qdrant_id, cv.text_hash, ec.vector
-     FROM chunks c
-     LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
-     LEFT JOIN embedding_cache ec ON ec.model = cv.model AND ec.text_hash = cv.text_hash
+    `SELECT c.id, c.chunk_index, c.content, c.heading_path, c.page_start, c.qdrant_id, cv.text_hash
+     FROM chunks c LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
      WHERE c.document_id = ? ORDER BY c.chunk_index`,
     [model, doc.id],
   );
+  const known = options.knownVectors;
+  const unknown = rows.flatMap((r) =>
+    r.text_hash !== null && !known?.has(r.text_hash) ? [r.text_hash] : [],
+  );
+  // of the right size only: a vector of another size is not this collection's
+  const loaded =
+    unknown.length > 0
+      ? await new EmbeddingCache(db).getMany(model, unknown, embedder.dimensions)
+      : new Map<string, Float32Array>();
   const points: VectorPoint[] = [];
   const pointOf = new Map<number, string>();
   let withoutVector = 0;
   for (const row of rows) {
-    if (!row.vector || row.text_hash === null) {
-      withoutVector++;
-      continue;
-    }
-    const vector = blobToVector(row.vector);
-    if (vector.length !== embedder.dimensions) {
+    const vector =
+      row.text_hash === null ? undefined : (known?.get(row.text_hash) ?? loaded.get(row.text_hash));
+    if (!vector || vector.length !== embedder.dimensions) {
       withoutVector++;
       continue;
     }
@@ -215,7 +223,7 @@ export async function storeDocumentPoints(
       id,
       vector,
       payload: chunkPayload(doc, row),
-      cached: { model, textHash: row.text_hash },
+      cached: { model, textHash: row.text_hash! },
       contentFromChunk: true,
     });
     pointOf.set(Number(row.id), id);
