@@ -66,9 +66,17 @@ interface Part {
 
 interface Slot {
   worker: Worker;
-  job?: { id: number; part: Part };
+  /** parts posted to the worker and not answered yet, oldest first (it computes them in this order) */
+  jobs: Array<{ id: number; part: Part }>;
   gone: boolean;
 }
+
+/**
+ * Parts posted to a worker at once: the one it computes and the next, waiting in its message queue. A worker
+ * that finishes a part goes straight on to the next instead of idling until this thread, busy with extraction
+ * or SQL for tens of milliseconds at a time, gets round to handing it one.
+ */
+const PARTS_PER_WORKER = 2;
 
 export interface LocalEmbedPoolOptions {
   /** worker threads at most (at least 1) */
@@ -157,7 +165,7 @@ export class LocalEmbedPool {
     const slots = this.slots.splice(0);
     for (const slot of slots) {
       slot.gone = true;
-      if (slot.job) this.settle(slot.job.part, { error: stopped });
+      for (const job of slot.jobs.splice(0)) this.settle(job.part, { error: stopped });
     }
     await Promise.all(slots.map((slot) => slot.worker.terminate().catch(() => undefined)));
   }
@@ -172,7 +180,12 @@ export class LocalEmbedPool {
   /** Hands queued parts to idle workers, starting workers up to `size`. */
   private pump(): void {
     while (this.queue.length > 0) {
-      let slot = this.slots.find((s) => !s.job);
+      // an idle worker first, then one with room in its queue, then a new worker
+      let slot =
+        this.slots.find((s) => s.jobs.length === 0) ??
+        (this.slots.length >= this.size
+          ? this.slots.find((s) => s.jobs.length < PARTS_PER_WORKER)
+          : undefined);
       if (!slot) {
         if (this.slots.length >= this.size) return;
         try {
@@ -187,20 +200,20 @@ export class LocalEmbedPool {
       }
       const part = this.queue.shift()!;
       const job: LocalEmbedJob = { id: this.nextId++, texts: part.texts, dimensions: part.dimensions };
-      slot.job = { id: job.id, part };
+      slot.jobs.push({ id: job.id, part });
       slot.worker.ref();
       slot.worker.postMessage(job);
     }
   }
 
   private startWorker(): Slot {
-    const slot: Slot = { worker: this.spawn(), gone: false };
+    const slot: Slot = { worker: this.spawn(), jobs: [], gone: false };
     slot.worker.unref();
     slot.worker.on('message', (reply: LocalEmbedReply) => {
-      if (!slot.job || reply.id !== slot.job.id) return;
-      const { part } = slot.job;
-      slot.job = undefined;
-      slot.worker.unref();
+      const index = slot.jobs.findIndex((j) => j.id === reply.id);
+      if (index < 0) return;
+      const { part } = slot.jobs.splice(index, 1)[0]!;
+      if (slot.jobs.length === 0) slot.worker.unref();
       if ('vectors' in reply) this.settle(part, { vectors: reply.vectors });
       else
         this.settle(part, {
@@ -233,8 +246,10 @@ export class LocalEmbedPool {
     slot.gone = true;
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
-    if (slot.job) this.settle(slot.job.part, { error });
-    slot.job = undefined;
+    // it was computing its oldest part; the parts queued behind it go to the next worker
+    const [current, ...queued] = slot.jobs.splice(0);
+    if (current) this.settle(current.part, { error });
+    this.queue.unshift(...queued.map((job) => job.part).filter((part) => !part.settled));
     void slot.worker.terminate().catch(() => undefined);
     this.pump();
   }

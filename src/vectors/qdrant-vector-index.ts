@@ -1,4 +1,4 @@
-import { QdrantClient } from '@qdrant/js-client-rest';
+import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
 import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
@@ -58,7 +58,10 @@ function displayUrl(url: string): string {
 export class QdrantVectorIndex implements VectorIndex {
   readonly kind = 'qdrant' as const;
   readonly location: string;
-  private readonly client: QdrantClient;
+  private readonly clientOptions: ConstructorParameters<typeof QdrantClient>[0];
+  /** the client library (and undici under it) is loaded on first use, not when the module is */
+  private client?: Promise<QdrantClient>;
+  private readonly apiKeyOverHttp: boolean;
   private readonly db: SqlExecutor;
   private readonly maxRetries: number;
   private readonly retryDelayMs: number;
@@ -72,26 +75,35 @@ export class QdrantVectorIndex implements VectorIndex {
     this.retryDelayMs = options.retryDelayMs ?? 250;
     this.upsertBatch = options.upsertBatch ?? 128;
     const apiKey = options.apiKey || undefined;
-    const originalWarn = console.warn;
-    // the client warns on an API key over http (a local test setup); that warning is not for cpe's users
-    if (apiKey && options.url.startsWith('http:')) console.warn = () => undefined;
-    try {
-      this.client = new QdrantClient({
-        url: options.url,
-        apiKey,
-        checkCompatibility: false,
-        timeout: options.timeoutMs ?? 60_000,
-      });
-    } finally {
-      console.warn = originalWarn;
-    }
+    this.apiKeyOverHttp = apiKey !== undefined && options.url.startsWith('http:');
+    this.clientOptions = {
+      url: options.url,
+      apiKey,
+      checkCompatibility: false,
+      timeout: options.timeoutMs ?? 60_000,
+    };
+  }
+
+  private qdrant(): Promise<QdrantClient> {
+    this.client ??= import('@qdrant/js-client-rest').then(({ QdrantClient }) => {
+      const originalWarn = console.warn;
+      // the client warns on an API key over http (a local test setup); that warning is not for cpe's users
+      if (this.apiKeyOverHttp) console.warn = () => undefined;
+      try {
+        return new QdrantClient(this.clientOptions);
+      } finally {
+        console.warn = originalWarn;
+      }
+    });
+    return this.client;
   }
 
   /** Runs one client call with retries; errors name the operation and the server, never the key. */
-  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(operation: string, fn: (client: QdrantClient) => Promise<T>): Promise<T> {
+    const client = await this.qdrant();
     for (let attempt = 0; ; attempt++) {
       try {
-        return await fn();
+        return await fn(client);
       } catch (error) {
         const status = (error as { status?: unknown }).status;
         const cause = (error as { cause?: unknown }).cause;
@@ -124,12 +136,12 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   private async exists(name: string): Promise<boolean> {
-    const result = await this.call(`collection exists '${name}'`, () => this.client.collectionExists(name));
+    const result = await this.call(`collection exists '${name}'`, (client) => client.collectionExists(name));
     return result.exists;
   }
 
   private async vectorConfig(name: string): Promise<{ size?: number; distance?: string; points: number }> {
-    const info = await this.call(`get collection '${name}'`, () => this.client.getCollection(name));
+    const info = await this.call(`get collection '${name}'`, (client) => client.getCollection(name));
     const vectors = info.config?.params?.vectors as { size?: number; distance?: string } | undefined;
     return { size: vectors?.size, distance: vectors?.distance, points: Number(info.points_count ?? 0) };
   }
@@ -140,8 +152,8 @@ export class QdrantVectorIndex implements VectorIndex {
     const stamp = await readStamp(this.db, 'qdrant', name);
     if (!(await this.exists(name))) {
       try {
-        await this.call(`create collection '${name}'`, () =>
-          this.client.createCollection(name, { vectors: { size: spec.size, distance: spec.distance } }),
+        await this.call(`create collection '${name}'`, (client) =>
+          client.createCollection(name, { vectors: { size: spec.size, distance: spec.distance } }),
         );
       } catch (error) {
         // another worker may have created it a moment ago
@@ -191,8 +203,8 @@ export class QdrantVectorIndex implements VectorIndex {
         payload: p.payload,
       }));
       try {
-        await this.call(`upsert ${slice.length} points into '${collection}'`, () =>
-          this.client.upsert(collection, { wait: true, points: slice }),
+        await this.call(`upsert ${slice.length} points into '${collection}'`, (client) =>
+          client.upsert(collection, { wait: true, points: slice }),
         );
       } catch (error) {
         // the collection was dropped behind this process's back: ensure it again on the next attempt
@@ -218,8 +230,8 @@ export class QdrantVectorIndex implements VectorIndex {
     const filter: Record<string, unknown> = { must: [{ key: 'document_id', match: { value: documentId } }] };
     if (keep.length > 0) filter.must_not = [{ has_id: [...keep] }];
     await ignoreMissingCollection(
-      this.call(`delete points of document ${documentId} from '${collection}'`, () =>
-        this.client.delete(collection, { wait: true, filter: filter as any }),
+      this.call(`delete points of document ${documentId} from '${collection}'`, (client) =>
+        client.delete(collection, { wait: true, filter: filter as any }),
       ),
     );
   }
@@ -228,8 +240,8 @@ export class QdrantVectorIndex implements VectorIndex {
     for (let start = 0; start < ids.length; start += DELETE_BATCH) {
       const slice = ids.slice(start, start + DELETE_BATCH);
       await ignoreMissingCollection(
-        this.call(`delete ${slice.length} points from '${collection}'`, () =>
-          this.client.delete(collection, { wait: true, points: slice }),
+        this.call(`delete ${slice.length} points from '${collection}'`, (client) =>
+          client.delete(collection, { wait: true, points: slice }),
         ),
       );
     }
@@ -243,8 +255,8 @@ export class QdrantVectorIndex implements VectorIndex {
     const filter = options.documentIds
       ? { must: [{ key: 'document_id', match: { any: [...options.documentIds] } }] }
       : undefined;
-    const result = await this.call(`query '${collection}'`, () =>
-      this.client.query(collection, {
+    const result = await this.call(`query '${collection}'`, (client) =>
+      client.query(collection, {
         query: Array.from(vector),
         limit: options.limit,
         filter,
@@ -262,8 +274,8 @@ export class QdrantVectorIndex implements VectorIndex {
     const out: PointRef[] = [];
     let offset: string | number | undefined | null;
     do {
-      const page = await this.call(`scroll '${collection}'`, () =>
-        this.client.scroll(collection, {
+      const page = await this.call(`scroll '${collection}'`, (client) =>
+        client.scroll(collection, {
           limit: SCROLL_PAGE,
           offset: offset ?? undefined,
           with_payload: ['document_id'],
@@ -277,8 +289,8 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   async count(collection: string): Promise<number> {
-    const result = await this.call(`count '${collection}'`, () =>
-      this.client.count(collection, { exact: true }),
+    const result = await this.call(`count '${collection}'`, (client) =>
+      client.count(collection, { exact: true }),
     );
     return result.count;
   }
@@ -286,8 +298,8 @@ export class QdrantVectorIndex implements VectorIndex {
   async optimize(collection: string): Promise<string[]> {
     const done: string[] = [];
     for (const index of PAYLOAD_INDEXES) {
-      await this.call(`create payload index ${index.field} on '${collection}'`, () =>
-        this.client.createPayloadIndex(collection, {
+      await this.call(`create payload index ${index.field} on '${collection}'`, (client) =>
+        client.createPayloadIndex(collection, {
           field_name: index.field,
           field_schema: index.schema,
           wait: true,
@@ -300,7 +312,7 @@ export class QdrantVectorIndex implements VectorIndex {
 
   async dropCollection(name: string): Promise<void> {
     if (await this.exists(name)) {
-      await this.call(`delete collection '${name}'`, () => this.client.deleteCollection(name));
+      await this.call(`delete collection '${name}'`, (client) => client.deleteCollection(name));
     }
     await deleteStamp(this.db, 'qdrant', name);
     this.ensured.delete(name);

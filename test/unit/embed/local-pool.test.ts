@@ -112,6 +112,11 @@ describe('local-hash-v2 on worker threads', function () {
       expect((thrown as Error).message).to.equal('local-hash-v2: a worker thread failed: boom');
       expect((await pool.embed(['ab'], 2))[0]).to.deep.equal(new Float32Array([2, 2]));
       expect(spawned).to.equal(3);
+      // a part queued behind the one the worker died on (two parts are posted at once) goes to the next worker
+      const [dying, next] = await Promise.allSettled([pool.embed(['exit'], 4), pool.embed(['abcd'], 1)]);
+      expect(dying.status).to.equal('rejected');
+      expect(next).to.deep.equal({ status: 'fulfilled', value: [new Float32Array([4])] });
+      expect(spawned).to.equal(4);
     } finally {
       await pool.close();
     }
