@@ -100,7 +100,8 @@ export const configSchema = {
 export const defaultConfig = (cwd: string): AppConfig => ({
   dataDir: `${cwd}/.cpe`,
   plugins: [],
-  concurrency: 2,
+  // 4: the embedding workers and this thread both have work while documents wait on each other (measured in bench/)
+  concurrency: 4,
   ollamaHosts: [],
   leaseSeconds: 60,
   maxAttempts: 3,

@@ -5,9 +5,10 @@
  *
  * Workers start on first use and are unreferenced while idle, so they never keep the process alive (a CLI
  * command exits as soon as its work is done); a worker is referenced only while it computes a job someone
- * awaits. A call's texts are cut into contiguous parts of similar length, one per worker, and queued; each
- * worker takes one part at a time. A worker that throws, dies or is stopped rejects only the part it was
- * computing, with an error that says so, and is replaced on the next part.
+ * awaits. A call's texts are cut into contiguous parts of similar length (one per worker; more, of at most
+ * MAX_PART_CHARS, for a large call), and the parts of concurrent calls are handed out in turn; a worker holds its
+ * current part and the next. A worker that throws, dies or is stopped rejects only the part it was computing,
+ * with an error that says so; the part queued behind it goes to the next worker.
  *
  * The worker runs the same module tree as the caller: the compiled JavaScript in dist/, or the TypeScript
  * sources under tsx (tests, scripts). Node 20 does not hand the parent's ESM loader hooks to worker threads,
@@ -55,6 +56,12 @@ export function defaultEmbedThreads(): number {
  * a few hundred characters, and a part of this size is several milliseconds of work.
  */
 const MIN_PART_CHARS = 4000;
+
+/**
+ * A part holds at most about this many characters (~35 chunks, ~25 ms of work): a large document's call is cut
+ * into many parts, which the queue interleaves with other calls' parts.
+ */
+const MAX_PART_CHARS = 64_000;
 
 interface Part {
   texts: string[];
@@ -108,12 +115,59 @@ export function splitByLength(texts: readonly string[], maxParts: number): strin
   return parts;
 }
 
+/**
+ * Queued parts, taken one call at a time in turn: the next part of the first call, then of the second, ... So a
+ * small document's chunks do not wait behind all of a large one's, and the thread that feeds the pool gets
+ * finished documents back (and new work to do) while the large one is still being embedded.
+ */
+class FairQueue {
+  private readonly calls: Part[][] = [];
+
+  get length(): number {
+    let n = 0;
+    for (const call of this.calls) n += call.length;
+    return n;
+  }
+
+  /** a call's parts, after the calls queued already */
+  push(parts: readonly Part[]): void {
+    if (parts.length > 0) this.calls.push([...parts]);
+  }
+
+  /** parts to take before anything else (a dead worker's queued parts) */
+  unshift(parts: readonly Part[]): void {
+    if (parts.length > 0) this.calls.unshift([...parts]);
+  }
+
+  shift(): Part | undefined {
+    const call = this.calls.shift();
+    if (!call) return undefined;
+    const part = call.shift()!;
+    if (call.length > 0) this.calls.push(call);
+    return part;
+  }
+
+  remove(part: Part): void {
+    for (let i = 0; i < this.calls.length; i++) {
+      const at = this.calls[i]!.indexOf(part);
+      if (at < 0) continue;
+      this.calls[i]!.splice(at, 1);
+      if (this.calls[i]!.length === 0) this.calls.splice(i, 1);
+      return;
+    }
+  }
+
+  drain(): Part[] {
+    return this.calls.splice(0).flat();
+  }
+}
+
 export class LocalEmbedPool {
   readonly size: number;
   private readonly name: string;
   private readonly spawn: () => Worker;
   private readonly slots: Slot[] = [];
-  private readonly queue: Part[] = [];
+  private readonly queue = new FairQueue();
   private nextId = 1;
 
   constructor(options: LocalEmbedPoolOptions) {
@@ -132,7 +186,12 @@ export class LocalEmbedPool {
     signal?.throwIfAborted();
     if (texts.length === 0) return [];
     const chars = texts.reduce((sum, t) => sum + t.length, 0);
-    const count = Math.max(1, Math.min(this.size, Math.ceil(chars / MIN_PART_CHARS)));
+    // one part per worker, unless that makes parts tiny or huge
+    const count = Math.max(
+      1,
+      Math.min(this.size, Math.ceil(chars / MIN_PART_CHARS)),
+      Math.ceil(chars / MAX_PART_CHARS),
+    );
     const parts: Part[] = [];
     const settled = splitByLength(texts, count).map(
       (slice) =>
@@ -143,14 +202,13 @@ export class LocalEmbedPool {
     // an aborted call stops waiting at once; parts not yet started are dropped, running ones finish unread
     const onAbort = () => {
       for (const part of parts) {
-        const queued = this.queue.indexOf(part);
-        if (queued >= 0) this.queue.splice(queued, 1);
+        this.queue.remove(part);
         this.settle(part, { error: signal!.reason as Error });
       }
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      this.queue.push(...parts);
+      this.queue.push(parts);
       this.pump();
       return (await Promise.all(settled)).flat();
     } finally {
@@ -161,7 +219,7 @@ export class LocalEmbedPool {
   /** Stops every worker; waiting calls reject. The pool starts workers again on its next call. */
   async close(): Promise<void> {
     const stopped = new CpeError(ErrorCodes.CANCELLED, `${this.name}: worker threads were stopped`);
-    for (const part of this.queue.splice(0)) this.settle(part, { error: stopped });
+    for (const part of this.queue.drain()) this.settle(part, { error: stopped });
     const slots = this.slots.splice(0);
     for (const slot of slots) {
       slot.gone = true;
@@ -249,7 +307,7 @@ export class LocalEmbedPool {
     // it was computing its oldest part; the parts queued behind it go to the next worker
     const [current, ...queued] = slot.jobs.splice(0);
     if (current) this.settle(current.part, { error });
-    this.queue.unshift(...queued.map((job) => job.part).filter((part) => !part.settled));
+    this.queue.unshift(queued.map((job) => job.part).filter((part) => !part.settled));
     void slot.worker.terminate().catch(() => undefined);
     this.pump();
   }

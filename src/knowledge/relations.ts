@@ -94,9 +94,11 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
     `SELECT DISTINCT m.chunk_id, e.id, e.name, e.type, e.normalized_name
        FROM entity_mentions m JOIN entities e ON e.id = m.entity_id
       WHERE m.document_id = ? AND m.chunk_id IS NOT NULL
-      ORDER BY m.chunk_id, e.id`,
+      ORDER BY m.chunk_id, e.normalized_name, e.type, e.id`,
     [ctx.document.id],
   );
+  // the prompt lists a chunk's entities by name, not by id: ids depend on which of the documents processed at the
+  // same time created an entity first, and the prompt (the cache key of the answer) must not
   const byChunk = new Map<number, KnownEntity[]>();
   for (const r of rows) {
     const list = byChunk.get(Number(r.chunk_id)) ?? [];

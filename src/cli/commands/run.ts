@@ -24,7 +24,7 @@ export const runOptions = <T>(yargs: Argv<T>) =>
   globalOptions(yargs)
     .option('pipeline', { type: 'string', describe: 'pipeline name (default: the is_default one)' })
     .option('source', { type: 'string', describe: 'folder to scan (CPE_SOURCE)' })
-    .option('concurrency', { type: 'number', describe: 'documents processed at once (default 2)' })
+    .option('concurrency', { type: 'number', describe: 'documents processed at once (default 4)' })
     .option('dry-run', { type: 'boolean', describe: 'list what would be done per file; change nothing' })
     .option('force', {
       type: 'boolean',
