@@ -61,6 +61,18 @@ const embed: StepPlugin<EmbedConfig> = {
     },
   },
 
+  /**
+   * Once per run, before the first document: the local embedder's workers start while that document is read and
+   * chunked. Not awaited: an Ollama embedder may first ask its server for the model's size, and whatever goes
+   * wrong there is the documents' to report (and retry), as it always was.
+   */
+  async setup(ctx) {
+    void ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined).then(
+      (embedder) => embedder.warmUp?.(),
+      () => undefined,
+    );
+  },
+
   async run(ctx: StepContext<EmbedConfig>) {
     const storesPoints = !ctx.pipeline.hasStepType('vector_store');
     if (ctx.document.action === 'delete') {

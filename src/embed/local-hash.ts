@@ -226,5 +226,8 @@ export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedde
       if (chars <= IN_THREAD_MAX_CHARS) return embedInThread(texts, dimensions, signal);
       return pool.embed(texts, dimensions, signal);
     },
+    warmUp() {
+      pool?.warmUp();
+    },
   };
 }

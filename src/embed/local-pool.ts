@@ -216,6 +216,17 @@ export class LocalEmbedPool {
     }
   }
 
+  /** Starts the workers now (idle, not keeping the process alive), so the first call does not wait for them. */
+  warmUp(): void {
+    while (this.slots.length < this.size) {
+      try {
+        this.startWorker();
+      } catch {
+        return; // the first call reports it
+      }
+    }
+  }
+
   /** Stops every worker; waiting calls reject. The pool starts workers again on its next call. */
   async close(): Promise<void> {
     const stopped = new CpeError(ErrorCodes.CANCELLED, `${this.name}: worker threads were stopped`);

@@ -13,6 +13,8 @@ export interface Embedder {
    * others still come back: the promise rejects with an EmbedInputError carrying the partial results.
    */
   embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  /** starts what the first call would start (the local embedder's worker threads), without waiting for it */
+  warmUp?(): void;
 }
 
 /**

@@ -254,6 +254,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   };
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
+  // document steps' setup runs once, when the run has its first document (a run with nothing to do sets up nothing)
+  let documentStepsSetUp: Promise<void> | undefined;
+  const setUpDocumentSteps = () =>
+    (documentStepsSetUp ??= (async () => {
+      for (const step of documentSteps)
+        await step.plugin.setup?.(baseContext(step, null, {}, runController.signal));
+    })());
 
   const completions = new CompletionBatcher(db, engine.providers);
   /** document rows created with the claim of their queue items, by queue item id */
@@ -630,7 +637,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             continue;
           }
         }
-        if (items.length > 0) continue; // start them
+        if (items.length > 0) {
+          await setUpDocumentSteps();
+          continue; // start them
+        }
         // nothing more to claim now: commit the completions that wait for company
         if (waiting.length === 0) void completions.flush();
         if (active.size === 0) {
@@ -675,6 +685,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       runController.signal.removeEventListener('abort', abortActive);
     }
 
+    if (documentStepsSetUp) {
+      for (const step of documentSteps)
+        await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
+    }
     if (!runController.signal.aborted && options.runPostSteps !== false) await runRunSteps('post');
   } catch (error) {
     runError = error;

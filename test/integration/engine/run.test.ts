@@ -5,6 +5,7 @@ import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { parseSqlTime } from '../../../src/util/time.js';
+import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
@@ -30,6 +31,7 @@ for (const backend of testBackends()) {
       );
 
     it('runs a custom plugin pipeline inserted with SQL over a folder and records every step in ki_dev', async () => {
+      lifecycleCalls.splice(0);
       await insertPipeline(engine.dbs.content.sql, 'custom', [
         { name: 'detect', type: 'detect' },
         { name: 'double', type: 'double', config: { value: 4 } },
@@ -58,6 +60,18 @@ for (const backend of testBackends()) {
       );
       expect(run).to.include({ status: 'ok', pipeline_name: 'custom' });
       expect(Number(run.docs_done)).to.equal(3);
+      // a document step's setup and teardown run once per run; a run with no documents needs neither
+      expect(lifecycleCalls.filter(([, runId]) => runId === summary.runId)).to.deep.equal([
+        ['setup', summary.runId],
+        ['teardown', summary.runId],
+      ]);
+      const idle = await runPipeline(engine, {
+        plan: await plan('custom'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(idle.docsTotal).to.equal(0);
+      expect(lifecycleCalls.filter(([, runId]) => runId === idle.runId)).to.deep.equal([]);
       const docs = await engine.dbs.content.sql.query<Record<string, any>>(
         'SELECT * FROM documents ORDER BY id',
       );

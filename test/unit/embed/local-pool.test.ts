@@ -175,6 +175,26 @@ describe('local-hash-v2 on worker threads', function () {
     }
   });
 
+  it('warmUp starts the workers ahead of the first call, which then uses them', async () => {
+    let spawned = 0;
+    const pool = new LocalEmbedPool({
+      size: 2,
+      spawn: () => {
+        spawned++;
+        return fakeWorker();
+      },
+    });
+    try {
+      pool.warmUp();
+      expect(pool.threads).to.equal(2);
+      pool.warmUp();
+      expect(await pool.embed(['abc', 'de'], 1)).to.deep.equal([new Float32Array([3]), new Float32Array([2])]);
+      expect(spawned).to.equal(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('cuts a call into contiguous parts of similar length, in order', () => {
     const texts = ['aaaa', 'bb', 'cc', 'dddd', 'e', 'fff'];
     const parts = splitByLength(texts, 2);
