@@ -188,7 +188,10 @@ describe('local-hash-v2 on worker threads', function () {
       pool.warmUp();
       expect(pool.threads).to.equal(2);
       pool.warmUp();
-      expect(await pool.embed(['abc', 'de'], 1)).to.deep.equal([new Float32Array([3]), new Float32Array([2])]);
+      expect(await pool.embed(['abc', 'de'], 1)).to.deep.equal([
+        new Float32Array([3]),
+        new Float32Array([2]),
+      ]);
       expect(spawned).to.equal(2);
     } finally {
       await pool.close();
