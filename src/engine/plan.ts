@@ -1,9 +1,9 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import type { PipelineConfigRow, PipelineStepRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { shortHash } from '../util/hash.js';
+import { configValidator } from './config-validator.js';
 import type { StepPlugin, StepScope } from './plugin.js';
 import type { PluginRegistry } from './registry.js';
 
@@ -35,19 +35,6 @@ export interface Plan {
   /** hash of the effective steps and configs */
   versionHash: string;
   hasStepType(type: string): boolean;
-}
-
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-const validators = new WeakMap<object, ValidateFunction>();
-
-function validatorFor(plugin: StepPlugin): ValidateFunction {
-  let validate = validators.get(plugin.configSchema);
-  if (!validate) {
-    validate = ajv.compile(plugin.configSchema);
-    validators.set(plugin.configSchema, validate);
-  }
-  return validate;
 }
 
 /** ajv error -> 'config.chunk_size must be >= 50' */
@@ -163,7 +150,7 @@ export function buildPlan(
     let effective: Record<string, unknown> = {};
     if (registered && rawConfig !== undefined) {
       effective = structuredClone(rawConfig as Record<string, unknown>);
-      const validate = validatorFor(registered.plugin);
+      const validate = configValidator(registered.plugin.configSchema);
       if (!validate(effective)) {
         for (const error of validate.errors ?? [])
           problems.push(`${label(row)}: ${describeConfigError(error)}`);

@@ -1,9 +1,9 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Ajv } from 'ajv';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { builtinStepsDir } from '../paths.js';
+import { configValidator } from './config-validator.js';
 import type { StepPlugin } from './plugin.js';
 
 export interface RegisteredPlugin {
@@ -22,7 +22,6 @@ export interface PluginRegistry {
 
 const TYPE_NAME = /^[a-z][a-z0-9_]{0,99}$/;
 const MODULE_FILE = /^(?!.*\.d\.ts$)(?!.*\.test\.)[^.].*\.(ts|mts|js|mjs)$/;
-const schemaCompiler = new Ajv({ strict: false });
 
 let tsxRegistered = false;
 async function ensureTypeScriptLoader(file: string): Promise<void> {
@@ -50,7 +49,7 @@ export function checkContract(candidate: unknown): string[] {
     problems.push('configSchema must be a JSON Schema object');
   } else {
     try {
-      schemaCompiler.compile(p.configSchema as object);
+      configValidator(p.configSchema as object);
     } catch (error) {
       problems.push(`configSchema does not compile: ${(error as Error).message}`);
     }

@@ -7,7 +7,11 @@ const LINE_BREAKS = /\r\n?|\u2028|\u2029|\u0085/g;
 const TRAILING_SPACE = /[ \t]+$/gm;
 
 export function normalizeText(raw: string): string {
-  return raw.replace(LINE_BREAKS, '\n').replace(CONTROL, '').normalize('NFC').replace(TRAILING_SPACE, '');
+  const text = raw.replace(LINE_BREAKS, '\n').replace(CONTROL, '').normalize('NFC');
+  // after the line breaks are unified, only "\n" ends a line: a block with no space or tab before one (or at the
+  // end) is left as it is, without the multiline expression's match attempt at every space of the text
+  const trailing = text.includes(' \n') || text.includes('\t\n') || /[ \t]$/.test(text);
+  return trailing ? text.replace(TRAILING_SPACE, '') : text;
 }
 
 /** German words after a suspended hyphen ("Ein- und Ausgang"): the hyphen there is not a line-end break. */
