@@ -1,7 +1,7 @@
 /**
  * End-to-end ingestion (case 2) and unchanged re-ingest (case 3): cpe against LangChain.js and LlamaIndex.TS on
  * the same folder of Markdown and text files, all embedding with the same deterministic embedder (cpe's
- * local-hash-v1, wrapped for the peers in bench/peers/embedders.ts).
+ * local-hash-v2, wrapped for the peers in bench/peers/embedders.ts).
  *
  * Every measured pass runs in a child process of its own (fresh data folder for cpe), so each contender's peak
  * RSS is its own; contenders are interleaved (cpe, LangChain, LlamaIndex, cpe, ...) and the tables show medians.
