@@ -1,6 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { CpeError, ErrorCodes } from '../errors.js';
 import type { Dialect, RunResult, SqlExecutor } from './sql.js';
+import type { WalCheckpointer } from './wal-checkpointer.js';
 
 /** A promise-chain mutex: SQLite has one connection, so one transaction (or statement) at a time. */
 class Mutex {
@@ -113,10 +114,19 @@ export class SqliteExecutor implements SqlExecutor {
   private readonly mutex = new Mutex();
   private readonly inner: DirectSqlite;
 
-  constructor(readonly dataSource: DataSource) {
+  constructor(
+    readonly dataSource: DataSource,
+    /** WAL checkpoints off this thread, started with the first write transaction (see wal-checkpointer.ts) */
+    private readonly checkpointer?: WalCheckpointer,
+  ) {
     this.inner = new DirectSqlite(
       (dataSource.driver as unknown as { databaseConnection: BetterSqliteConnection }).databaseConnection,
     );
+  }
+
+  /** Stops what runs beside the connection (the checkpoint thread); the connection itself stays open. */
+  async stopBackgroundWork(): Promise<void> {
+    await this.checkpointer?.stop();
   }
 
   async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
@@ -138,6 +148,7 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    this.checkpointer?.start();
     const release = await this.mutex.lock();
     try {
       await this.inner.run('BEGIN IMMEDIATE');

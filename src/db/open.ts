@@ -6,6 +6,7 @@ import { entitySchemas } from './entities.js';
 import { MysqlExecutor, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
+import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 export interface DatabaseSettings {
   /** folder of the SQLite files (embedded default) */
@@ -115,10 +116,12 @@ async function openOne(
     prepareDatabase: (db: any) => {
       db.pragma('synchronous = NORMAL');
       db.pragma('busy_timeout = 30000');
+      // ki_content takes the bulk of the writes: its log is copied back on a thread of its own
+      if (role === 'content') db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     },
   } as any);
   await dataSource.initialize();
-  const sql = new SqliteExecutor(dataSource);
+  const sql = new SqliteExecutor(dataSource, role === 'content' ? new WalCheckpointer(file) : undefined);
   const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
   return { role, sql, dataSource, location: `sqlite:${file}`, applied };
 }
@@ -139,6 +142,7 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
   try {
     log = await openOne('log', settings, logUrl);
   } catch (error) {
+    if (content.sql instanceof SqliteExecutor) await content.sql.stopBackgroundWork();
     await content.dataSource.destroy();
     throw error;
   }
@@ -146,6 +150,9 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
     content,
     log,
     async close() {
+      // the checkpoint thread's connection closes first: the last connection to close checkpoints and removes the log
+      for (const db of [content, log])
+        if (db.sql instanceof SqliteExecutor) await db.sql.stopBackgroundWork();
       await Promise.allSettled([content.dataSource.destroy(), log.dataSource.destroy()]);
     },
   };

@@ -9,22 +9,15 @@
  * MAX_PART_CHARS, for a large call), and the parts of concurrent calls are handed out in turn; a worker holds its
  * current part and the next. A worker that throws, dies or is stopped rejects only the part it was computing,
  * with an error that says so; the part queued behind it goes to the next worker.
- *
- * The worker runs the same module tree as the caller: the compiled JavaScript in dist/, or the TypeScript
- * sources under tsx (tests, scripts). Node 20 does not hand the parent's ESM loader hooks to worker threads,
- * so a TypeScript worker registers tsx's CommonJS hook itself and requires its entry through it.
+ * The worker runs the same module tree as the caller (src/util/worker-thread.ts).
  */
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { CpeError, ErrorCodes, ProviderError } from '../errors.js';
+import { siblingModuleUrl, spawnModuleWorker } from '../util/worker-thread.js';
 import type { LocalEmbedJob, LocalEmbedReply } from './local-pool-worker.js';
 
-const workerUrl = new URL(
-  `./local-pool-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
-  import.meta.url,
-);
+const workerUrl = siblingModuleUrl('local-pool-worker', import.meta.url);
 
 /**
  * A worker's young generation (V8 sizes it at 32 MB and more by default): embedding makes only short-lived
@@ -33,16 +26,10 @@ const workerUrl = new URL(
  */
 const WORKER_YOUNG_GENERATION_MB = 4;
 
-/** A worker thread running local-pool-worker; the parent's flags (tsx, inspector) are not passed on. */
+/** A worker thread running local-pool-worker. */
 export function spawnLocalEmbedWorker(): Worker {
-  const options = { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } };
-  if (!workerUrl.pathname.endsWith('.ts')) return new Worker(workerUrl, options);
-  // createRequire, not import.meta.resolve: under mocha/tsx this module may run as CommonJS
-  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
-  const entry = fileURLToPath(workerUrl);
-  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`, {
-    ...options,
-    eval: true,
+  return spawnModuleWorker(workerUrl, {
+    resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
   });
 }
 
