@@ -261,6 +261,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       for (const step of documentSteps)
         await step.plugin.setup?.(baseContext(step, null, {}, runController.signal));
     })());
+  /** once, after the document phase, for a run that set its document steps up */
+  const tearDownDocumentSteps = async () => {
+    if (!documentStepsSetUp) return;
+    documentStepsSetUp = undefined;
+    for (const step of documentSteps)
+      await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
+  };
 
   const completions = new CompletionBatcher(db, engine.providers);
   /** document rows created with the claim of their queue items, by queue item id */
@@ -685,14 +692,15 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       runController.signal.removeEventListener('abort', abortActive);
     }
 
-    if (documentStepsSetUp) {
-      for (const step of documentSteps)
-        await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
-    }
+    await tearDownDocumentSteps();
     if (!runController.signal.aborted && options.runPostSteps !== false) await runRunSteps('post');
   } catch (error) {
     runError = error;
     runLogger.error(`run failed: ${describeError(error)}`);
+    // a run that failed in the document phase still tears down what it set up (a failing teardown is logged)
+    await tearDownDocumentSteps().catch((teardownError) =>
+      runLogger.warn(`teardown failed: ${describeError(teardownError)}`),
+    );
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
