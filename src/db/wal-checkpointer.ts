@@ -38,9 +38,10 @@ export class WalCheckpointer {
         intervalMs: INTERVAL_MS,
       };
       const worker = spawnModuleWorker(workerUrl, { workerData: data });
-      worker.unref();
       worker.on('error', () => this.giveUp(worker));
       worker.on('exit', () => this.giveUp(worker));
+      // after the listeners: adding one can reference a worker again, and this one must never keep a process alive
+      worker.unref();
       this.worker = worker;
     } catch {
       this.unavailable = true;

@@ -264,7 +264,6 @@ export class LocalEmbedPool {
 
   private startWorker(): Slot {
     const slot: Slot = { worker: this.spawn(), jobs: [], gone: false };
-    slot.worker.unref();
     slot.worker.on('message', (reply: LocalEmbedReply) => {
       const index = slot.jobs.findIndex((j) => j.id === reply.id);
       if (index < 0) return;
@@ -292,6 +291,8 @@ export class LocalEmbedPool {
     slot.worker.on('exit', (code) => {
       this.retire(slot, new ProviderError(`${this.name}: a worker thread exited (code ${code})`));
     });
+    // unreferenced after the listeners are on: adding a 'message' listener references a worker again
+    slot.worker.unref();
     this.slots.push(slot);
     return slot;
   }

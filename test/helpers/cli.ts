@@ -19,10 +19,19 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = projectRo
   });
 }
 
-/** Runs `cpe ARGS` to the end and collects its output and exit code. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<CliResult> {
+/**
+ * Runs `cpe ARGS` to the end and collects its output and exit code. With `timeoutMs`, a process still running then
+ * is killed (its result has signal SIGKILL): a test can tell a command that never exits from one that failed.
+ */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+  timeoutMs?: number,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawnCli(args, env, cwd);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
@@ -32,6 +41,9 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, cwd?: string): Pr
       stderr += d;
     });
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
   });
 }

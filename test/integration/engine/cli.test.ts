@@ -1,8 +1,8 @@
-import { writeFileSync } from 'node:fs';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
-import { runCli, spawnCli } from '../../helpers/cli.js';
+import { projectRoot, runCli, spawnCli } from '../../helpers/cli.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 
@@ -48,6 +48,27 @@ for (const backend of testBackends()) {
       expect(show.stdout)
         .to.contain('per document:')
         .and.to.contain('finalize  <- metadata_store, vector_store');
+    });
+
+    it("runs the README's main command over the examples and exits by itself", async () => {
+      // a setup of its own: the other cases count this setup's documents
+      const own = createTestSetup(backend);
+      try {
+        const source = makeSourceFolder({});
+        cpSync(path.join(projectRoot, 'examples/documents'), source, { recursive: true });
+        // a worker thread or port left referenced would keep the process alive until the timeout kills it
+        const run = await runCli(
+          ['run', '--pipeline=Standard', `--source=${source}`],
+          own.env,
+          undefined,
+          60_000,
+        );
+        expect(run.signal, 'the process did not exit by itself').to.equal(null);
+        expect(run.code, run.stderr).to.equal(0);
+        expect(run.stdout).to.match(/run \d+ ok: 6 done, 0 failed/);
+      } finally {
+        await own.cleanup();
+      }
     });
 
     it('rejects unknown options and bad configuration with exit 2', async () => {

@@ -222,4 +222,21 @@ describe('local-hash-v2 on worker threads', function () {
     // killed by the timeout it would have status null and signal SIGTERM
     expect(child.status).to.equal(0);
   });
+
+  it('workers started ahead (warmUp) and never used do not keep the process alive either', () => {
+    const localHash = fileURLToPath(new URL('../../../src/embed/local-hash.ts', import.meta.url));
+    const script = `
+      const { createLocalEmbedder } = await import(${JSON.stringify(localHash)});
+      const embedder = createLocalEmbedder({ threads: 2 });
+      embedder.warmUp();
+      const [vector] = await embedder.embed(['kurze Anfrage']);
+      console.log('embedded', vector.length);`;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(child.stderr).to.equal('');
+    expect(child.stdout.trim()).to.equal('embedded 1024');
+    expect(child.status, 'the process had to be killed: a worker kept it alive').to.equal(0);
+  });
 });
