@@ -53,17 +53,19 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       return vectors;
     },
     async llm(options = {}) {
+      const settings = llmSettings();
       // no provider: the answer without loading the client libraries
-      const choice = chooseLlmProvider(llmSettings(), options.provider);
+      const choice = chooseLlmProvider(settings, options.provider);
       if (!choice.provider) return { llm: undefined, reason: choice.reason };
       const { resolveLlm } = await loadLlmFactory();
-      return resolveLlm(llmSettings(), options);
+      return resolveLlm(settings, options);
     },
     async vision(options = {}) {
-      const choice = chooseVisionProvider(llmSettings(), options.provider);
+      const settings = llmSettings();
+      const choice = chooseVisionProvider(settings, options.provider);
       if (!choice.provider) return { vision: undefined, reason: choice.reason };
       const { resolveVision } = await loadLlmFactory();
-      return resolveVision(llmSettings(), options);
+      return resolveVision(settings, options);
     },
   };
 }

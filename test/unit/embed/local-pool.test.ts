@@ -46,6 +46,19 @@ const fakeWorker = () =>
     { eval: true },
   );
 
+/**
+ * Runs `body` as an ES module in a child process (TypeScript through tsx) with createLocalEmbedder imported. A
+ * worker left referenced keeps the child alive until `timeout` kills it: status null, signal SIGTERM.
+ */
+function runWithLocalEmbedder(body: string, timeout: number) {
+  const localHash = fileURLToPath(new URL('../../../src/embed/local-hash.ts', import.meta.url));
+  const script = `const { createLocalEmbedder } = await import(${JSON.stringify(localHash)});\n${body}`;
+  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout,
+  });
+}
+
 describe('local-hash-v2 on worker threads', function () {
   // a TypeScript worker loads its modules through tsx first
   this.timeout(60_000);
@@ -208,15 +221,11 @@ describe('local-hash-v2 on worker threads', function () {
   });
 
   it('idle workers do not keep the process alive: a script that embedded on them exits by itself', () => {
-    const localHash = fileURLToPath(new URL('../../../src/embed/local-hash.ts', import.meta.url));
-    const script = `
-      const { createLocalEmbedder } = await import(${JSON.stringify(localHash)});
-      const vectors = await createLocalEmbedder({ threads: 2 }).embed(Array.from({ length: 20 }, (_, i) => 'Wort '.repeat(400) + i));
-      console.log('embedded', vectors.length);`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      timeout: 50_000,
-    });
+    const child = runWithLocalEmbedder(
+      `const vectors = await createLocalEmbedder({ threads: 2 }).embed(Array.from({ length: 20 }, (_, i) => 'Wort '.repeat(400) + i));
+       console.log('embedded', vectors.length);`,
+      50_000,
+    );
     expect(child.stderr).to.equal('');
     expect(child.stdout.trim()).to.equal('embedded 20');
     // killed by the timeout it would have status null and signal SIGTERM
@@ -224,17 +233,13 @@ describe('local-hash-v2 on worker threads', function () {
   });
 
   it('workers started ahead (warmUp) and never used do not keep the process alive either', () => {
-    const localHash = fileURLToPath(new URL('../../../src/embed/local-hash.ts', import.meta.url));
-    const script = `
-      const { createLocalEmbedder } = await import(${JSON.stringify(localHash)});
-      const embedder = createLocalEmbedder({ threads: 2 });
-      embedder.warmUp();
-      const [vector] = await embedder.embed(['kurze Anfrage']);
-      console.log('embedded', vector.length);`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const child = runWithLocalEmbedder(
+      `const embedder = createLocalEmbedder({ threads: 2 });
+       embedder.warmUp();
+       const [vector] = await embedder.embed(['kurze Anfrage']);
+       console.log('embedded', vector.length);`,
+      30_000,
+    );
     expect(child.stderr).to.equal('');
     expect(child.stdout.trim()).to.equal('embedded 1024');
     expect(child.status, 'the process had to be killed: a worker kept it alive').to.equal(0);
