@@ -1,4 +1,4 @@
-import { embedChunks } from '../src/embed/embed-chunks.js';
+import { DEFAULT_EMBED_BATCH, embedChunks } from '../src/embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../src/embed/prepare.js';
 import type { StepContext, StepPlugin } from '../src/engine/plugin.js';
 import { removeDocumentPoints, storeDocumentPoints } from '../src/vectors/store-points.js';
@@ -38,9 +38,10 @@ const embed: StepPlugin<EmbedConfig> = {
         type: 'integer',
         minimum: 1,
         maximum: 100000,
-        default: 1024,
+        default: DEFAULT_EMBED_BATCH,
         description:
-          'chunks looked up in the cache, embedded and written per round (the embedder cuts a round into its own requests)',
+          'chunks looked up in the cache, embedded and written per round (the embedder cuts a round into its own ' +
+          'requests; the next round is embedded while one is written)',
       },
       max_embed_chars: {
         type: 'integer',

@@ -17,7 +17,7 @@ export interface ChunkRow {
 export interface EmbedChunksOptions {
   /** cap for embedders with a context window (default 800); the local embedder reads whole chunks */
   maxEmbedChars?: number;
-  /** chunks looked up, embedded and written per round (default 1024) */
+  /** chunks looked up, embedded and written per round (default DEFAULT_EMBED_BATCH) */
   batchSize?: number;
   signal?: AbortSignal;
   log?: Logger;
@@ -108,6 +108,105 @@ async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Ma
   return contexts;
 }
 
+/** chunks looked up, embedded and written per round unless the step's batch_size says otherwise */
+export const DEFAULT_EMBED_BATCH = 256;
+
+interface RoundVectors {
+  /** by text hash: from the cache, an earlier round or the embedder (unit length) */
+  vectors: Map<string, Float32Array>;
+  /** the ones the embedder computed now, to be cached */
+  fresh: Array<{ hash: string; vector: Float32Array }>;
+  /** texts the embedder rejected for good, by hash */
+  failedHashes: Map<string, string>;
+  /** chunks of the round whose vector was found (cache or an earlier round) */
+  cachedHere: number;
+}
+
+async function lookUpAndEmbed(
+  cache: EmbeddingCache,
+  embedder: Embedder,
+  round: readonly Prepared[],
+  earlier: ReadonlyMap<string, Float32Array>,
+  signal?: AbortSignal,
+): Promise<RoundVectors> {
+  const unknown = [...new Set(round.filter((p) => !earlier.has(p.hash)).map((p) => p.hash))];
+  const vectors = await cache.getMany(embedder.model, unknown, embedder.dimensions);
+  for (const p of round) {
+    const known = earlier.get(p.hash);
+    if (known) vectors.set(p.hash, known);
+  }
+  const cachedHere = round.filter((p) => vectors.has(p.hash)).length;
+  const missing = [...new Set(round.filter((p) => !vectors.has(p.hash)).map((p) => p.hash))];
+  const textOf = new Map(round.map((p) => [p.hash, p.text]));
+  const fresh: Array<{ hash: string; vector: Float32Array }> = [];
+  const failedHashes = new Map<string, string>();
+  if (missing.length > 0) {
+    let got: Array<Float32Array | undefined>;
+    try {
+      got = await embedder.embed(
+        missing.map((h) => textOf.get(h)!),
+        signal,
+      );
+    } catch (error) {
+      if (!(error instanceof EmbedInputError)) throw error;
+      got = error.vectors;
+      for (const f of error.failures) failedHashes.set(missing[f.index]!, f.message);
+    }
+    missing.forEach((hash, i) => {
+      const raw = got[i];
+      if (!raw) return;
+      // unit length in the cache: the embedded index then refers to the cached vector instead of a copy
+      const vector = unitVector(raw);
+      vectors.set(hash, vector);
+      fresh.push({ hash, vector });
+    });
+  }
+  return { vectors, fresh, failedHashes, cachedHere };
+}
+
+/** One round's writes, in one transaction: new vectors cached, chunks linked to them, chunk statuses. */
+async function writeRound(
+  db: SqlExecutor,
+  cache: EmbeddingCache,
+  model: string,
+  round: readonly Prepared[],
+  got: RoundVectors,
+  result: EmbedChunksResult,
+): Promise<void> {
+  const embeddedHere: Prepared[] = [];
+  const failedIds: number[] = [];
+  for (const p of round) {
+    const failure = got.failedHashes.get(p.hash);
+    if (failure === undefined) {
+      embeddedHere.push(p);
+      continue;
+    }
+    failedIds.push(p.chunk.id);
+    result.failed.push({ chunkId: p.chunk.id, message: failure });
+  }
+  // set-based: a few multi-row statements per round, whatever the number of chunks
+  await db.transaction(async (tx) => {
+    if (got.fresh.length > 0) await cache.putMany(model, got.fresh, tx);
+    await linkVectors(tx, model, embeddedHere);
+    // a chunk already marked embedded with this model (its text or context changed) keeps its row as it is
+    await setStatus(
+      tx,
+      embeddedHere
+        .filter((p) => !(p.chunk.status === 'embedded' && p.chunk.embedding_model === model))
+        .map((p) => p.chunk.id),
+      'embedded',
+      model,
+    );
+    await setStatus(tx, failedIds, 'failed');
+  });
+  for (const p of embeddedHere) {
+    const vector = got.vectors.get(p.hash);
+    if (vector) result.vectors.set(p.hash, vector);
+  }
+  result.cached += got.cachedHere;
+  result.embedded += round.length - got.cachedHere - round.filter((p) => got.failedHashes.has(p.hash)).length;
+}
+
 /**
  * Gives every chunk a vector for the embedder's model: chunks whose prepared text already has one (linked in
  * chunk_vectors and present in the cache) are left alone; the rest come from the cache or, on a miss, from the
@@ -163,74 +262,29 @@ export async function embedChunks(
     return !current;
   });
 
-  const roundSize = Math.max(1, options.batchSize ?? 1024);
-  for (let start = 0; start < todo.length; start += roundSize) {
-    options.signal?.throwIfAborted();
-    const round = todo.slice(start, start + roundSize);
-    const vectors = await cache.getMany(
-      model,
-      round.map((p) => p.hash),
-      embedder.dimensions,
-    );
-    const cachedHere = round.filter((p) => vectors.has(p.hash)).length;
-    const missing = [...new Set(round.filter((p) => !vectors.has(p.hash)).map((p) => p.hash))];
-    const textOf = new Map(round.map((p) => [p.hash, p.text]));
-    const fresh: Array<{ hash: string; vector: Float32Array }> = [];
-    const failedHashes = new Map<string, string>();
-    if (missing.length > 0) {
-      let got: Array<Float32Array | undefined>;
-      try {
-        got = await embedder.embed(
-          missing.map((h) => textOf.get(h)!),
-          options.signal,
-        );
-      } catch (error) {
-        if (!(error instanceof EmbedInputError)) throw error;
-        got = error.vectors;
-        for (const f of error.failures) failedHashes.set(missing[f.index], f.message);
-      }
-      missing.forEach((hash, i) => {
-        const raw = got[i];
-        if (!raw) return;
-        // unit length in the cache: the embedded index then refers to the cached vector instead of a copy
-        const vector = unitVector(raw);
-        vectors.set(hash, vector);
-        fresh.push({ hash, vector });
-      });
+  // Rounds overlap: while one round is written, the next is looked up and embedded (on the worker threads or
+  // the server), so the embedder is not idle during the writes and a large document's last write is one
+  // round's, not the whole document's. A text repeated in a later round takes the vector an earlier round
+  // got, as it would from the cache those writes fill.
+  const rounds: Prepared[][] = [];
+  const roundSize = Math.max(1, options.batchSize ?? DEFAULT_EMBED_BATCH);
+  for (let start = 0; start < todo.length; start += roundSize)
+    rounds.push(todo.slice(start, start + roundSize));
+  const earlier = new Map<string, Float32Array>();
+  const fetchRound = (round: Prepared[]) => lookUpAndEmbed(cache, embedder, round, earlier, options.signal);
+  let next = rounds.length > 0 ? fetchRound(rounds[0]!) : undefined;
+  try {
+    for (let i = 0; i < rounds.length; i++) {
+      const round = rounds[i]!;
+      const got = await next!;
+      for (const [hash, vector] of got.vectors) earlier.set(hash, vector);
+      options.signal?.throwIfAborted();
+      next = i + 1 < rounds.length ? fetchRound(rounds[i + 1]!) : undefined;
+      await writeRound(db, cache, model, round, got, result);
     }
-
-    const embeddedHere: Prepared[] = [];
-    const failedIds: number[] = [];
-    for (const p of round) {
-      const failure = failedHashes.get(p.hash);
-      if (failure === undefined) {
-        embeddedHere.push(p);
-        continue;
-      }
-      failedIds.push(p.chunk.id);
-      result.failed.push({ chunkId: p.chunk.id, message: failure });
-    }
-    // set-based: a few multi-row statements per round, whatever the number of chunks
-    await db.transaction(async (tx) => {
-      if (fresh.length > 0) await cache.putMany(model, fresh, tx);
-      await linkVectors(tx, model, embeddedHere);
-      // a chunk already marked embedded with this model (its text or context changed) keeps its row as it is
-      await setStatus(
-        tx,
-        embeddedHere
-          .filter((p) => !(p.chunk.status === 'embedded' && p.chunk.embedding_model === model))
-          .map((p) => p.chunk.id),
-        'embedded',
-        model,
-      );
-      await setStatus(tx, failedIds, 'failed');
-    });
-    for (const p of embeddedHere) {
-      const vector = vectors.get(p.hash);
-      if (vector) result.vectors.set(p.hash, vector);
-    }
-    result.cached += cachedHere;
-    result.embedded += round.length - cachedHere - round.filter((p) => failedHashes.has(p.hash)).length;
+  } finally {
+    // a round still in flight when a write failed: its outcome no longer matters
+    next?.catch(() => undefined);
   }
   for (const f of result.failed) {
     options.log?.warn('chunk could not be embedded', { chunkId: f.chunkId, error: f.message });

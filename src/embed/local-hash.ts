@@ -192,12 +192,17 @@ export interface LocalEmbedderOptions {
   dimensions?: number;
   /**
    * Worker threads that embed (CPE_EMBED_THREADS); default one per core, 0 = on the calling thread. Small
-   * calls (a search query) always run on the calling thread: a message round trip would cost more.
+   * calls (a search query) run on the calling thread while no worker is running: starting one would cost more.
    */
   threads?: number;
 }
 
-/** Up to this many characters in one call are embedded on the calling thread (well under a millisecond). */
+/**
+ * Up to this many characters in one call are embedded on the calling thread (well under a millisecond), unless
+ * the workers are running already (an ingestion run starts them with its embed step): then every call goes to
+ * them, so the calling thread never runs the embedder often enough for V8 to compile it a further time (~90 ms
+ * of compiler work on the shared corpus, for a few thousand characters of small documents).
+ */
 const IN_THREAD_MAX_CHARS = 1000;
 
 function embedInThread(texts: string[], dimensions: number, signal?: AbortSignal): Float32Array[] {
@@ -223,7 +228,7 @@ export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedde
       if (!pool) return embedInThread(texts, dimensions, signal);
       let chars = 0;
       for (const text of texts) chars += text.length;
-      if (chars <= IN_THREAD_MAX_CHARS) return embedInThread(texts, dimensions, signal);
+      if (chars <= IN_THREAD_MAX_CHARS && pool.threads === 0) return embedInThread(texts, dimensions, signal);
       return pool.embed(texts, dimensions, signal);
     },
     warmUp() {

@@ -272,6 +272,52 @@ for (const backend of backends()) {
       expect(ctx.reports[0]).to.include({ cached: 1, embedded: 1 });
     });
 
+    it('embeds in rounds of batch_size: the next round is embedded while one is written, a repeated text once', async () => {
+      const events: string[] = [];
+      const inner = countingEmbedder();
+      const embedder: Embedder = {
+        ...inner,
+        embed: async (input, signal) => {
+          events.push(`embed ${input.join(' | ')}`);
+          return inner.embed(input, signal);
+        },
+      };
+      // every write transaction of the step, in order
+      const db = new Proxy(t.db, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop !== 'transaction') return typeof value === 'function' ? value.bind(target) : value;
+          return async (fn: (tx: unknown) => Promise<unknown>) => {
+            const out = await value.call(target, fn);
+            events.push('written');
+            return out;
+          };
+        },
+      });
+      const docId = await insertDocument(t.db, { sourcePath: '/src/r.md', title: 'R' });
+      await insertChunks(t.db, docId, ['Eins.', 'Zwei.', 'Drei.', 'Eins.', 'Vier.']);
+      const ctx = makeCtx({
+        db,
+        providers: makeProviders(embedder, index),
+        config: { ...embedConfig, batch_size: 2 },
+        type: 'embed',
+        document: { id: docId, sourcePath: '/src/r.md' },
+      });
+      await embed.run(ctx);
+      // rounds [Eins, Zwei] [Drei, Eins] [Vier]: the second is embedded before the first is written; its
+      // "Eins" takes the first round's vector (as it would from the cache), so the embedder sees it once
+      expect(events.slice(0, 3)).to.deep.equal(['embed R Eins. | R Zwei.', 'embed R Drei.', 'written']);
+      expect(inner.texts).to.deep.equal(['R Eins.', 'R Zwei.', 'R Drei.', 'R Vier.']);
+      expect(ctx.reports[0]).to.include({ embedded: 4, cached: 1, failed: 0, pointsStored: 5 });
+      const rows = await t.db.query<{ status: string; text_hash: string }>(
+        `SELECT c.status, cv.text_hash FROM chunks c JOIN chunk_vectors cv ON cv.chunk_id = c.id
+         WHERE c.document_id = ? ORDER BY c.chunk_index`,
+        [docId],
+      );
+      expect(rows.map((r) => r.status)).to.deep.equal(Array(5).fill('embedded'));
+      expect(rows[3]!.text_hash).to.equal(rows[0]!.text_hash);
+    });
+
     it('a new version: new points are stored before the old version loses its points; delete removes all', async () => {
       const ops: string[] = [];
       const providers = makeProviders(createLocalEmbedder(), recordingIndex(index, ops));

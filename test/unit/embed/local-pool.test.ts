@@ -85,7 +85,7 @@ describe('local-hash-v2 on worker threads', function () {
     }
   });
 
-  it('the embedder keeps small calls (a query) on the calling thread and sends chunks to the workers', async () => {
+  it('the embedder keeps small calls (a query) on the calling thread until its workers run, and sends chunks to the workers', async () => {
     const embedder = createLocalEmbedder({ threads: 3 });
     const pool = sharedLocalEmbedPool(3);
     expect(embedder).to.include({ model: 'local-hash-v2', dimensions: 1024, kind: 'local' });
@@ -98,6 +98,20 @@ describe('local-hash-v2 on worker threads', function () {
     expect(vectors.map((v) => bytes(v).toString('base64'))).to.deep.equal(
       inThread.map((v) => bytes(v).toString('base64')),
     );
+    // with the workers running, a small call goes to them too (the calling thread need not compile the embedder)
+    const calls: number[] = [];
+    const original = pool.embed;
+    pool.embed = (texts, dimensions, signal) => {
+      calls.push(texts.length);
+      return original.call(pool, texts, dimensions, signal);
+    };
+    try {
+      const [again] = await embedder.embed(['Kündigungsschutz im Betrieb']);
+      expect(calls).to.deep.equal([1]);
+      expect(bytes(again!).equals(bytes(query!))).to.equal(true);
+    } finally {
+      pool.embed = original;
+    }
   });
 
   it('a worker that exits or throws fails only its call, with a clear error, and is replaced', async () => {
