@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from './lib/build.js';
 import { runInChild } from './lib/child.js';
 import { type CorpusFolder, generatedCorpusFolder, realCorpusFolder, tempDir } from './lib/corpus.js';
+import { measureParallelism } from './lib/parallelism.js';
 import { envNumber, fmt, isQuick, MB, median, ratio, table } from './lib/stats.js';
 import type { CpeBuild } from './peers/cpe.js';
 import type { IngestResult } from './peers/types.js';
@@ -160,9 +161,12 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
     // idle child: the RSS every contender starts from
     const idleRss = (await runInChild<unknown>('bench/lib/baseline.ts', 'idle', null)).maxRssMb;
 
-    // case 2: first ingestion of the real corpus
+    // case 2: first ingestion of the real corpus, between two readings of how parallel the machine is
     log(`case 2: ingest ${real.label} (${real.files} files, ${fmt(real.bytes / MB)} MB), ${rounds} round(s)`);
+    const parallelBefore = await measureParallelism();
     const ingest = await interleaved([CPE, ...peers, READ_HASH], real, rounds, false, build, log);
+    const parallelAfter = await measureParallelism();
+    rows.push({ case: 'parallelism', before: parallelBefore.speedup, after: parallelAfter.speedup });
     const s = new Map([...ingest].map(([name, runs]) => [name, summarize(real, runs)]));
     const cpe = s.get(CPE.name)!;
     const ingestRows = [CPE, ...peers, READ_HASH].map((c) => {
@@ -189,6 +193,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         ),
         '',
         ...[CPE, ...peers].map((c) => `- ${c.name}: ${s.get(c.name)!.notes ?? ''}`),
+        `- parallelism of the machine (bench/lib/parallelism.ts): ${parallelBefore.threads} equal pieces of CPU work on ${parallelBefore.threads} threads ran ${fmt(parallelBefore.speedup)}x as fast as one after the other before this case, ${fmt(parallelAfter.speedup)}x after it (${fmt(parallelBefore.threads)} = free cores). cpe spreads its pass over the cores, the peers run on one, so the ratios above move with this figure.`,
       ].join('\n'),
     );
 
