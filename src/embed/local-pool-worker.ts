@@ -2,8 +2,12 @@
  * Entry point of a local-hash-v2 worker thread (see local-pool.ts): embeds each job's texts with the same
  * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied).
  */
-import { parentPort } from 'node:worker_threads';
+import { isMainThread, parentPort } from 'node:worker_threads';
+import { lowerThreadPriority } from '../util/thread-priority.js';
 import { embedLocalHash } from './local-hash.js';
+import { EMBED_THREAD_NICE } from './thread-nice.js';
+
+if (!isMainThread) lowerThreadPriority(EMBED_THREAD_NICE);
 
 export interface LocalEmbedJob {
   id: number;
