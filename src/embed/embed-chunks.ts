@@ -271,20 +271,19 @@ export async function embedChunks(
   for (let start = 0; start < todo.length; start += roundSize)
     rounds.push(todo.slice(start, start + roundSize));
   const earlier = new Map<string, Float32Array>();
-  const fetchRound = (round: Prepared[]) => lookUpAndEmbed(cache, embedder, round, earlier, options.signal);
+  const fetchRound = (round: Prepared[]) => {
+    const fetching = lookUpAndEmbed(cache, embedder, round, earlier, options.signal);
+    // awaited after the round before is written; a failure meanwhile is not an unhandled rejection
+    fetching.catch(() => undefined);
+    return fetching;
+  };
   let next = rounds.length > 0 ? fetchRound(rounds[0]!) : undefined;
-  try {
-    for (let i = 0; i < rounds.length; i++) {
-      const round = rounds[i]!;
-      const got = await next!;
-      for (const [hash, vector] of got.vectors) earlier.set(hash, vector);
-      options.signal?.throwIfAborted();
-      next = i + 1 < rounds.length ? fetchRound(rounds[i + 1]!) : undefined;
-      await writeRound(db, cache, model, round, got, result);
-    }
-  } finally {
-    // a round still in flight when a write failed: its outcome no longer matters
-    next?.catch(() => undefined);
+  for (let i = 0; i < rounds.length; i++) {
+    const got = await next!;
+    for (const [hash, vector] of got.vectors) earlier.set(hash, vector);
+    options.signal?.throwIfAborted();
+    next = i + 1 < rounds.length ? fetchRound(rounds[i + 1]!) : undefined;
+    await writeRound(db, cache, model, rounds[i]!, got, result);
   }
   for (const f of result.failed) {
     options.log?.warn('chunk could not be embedded', { chunkId: f.chunkId, error: f.message });

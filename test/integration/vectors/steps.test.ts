@@ -318,6 +318,60 @@ for (const backend of backends()) {
       expect(rows[3]!.text_hash).to.equal(rows[0]!.text_hash);
     });
 
+    it('a round that fails while the one before is written fails the step (no unhandled rejection); written rounds stay', async () => {
+      const inner = createLocalEmbedder();
+      let calls = 0;
+      const embedder: Embedder = {
+        ...inner,
+        embed: async (input, signal) => {
+          if (++calls === 2) throw new Error('Ollama at http://127.0.0.1:1 is unreachable');
+          return inner.embed(input, signal);
+        },
+      };
+      // the first round's write takes a while, so the second round fails before it is awaited
+      const db = new Proxy(t.db, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop !== 'transaction') return typeof value === 'function' ? value.bind(target) : value;
+          return async (fn: (tx: unknown) => Promise<unknown>) => {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            return value.call(target, fn);
+          };
+        },
+      });
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      const mochaListeners = process.listeners('unhandledRejection');
+      process.removeAllListeners('unhandledRejection');
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const docId = await insertDocument(t.db, { sourcePath: '/src/f.md', title: 'F' });
+        await insertChunks(t.db, docId, ['Eins.', 'Zwei.', 'Drei.']);
+        const ctx = makeCtx({
+          db,
+          providers: makeProviders(embedder, index),
+          config: { ...embedConfig, batch_size: 2 },
+          type: 'embed',
+          document: { id: docId, sourcePath: '/src/f.md' },
+        });
+        const error = await embed.run(ctx).then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(error?.message).to.contain('unreachable');
+        expect(unhandled).to.deep.equal([]);
+        const statuses = await t.db.query<{ status: string }>(
+          'SELECT status FROM chunks WHERE document_id = ? ORDER BY chunk_index',
+          [docId],
+        );
+        expect(statuses.map((r) => r.status)).to.deep.equal(['embedded', 'embedded', 'pending']);
+      } finally {
+        process.removeListener('unhandledRejection', onUnhandled);
+        for (const listener of mochaListeners) process.on('unhandledRejection', listener);
+      }
+    });
+
     it('a new version: new points are stored before the old version loses its points; delete removes all', async () => {
       const ops: string[] = [];
       const providers = makeProviders(createLocalEmbedder(), recordingIndex(index, ops));
