@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { replaceChunks } from '../../../src/content/chunk-store.js';
+import type { SqlExecutor } from '../../../src/db/sql.js';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
 import { type Embedder, EmbedInputError } from '../../../src/embed/types.js';
 import type { CpeError } from '../../../src/errors.js';
@@ -58,6 +59,20 @@ function recordingIndex(inner: VectorIndex, log: string[]): VectorIndex {
           log.push(`delete ${args[1]}${(args[2] as any)?.keepIds ? ' (stale only)' : ''}`);
         return value.apply(target, args);
       };
+    },
+  });
+}
+
+/** The database with `around` wrapped about each of its transactions (to record when they are written, or hold them up). */
+function aroundTransactions(
+  db: SqlExecutor,
+  around: (write: () => Promise<unknown>) => Promise<unknown>,
+): SqlExecutor {
+  return new Proxy(db, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop !== 'transaction') return typeof value === 'function' ? value.bind(target) : value;
+      return (fn: (tx: SqlExecutor) => Promise<unknown>) => around(() => value.call(target, fn));
     },
   });
 }
@@ -283,16 +298,10 @@ for (const backend of backends()) {
         },
       };
       // every write transaction of the step, in order
-      const db = new Proxy(t.db, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver);
-          if (prop !== 'transaction') return typeof value === 'function' ? value.bind(target) : value;
-          return async (fn: (tx: unknown) => Promise<unknown>) => {
-            const out = await value.call(target, fn);
-            events.push('written');
-            return out;
-          };
-        },
+      const db = aroundTransactions(t.db, async (write) => {
+        const out = await write();
+        events.push('written');
+        return out;
       });
       const docId = await insertDocument(t.db, { sourcePath: '/src/r.md', title: 'R' });
       await insertChunks(t.db, docId, ['Eins.', 'Zwei.', 'Drei.', 'Eins.', 'Vier.']);
@@ -329,15 +338,9 @@ for (const backend of backends()) {
         },
       };
       // the first round's write takes a while, so the second round fails before it is awaited
-      const db = new Proxy(t.db, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver);
-          if (prop !== 'transaction') return typeof value === 'function' ? value.bind(target) : value;
-          return async (fn: (tx: unknown) => Promise<unknown>) => {
-            await new Promise((resolve) => setTimeout(resolve, 50));
-            return value.call(target, fn);
-          };
-        },
+      const db = aroundTransactions(t.db, async (write) => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return write();
       });
       const unhandled: unknown[] = [];
       const onUnhandled = (reason: unknown) => unhandled.push(reason);
