@@ -204,7 +204,7 @@ async function writeRound(
     if (vector) result.vectors.set(p.hash, vector);
   }
   result.cached += got.cachedHere;
-  result.embedded += round.length - got.cachedHere - round.filter((p) => got.failedHashes.has(p.hash)).length;
+  result.embedded += round.length - got.cachedHere - failedIds.length;
 }
 
 /**
