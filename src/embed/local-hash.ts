@@ -25,7 +25,7 @@ export function foldGerman(text: string): string {
  * topic, so they count a small fraction of a content word. A fixed list, because there is no corpus-wide
  * document frequency to learn it from (an embedder must not depend on what else was ingested).
  */
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   (
     'aber alle allem allen aller alles als also am an ander andere anderem anderen anderer anderes andern ' +
     'anders auch auf aus bei bin bis bist bzw da damit dann darf das dass daß dazu dein deine deinem deinen ' +
@@ -100,14 +100,19 @@ const SEED_STOPWORD = 0x7f4a;
 const SEED_BIGRAM = 0x9e37;
 const SEED_NGRAM = 0x51ed;
 
-/** FNV-1a over code units [start, end) of s, seeded per feature family, with a murmur3 finaliser. */
-function hashRange(s: string, start: number, end: number, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = start; i < end; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // final avalanche (murmur3 fmix32): FNV's low bits alone spread poorly over 1024 buckets
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const LT = 60; // '<' and '>' around a word for its n-grams, so that prefixes and suffixes are features too
+const GT = 62;
+
+/** FNV-1a state after the code units [start, end) of s. */
+function fnv(h: number, s: string, start: number, end: number): number {
+  for (let i = start; i < end; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  return h;
+}
+
+/** murmur3's fmix32 on an FNV state: FNV's low bits alone spread poorly over 1024 buckets. */
+function finish(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -116,23 +121,107 @@ function hashRange(s: string, start: number, end: number, seed: number): number 
   return h >>> 0;
 }
 
-/** Per distinct feature (32-bit hash): the weight of one occurrence and how often it occurs. */
-class FeatureCounts {
-  readonly weight = new Map<number, number>();
-  readonly count = new Map<number, number>();
+/** The feature hash of a whole string: FNV-1a seeded per feature family, then the finaliser. */
+const hashString = (s: string, seed: number) => finish(fnv((FNV_OFFSET ^ seed) >>> 0, s, 0, s.length));
+
+/** The hash of the n-gram at [start, start + n) of `<word>`, without building that string. */
+function hashNgram(word: string, start: number, n: number): number {
+  const last = word.length + 1; // index of '>' in the padded word
+  let h = (FNV_OFFSET ^ (SEED_NGRAM + n)) >>> 0;
+  for (let i = start; i < start + n; i++) {
+    const c = i === 0 ? LT : i === last ? GT : word.charCodeAt(i - 1);
+    h = Math.imul(h ^ c, FNV_PRIME);
+  }
+  return finish(h);
+}
+
+/**
+ * Per distinct feature (32-bit hash) of one text: the weight of one occurrence (the largest seen) and how often it
+ * occurs, in the order first seen. An open-addressing table over typed arrays, reused from text to text (a
+ * generation stamp marks the slots of the current text, so nothing is cleared): a text has thousands of features,
+ * and two Maps keyed by numbers above 2^30 (boxed in V8) made most of the embedder's time and garbage.
+ */
+class FeatureTable {
+  private capacity = 1 << 13;
+  private keys = new Int32Array(this.capacity);
+  private stamps = new Uint32Array(this.capacity);
+  private weights = new Float64Array(this.capacity);
+  private counts = new Float64Array(this.capacity);
+  /** slots in the order their features were first seen */
+  private order = new Int32Array(this.capacity);
+  private size = 0;
+  private generation = 1;
+
+  reset(): void {
+    this.size = 0;
+    if (++this.generation === 0x100000000) {
+      this.stamps.fill(0);
+      this.generation = 1;
+    }
+  }
 
   add(hash: number, weight: number): void {
-    const seen = this.count.get(hash);
-    if (seen === undefined) {
-      this.weight.set(hash, weight);
-      this.count.set(hash, 1);
-    } else {
-      // the same feature can come with different weights (n-grams of words of different lengths): keep the largest
-      if (weight > this.weight.get(hash)!) this.weight.set(hash, weight);
-      this.count.set(hash, seen + 1);
+    if (this.size * 2 >= this.capacity) this.grow();
+    const key = hash | 0;
+    const mask = this.capacity - 1;
+    let slot = key & mask;
+    for (;;) {
+      if (this.stamps[slot] !== this.generation) {
+        this.stamps[slot] = this.generation;
+        this.keys[slot] = key;
+        this.weights[slot] = weight;
+        this.counts[slot] = 1;
+        this.order[this.size++] = slot;
+        return;
+      }
+      if (this.keys[slot] === key) {
+        // the same feature can come with different weights (n-grams of words of different lengths): keep the largest
+        if (weight > this.weights[slot]!) this.weights[slot] = weight;
+        this.counts[slot]!++;
+        return;
+      }
+      slot = (slot + 1) & mask;
+    }
+  }
+
+  /** Adds each feature's weight × (1 + ln occurrences) to its bucket, signed by its top bit, in first-seen order. */
+  addTo(vector: Float32Array): void {
+    const dimensions = vector.length;
+    for (let i = 0; i < this.size; i++) {
+      const slot = this.order[i]!;
+      const hash = this.keys[slot]! >>> 0;
+      const value = this.weights[slot]! * (1 + Math.log(this.counts[slot]!));
+      // bucket from the low bits, sign from the top bit: independent enough after the finaliser
+      vector[hash % dimensions] += (hash & 0x80000000) !== 0 ? -value : value;
+    }
+  }
+
+  private grow(): void {
+    const { keys, weights, counts, order, size } = this;
+    this.capacity *= 2;
+    this.keys = new Int32Array(this.capacity);
+    this.stamps = new Uint32Array(this.capacity);
+    this.weights = new Float64Array(this.capacity);
+    this.counts = new Float64Array(this.capacity);
+    this.order = new Int32Array(this.capacity);
+    this.size = 0;
+    this.generation = 1;
+    const mask = this.capacity - 1;
+    for (let i = 0; i < size; i++) {
+      const old = order[i]!;
+      let slot = keys[old]! & mask;
+      while (this.stamps[slot] === 1) slot = (slot + 1) & mask;
+      this.stamps[slot] = 1;
+      this.keys[slot] = keys[old]!;
+      this.weights[slot] = weights[old]!;
+      this.counts[slot] = counts[old]!;
+      this.order[this.size++] = slot;
     }
   }
 }
+
+/** one per thread: embedLocalHash runs to completion, so calls never share it */
+const table = new FeatureTable();
 
 /**
  * The embedded default embedder: hashed features of German text (the "hashing trick"), weighted and
@@ -142,43 +231,39 @@ class FeatureCounts {
  * counts 1 + ln(occurrences) times its weight, so a word repeated ten times does not drown the rest. Signed
  * hashing (an independent hash bit picks + or -) makes bucket collisions cancel out on average. It captures
  * lexical similarity, not meaning: it is named local-hash-v2 wherever a model name is shown or stored, so
- * nobody mistakes it for a neural model.
+ * nobody mistakes it for a neural model. The hashes are FNV-1a over UTF-16 code units, seeded per feature
+ * family, with a murmur3 finaliser; a pair is hashed as "previous stem, space, stem" and an n-gram as part of
+ * "<word>", without building either string (test/unit/embed/local-hash-reference.ts builds them: same bits).
  */
 export function embedLocalHash(text: string, dimensions: number = LOCAL_EMBEDDER_DIMENSIONS): Float32Array {
-  const features = new FeatureCounts();
+  table.reset();
   const words = foldGerman(text).match(/[\p{L}\p{N}]+/gu) ?? [];
-  let previous: string | undefined;
+  /** FNV state after "previous stem + space", for the pair feature of the next content word */
+  let pairPrefix = 0;
+  let hasPrevious = false;
   for (const word of words) {
     if (STOPWORDS.has(word)) {
-      features.add(hashRange(word, 0, word.length, SEED_STOPWORD), STOPWORD_WEIGHT);
+      table.add(hashString(word, SEED_STOPWORD), STOPWORD_WEIGHT);
       continue;
     }
     const stem = stemGerman(word);
     const scale = lengthWeight(stem.length);
-    features.add(hashRange(stem, 0, stem.length, SEED_WORD), WORD_WEIGHT * scale);
-    if (previous !== undefined) {
-      const pair = `${previous} ${stem}`;
-      features.add(hashRange(pair, 0, pair.length, SEED_BIGRAM), BIGRAM_WEIGHT);
-    }
-    previous = stem;
+    table.add(hashString(stem, SEED_WORD), WORD_WEIGHT * scale);
+    if (hasPrevious) table.add(finish(fnv(pairPrefix, stem, 0, stem.length)), BIGRAM_WEIGHT);
+    pairPrefix = Math.imul(fnv((FNV_OFFSET ^ SEED_BIGRAM) >>> 0, stem, 0, stem.length) ^ 32, FNV_PRIME);
+    hasPrevious = true;
     if (word.length < NGRAM_MIN_LENGTH) continue;
-    const padded = `<${word}>`;
+    const padded = word.length + 2;
     let count = 0;
-    for (const n of NGRAM_SIZES) count += Math.max(0, padded.length - n + 1);
+    for (const n of NGRAM_SIZES) count += Math.max(0, padded - n + 1);
     const weight = (NGRAM_WEIGHT * scale) / Math.sqrt(count);
     for (const n of NGRAM_SIZES) {
-      for (let i = 0; i + n <= padded.length; i++) {
-        features.add(hashRange(padded, i, i + n, SEED_NGRAM + n), weight);
-      }
+      for (let i = 0; i + n <= padded; i++) table.add(hashNgram(word, i, n), weight);
     }
   }
 
   const vector = new Float32Array(dimensions);
-  for (const [hash, count] of features.count) {
-    const value = features.weight.get(hash)! * (1 + Math.log(count));
-    // bucket from the low bits, sign from the top bit: independent enough after the finaliser
-    vector[hash % dimensions] += (hash & 0x80000000) !== 0 ? -value : value;
-  }
+  table.addTo(vector);
   let norm = 0;
   for (let i = 0; i < dimensions; i++) norm += vector[i] * vector[i];
   if (norm > 0) {

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import {
   createLocalEmbedder,
@@ -12,6 +14,9 @@ import {
   prepareEmbedText,
 } from '../../../src/embed/prepare.js';
 import { blobToVector, normalizeVector, vectorToBlob } from '../../../src/embed/vector-blob.js';
+import { embedLocalHashReference } from './local-hash-reference.js';
+
+const examplesDir = path.resolve(import.meta.dirname, '../../../examples/documents');
 
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, v, i) => s + v * b[i], 0);
 
@@ -68,6 +73,65 @@ describe('local-hash-v2 embedder', () => {
 
   it('embeds the empty text as the zero vector', () => {
     expect(embedLocalHash('').every((v) => v === 0)).to.equal(true);
+  });
+
+  it('gives the same bits as the reference implementation, for German text and Unicode edge cases', () => {
+    const handbook = readdirSync(path.join(examplesDir, 'handbuch'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => readFileSync(path.join(examplesDir, 'handbuch', name), 'utf8'));
+    expect(handbook.length).to.be.greaterThan(0);
+    // a seeded generator of "words" from German letters, digits and awkward code units, most of them distinct,
+    // so that one text has far more features than the table starts with (it grows mid-text)
+    let seed = 7;
+    const random = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const alphabet = [
+      'a',
+      'e',
+      'n',
+      'r',
+      's',
+      't',
+      'ä',
+      'ö',
+      'ü',
+      'ß',
+      'Ä',
+      'ẞ',
+      'İ',
+      '7',
+      '²',
+      'é',
+      'e\u0301',
+    ];
+    alphabet.push('\u{1d400}', '\ud800', '-', ' ', '.', '§');
+    const word = () =>
+      Array.from(
+        { length: 1 + Math.floor(random() * 14) },
+        () => alphabet[Math.floor(random() * alphabet.length)],
+      ).join('');
+    const many = Array.from({ length: 3000 }, word).join(' ');
+    const texts = [
+      ...handbook.flatMap((text) => [text, text.slice(0, 2000), text.slice(1000, 1400)]),
+      many,
+      'der die das und oder',
+      'Kündigungsschutz',
+      'a b c',
+      'ÜBERGRÖSSE Übergröße uebergroesse',
+      '',
+    ];
+    for (const text of texts) {
+      for (const dimensions of [1024, 384, 7]) {
+        const got = embedLocalHash(text, dimensions);
+        const want = embedLocalHashReference(text, dimensions);
+        expect(
+          Buffer.from(got.buffer).equals(Buffer.from(want.buffer)),
+          `${dimensions}: ${text.slice(0, 40)}`,
+        ).to.equal(true);
+      }
+    }
   });
 });
 
