@@ -1,4 +1,6 @@
+import { textHash } from './cache.js';
 import { defaultEmbedThreads, sharedLocalEmbedPool } from './local-pool.js';
+import { prepareEmbedText } from './prepare.js';
 import type { Embedder } from './types.js';
 
 /**
@@ -304,17 +306,27 @@ export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedde
   const threads = Math.floor(options.threads ?? defaultEmbedThreads());
   // the pool's workers start on the first call large enough to need them
   const pool = threads > 0 ? sharedLocalEmbedPool(threads, LOCAL_EMBEDDER_MODEL) : undefined;
+  const inThread = (texts: readonly string[]) => {
+    if (pool!.threads > 0) return false;
+    let chars = 0;
+    for (const text of texts) chars += text.length;
+    return chars <= IN_THREAD_MAX_CHARS;
+  };
   return {
     model: LOCAL_EMBEDDER_MODEL,
     dimensions,
     kind: 'local',
     location: 'in-process',
     async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-      if (!pool) return embedInThread(texts, dimensions, signal);
-      let chars = 0;
-      for (const text of texts) chars += text.length;
-      if (chars <= IN_THREAD_MAX_CHARS && pool.threads === 0) return embedInThread(texts, dimensions, signal);
+      if (!pool || inThread(texts)) return embedInThread(texts, dimensions, signal);
       return pool.embed(texts, dimensions, signal);
+    },
+    async prepareAndEmbed(inputs: string[], maxChars: number, signal?: AbortSignal) {
+      if (!pool || inThread(inputs)) {
+        const texts = inputs.map((input) => prepareEmbedText(input, maxChars));
+        return { hashes: texts.map(textHash), vectors: embedInThread(texts, dimensions, signal) };
+      }
+      return pool.prepareAndEmbed(inputs, maxChars, dimensions, signal);
     },
     warmUp() {
       pool?.warmUp();

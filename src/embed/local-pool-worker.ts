@@ -1,10 +1,13 @@
 /**
  * Entry point of a local-hash-v2 worker thread (see local-pool.ts): embeds each job's texts with the same
- * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied).
+ * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied). A
+ * job with maxChars holds chunk inputs: each is prepared (prepareEmbedText) and hashed (textHash) here first.
  */
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { lowerThreadPriority } from '../util/thread-priority.js';
+import { textHash } from './cache.js';
 import { embedLocalHash } from './local-hash.js';
+import { prepareEmbedText } from './prepare.js';
 import { EMBED_THREAD_NICE } from './thread-nice.js';
 
 if (!isMainThread) lowerThreadPriority(EMBED_THREAD_NICE);
@@ -13,20 +16,31 @@ export interface LocalEmbedJob {
   id: number;
   texts: string[];
   dimensions: number;
+  /** the texts are chunk inputs, prepared with this cap and hashed before they are embedded */
+  maxChars?: number;
 }
 
-export type LocalEmbedReply = { id: number; vectors: Float32Array[] } | { id: number; error: string };
+export type LocalEmbedReply =
+  | { id: number; vectors: Float32Array[]; hashes?: string[] }
+  | { id: number; error: string };
 
 parentPort?.on('message', (job: LocalEmbedJob) => {
   let vectors: Float32Array[];
+  let hashes: string[] | undefined;
   try {
-    vectors = job.texts.map((text) => embedLocalHash(text, job.dimensions));
+    let texts = job.texts;
+    if (job.maxChars !== undefined) {
+      const maxChars = job.maxChars;
+      texts = texts.map((input) => prepareEmbedText(input, maxChars));
+      hashes = texts.map(textHash);
+    }
+    vectors = texts.map((text) => embedLocalHash(text, job.dimensions));
   } catch (error) {
     const reply: LocalEmbedReply = { id: job.id, error: (error as Error)?.message ?? String(error) };
     parentPort?.postMessage(reply);
     return;
   }
-  const reply: LocalEmbedReply = { id: job.id, vectors };
+  const reply: LocalEmbedReply = { id: job.id, vectors, ...(hashes ? { hashes } : {}) };
   parentPort?.postMessage(
     reply,
     vectors.map((v) => v.buffer as ArrayBuffer),

@@ -16,6 +16,7 @@ import type { Worker } from 'node:worker_threads';
 import { CpeError, ErrorCodes, ProviderError } from '../errors.js';
 import { siblingModuleUrl, spawnModuleWorker } from '../util/worker-thread.js';
 import type { LocalEmbedJob, LocalEmbedReply } from './local-pool-worker.js';
+import type { PreparedVectors } from './types.js';
 
 const workerUrl = siblingModuleUrl('local-pool-worker', import.meta.url);
 
@@ -53,9 +54,17 @@ const MAX_PART_CHARS = 64_000;
 interface Part {
   texts: string[];
   dimensions: number;
+  /** the texts are chunk inputs the worker prepares (with this cap) and hashes */
+  maxChars?: number;
   settled: boolean;
-  resolve(vectors: Float32Array[]): void;
+  resolve(done: PartResult): void;
   reject(error: Error): void;
+}
+
+interface PartResult {
+  vectors: Float32Array[];
+  /** the prepared texts' cache keys, for a part of chunk inputs */
+  hashes?: string[];
 }
 
 interface Slot {
@@ -170,6 +179,29 @@ export class LocalEmbedPool {
 
   /** One vector per text, in order, computed on the workers. */
   async embed(texts: readonly string[], dimensions: number, signal?: AbortSignal): Promise<Float32Array[]> {
+    return (await this.run(texts, dimensions, undefined, signal)).flatMap((part) => part.vectors);
+  }
+
+  /** Embedder.prepareAndEmbed on the workers: chunk inputs prepared, hashed and embedded there. */
+  async prepareAndEmbed(
+    inputs: readonly string[],
+    maxChars: number,
+    dimensions: number,
+    signal?: AbortSignal,
+  ): Promise<PreparedVectors> {
+    const parts = await this.run(inputs, dimensions, maxChars, signal);
+    return {
+      hashes: parts.flatMap((part) => part.hashes ?? []),
+      vectors: parts.flatMap((part) => part.vectors),
+    };
+  }
+
+  private async run(
+    texts: readonly string[],
+    dimensions: number,
+    maxChars: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<PartResult[]> {
     signal?.throwIfAborted();
     if (texts.length === 0) return [];
     const chars = texts.reduce((sum, t) => sum + t.length, 0);
@@ -182,8 +214,8 @@ export class LocalEmbedPool {
     const parts: Part[] = [];
     const settled = splitByLength(texts, count).map(
       (slice) =>
-        new Promise<Float32Array[]>((resolve, reject) => {
-          parts.push({ texts: slice, dimensions, settled: false, resolve, reject });
+        new Promise<PartResult>((resolve, reject) => {
+          parts.push({ texts: slice, dimensions, maxChars, settled: false, resolve, reject });
         }),
     );
     // an aborted call stops waiting at once; parts not yet started are dropped, running ones finish unread
@@ -197,7 +229,7 @@ export class LocalEmbedPool {
     try {
       this.queue.push(parts);
       this.pump();
-      return (await Promise.all(settled)).flat();
+      return await Promise.all(settled);
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
@@ -226,11 +258,11 @@ export class LocalEmbedPool {
     await Promise.all(slots.map((slot) => slot.worker.terminate().catch(() => undefined)));
   }
 
-  private settle(part: Part, outcome: { vectors: Float32Array[] } | { error: Error }): void {
+  private settle(part: Part, outcome: PartResult | { error: Error }): void {
     if (part.settled) return;
     part.settled = true;
-    if ('vectors' in outcome) part.resolve(outcome.vectors);
-    else part.reject(outcome.error);
+    if ('error' in outcome) part.reject(outcome.error);
+    else part.resolve(outcome);
   }
 
   /** Hands queued parts to idle workers, starting workers up to `size`. */
@@ -255,7 +287,12 @@ export class LocalEmbedPool {
         }
       }
       const part = this.queue.shift()!;
-      const job: LocalEmbedJob = { id: this.nextId++, texts: part.texts, dimensions: part.dimensions };
+      const job: LocalEmbedJob = {
+        id: this.nextId++,
+        texts: part.texts,
+        dimensions: part.dimensions,
+        ...(part.maxChars !== undefined ? { maxChars: part.maxChars } : {}),
+      };
       slot.jobs.push({ id: job.id, part });
       slot.worker.ref();
       slot.worker.postMessage(job);
@@ -269,7 +306,7 @@ export class LocalEmbedPool {
       if (index < 0) return;
       const { part } = slot.jobs.splice(index, 1)[0]!;
       if (slot.jobs.length === 0) slot.worker.unref();
-      if ('vectors' in reply) this.settle(part, { vectors: reply.vectors });
+      if ('vectors' in reply) this.settle(part, { vectors: reply.vectors, hashes: reply.hashes });
       else
         this.settle(part, {
           error: new ProviderError(`${this.name}: a worker thread failed: ${reply.error}`),

@@ -63,6 +63,11 @@ export function chunkContextLine(context: ChunkContext): string {
  * a window still gets at most maxChars.
  */
 export function chunkEmbedText(content: string, context: ChunkContext, maxChars: number): string {
+  return prepareEmbedText(chunkEmbedInput(content, context), maxChars);
+}
+
+/** What chunkEmbedText prepares: the context line, a blank line and the content (the content alone without a line). */
+export function chunkEmbedInput(content: string, context: ChunkContext): string {
   const line = chunkContextLine(context);
-  return prepareEmbedText(line === '' ? content : `${line}\n\n${content}`, maxChars);
+  return line === '' ? content : `${line}\n\n${content}`;
 }

@@ -13,8 +13,21 @@ export interface Embedder {
    * others still come back: the promise rejects with an EmbedInputError carrying the partial results.
    */
   embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  /**
+   * Prepares each chunk input (chunkEmbedInput: context line and content) as chunkEmbedText does, capped at
+   * maxChars, and returns the prepared texts' cache keys (textHash) with their vectors, all computed where the
+   * embedder runs. For an embedder whose vector costs less than looking it up first (the local one, on worker
+   * threads): the calling thread then neither prepares nor hashes the texts.
+   */
+  prepareAndEmbed?(inputs: string[], maxChars: number, signal?: AbortSignal): Promise<PreparedVectors>;
   /** starts what the first call would start (the local embedder's worker threads), without waiting for it */
   warmUp?(): void;
+}
+
+/** Cache keys of prepared texts and their vectors, in the order of the inputs (see Embedder.prepareAndEmbed). */
+export interface PreparedVectors {
+  hashes: string[];
+  vectors: Float32Array[];
 }
 
 /**

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { replaceChunks } from '../../../src/content/chunk-store.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
+import { textHash } from '../../../src/embed/cache.js';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
+import { chunkEmbedText } from '../../../src/embed/prepare.js';
 import { type Embedder, EmbedInputError } from '../../../src/embed/types.js';
 import type { CpeError } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
@@ -42,6 +44,15 @@ function countingEmbedder(inner: Embedder = createLocalEmbedder()): Embedder & {
       return inner.embed(input, signal);
     },
   };
+}
+
+/**
+ * An embedder that only embeds, as Ollama's does: the step prepares and hashes the texts itself and looks them
+ * up before it asks (the local embedder does all of that on its worker threads, see prepareAndEmbed).
+ */
+function remoteLike(embedder: Embedder): Embedder {
+  const { prepareAndEmbed: _itself, ...rest } = embedder;
+  return rest;
 }
 
 /** Records the order of writes, to check that old points go only after new ones are stored. */
@@ -191,7 +202,7 @@ for (const backend of backends()) {
       const before = await t.db.query<any>('SELECT qdrant_id FROM chunks ORDER BY chunk_index');
       expect(before.map((c) => c.qdrant_id)).to.deep.equal(pointIds);
 
-      const local = createLocalEmbedder();
+      const local = remoteLike(createLocalEmbedder());
       const rejecting: Embedder = {
         ...local,
         model: local.model,
@@ -287,6 +298,51 @@ for (const backend of backends()) {
       expect(ctx.reports[0]).to.include({ cached: 1, embedded: 1 });
     });
 
+    it('the local embedder prepares, hashes and embeds on its threads: a repeated text is cached, a rerun is up to date', async () => {
+      const providers = makeProviders(createLocalEmbedder({ threads: 2 }), index);
+      const runEmbed = async (docId: number, sourcePath: string) => {
+        const ctx = makeCtx({
+          db: t.db,
+          providers,
+          config: { ...embedConfig, batch_size: 2 },
+          type: 'embed',
+          document: { id: docId, sourcePath },
+        });
+        await embed.run(ctx);
+        return ctx.reports[0];
+      };
+      const a = await insertDocument(t.db, { sourcePath: '/src/l.md', title: 'L' });
+      await insertChunks(t.db, a, ['Eins.', 'Zwei.', 'Drei.', 'Eins.', 'Vier.']);
+      // rounds [Eins, Zwei] [Drei, Eins] [Vier]: the second "Eins" takes the first round's vector
+      expect(await runEmbed(a, '/src/l.md')).to.include({
+        embedded: 4,
+        cached: 1,
+        upToDate: 0,
+        pointsStored: 5,
+      });
+      expect(await runEmbed(a, '/src/l.md')).to.include({ embedded: 0, cached: 0, upToDate: 5 });
+      // the same title and text in another document: from the cache, not written again
+      const b = await insertDocument(t.db, { sourcePath: '/src/m.md', title: 'L' });
+      await insertChunks(t.db, b, ['Zwei.']);
+      expect(await runEmbed(b, '/src/m.md')).to.include({ embedded: 0, cached: 1, upToDate: 0 });
+      const rows = await t.db.query<{ text_hash: string; n: number }>(
+        `SELECT cv.text_hash, COUNT(*) AS n FROM chunk_vectors cv JOIN chunks c ON c.id = cv.chunk_id
+         WHERE c.document_id IN (?, ?) GROUP BY cv.text_hash ORDER BY n DESC, cv.text_hash`,
+        [a, b],
+      );
+      expect(rows.map((r) => Number(r.n))).to.deep.equal([2, 2, 1, 1]);
+      // every hash is the step's own: chunkEmbedText of the chunk, hashed
+      const expected = ['Eins.', 'Zwei.', 'Drei.', 'Vier.'].map((text) =>
+        textHash(chunkEmbedText(text, { title: 'L' }, Number.POSITIVE_INFINITY)),
+      );
+      expect(rows.map((r) => r.text_hash).sort()).to.deep.equal([...expected].sort());
+      const [{ n: cachedRows }] = await t.db.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM embedding_cache WHERE text_hash IN (?, ?, ?, ?)',
+        expected,
+      );
+      expect(Number(cachedRows)).to.equal(4);
+    });
+
     it('embeds in rounds of batch_size: the next round is embedded while one is written, a repeated text once', async () => {
       const events: string[] = [];
       const inner = countingEmbedder();
@@ -328,7 +384,7 @@ for (const backend of backends()) {
     });
 
     it('a round that fails while the one before is written fails the step (no unhandled rejection); written rounds stay', async () => {
-      const inner = createLocalEmbedder();
+      const inner = remoteLike(createLocalEmbedder());
       let calls = 0;
       const embedder: Embedder = {
         ...inner,

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { expect } from 'chai';
+import { textHash } from '../../../src/embed/cache.js';
 import { createLocalEmbedder, embedLocalHash } from '../../../src/embed/local-hash.js';
 import {
   closeLocalEmbedPools,
@@ -10,6 +11,7 @@ import {
   spawnLocalEmbedWorker,
   splitByLength,
 } from '../../../src/embed/local-pool.js';
+import { chunkEmbedInput, prepareEmbedText } from '../../../src/embed/prepare.js';
 import { CpeError, ProviderError } from '../../../src/errors.js';
 
 const sentences = [
@@ -83,6 +85,29 @@ describe('local-hash-v2 on worker threads', function () {
     } finally {
       await pool.close();
     }
+  });
+
+  it('prepareAndEmbed prepares, hashes and embeds chunk inputs as the calling thread would, on the workers and in-thread', async () => {
+    const inputs = corpus.map((text, i) =>
+      chunkEmbedInput(`${text}\n\n  Kapitel ${i} ........ 12`, {
+        title: `Titel ${i % 3}`,
+        headingPath: ['§ 3'],
+      }),
+    );
+    inputs.push(chunkEmbedInput('ohne Kontext', {}));
+    for (const maxChars of [800, Number.POSITIVE_INFINITY]) {
+      const texts = inputs.map((input) => prepareEmbedText(input, maxChars));
+      const want = {
+        hashes: texts.map(textHash),
+        vectors: texts.map((text) => bytes(embedLocalHash(text)).toString('base64')),
+      };
+      for (const threads of [2, 0]) {
+        const got = await createLocalEmbedder({ threads }).prepareAndEmbed!(inputs, maxChars);
+        expect(got.hashes, `threads ${threads}, cap ${maxChars}`).to.deep.equal(want.hashes);
+        expect(got.vectors.map((v) => bytes(v).toString('base64'))).to.deep.equal(want.vectors);
+      }
+    }
+    expect(sharedLocalEmbedPool(2).threads).to.equal(2);
   });
 
   it('the embedder keeps small calls (a query) on the calling thread until its workers run, and sends chunks to the workers', async () => {
