@@ -193,10 +193,13 @@ export async function storeDocumentPoints(
     qdrant_id: string | null;
     text_hash: string | null;
   }>(
-    `SELECT c.id, c.chunk_index, c.content, c.heading_path, c.page_start, c.qdrant_id, cv.text_hash
+    // the payload shows the start of a chunk: substr counts characters (code points), at least as many UTF-16
+    // units as chunkPayload keeps, so the result is the same as from the whole content, read in a fraction
+    `SELECT c.id, c.chunk_index, substr(c.content, 1, ?) AS content, c.heading_path, c.page_start, c.qdrant_id,
+       cv.text_hash
      FROM chunks c LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
      WHERE c.document_id = ? ORDER BY c.chunk_index`,
-    [model, doc.id],
+    [PAYLOAD_CONTENT_CHARS, model, doc.id],
   );
   const known = options.knownVectors;
   const unknown = rows.flatMap((r) =>

@@ -298,6 +298,33 @@ for (const backend of backends()) {
       expect(ctx.reports[0]).to.include({ cached: 1, embedded: 1 });
     });
 
+    it('the payload of a point holds the first 1000 UTF-16 units of its chunk, astral characters included', async () => {
+      const upserted: Array<{ payload: { content?: string } }> = [];
+      const watching = new Proxy(index, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop !== 'upsert' || typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            upserted.push(...(args[1] as typeof upserted));
+            return value.apply(target, args);
+          };
+        },
+      });
+      const docId = await insertDocument(t.db, { sourcePath: '/src/e.md', title: 'E' });
+      const content = `${'😀'.repeat(600)}${'x'.repeat(500)}`;
+      await insertChunks(t.db, docId, [content, 'kurz']);
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers: makeProviders(createLocalEmbedder(), watching),
+          config: embedConfig,
+          type: 'embed',
+          document: { id: docId, sourcePath: '/src/e.md' },
+        }),
+      );
+      expect(upserted.map((p) => p.payload.content)).to.deep.equal([content.slice(0, 1000), 'kurz']);
+    });
+
     it('the local embedder prepares, hashes and embeds on its threads: a repeated text is cached, a rerun is up to date', async () => {
       const providers = makeProviders(createLocalEmbedder({ threads: 2 }), index);
       const runEmbed = async (docId: number, sourcePath: string) => {
