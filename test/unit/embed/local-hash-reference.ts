@@ -1,7 +1,10 @@
 /**
  * local-hash-v2 as it was first written (strings and Maps), kept as the oracle that the production embedder
  * (src/embed/local-hash.ts: typed arrays, no string per feature) is held to: both must give the same bits for
- * every text, since vectors stored under the name local-hash-v2 must stay comparable with new ones.
+ * every text, since vectors stored under the name local-hash-v2 must stay comparable with new ones. Its weights,
+ * seeds and length weighting are written out again here on purpose (the duplicates tool lists them): they define
+ * local-hash-v2, so a change to them in src/ must fail the comparison instead of silently changing the vectors
+ * that collections and caches hold under the same name.
  */
 import { foldGerman, STOPWORDS, stemGerman } from '../../../src/embed/local-hash.js';
 
