@@ -30,7 +30,7 @@ export interface IngestBenchOptions {
   scaleRounds?: number;
   /** which cpe: the compiled package (default) or the TypeScript sources */
   build?: CpeBuild;
-  /** leave LlamaIndex out (it needs minutes per pass on the real corpus) */
+  /** leave LlamaIndex out (its pass on the real corpus is ~10x cpe's) */
   skipLlamaIndex?: boolean;
   log?: (line: string) => void;
 }
@@ -40,7 +40,7 @@ interface Contender {
   module: string;
   fn: string;
   extra?: Record<string, unknown>;
-  /** runs in the first rounds only (LlamaIndex: a pass takes minutes) */
+  /** runs in the first rounds only (BENCH_LLAMAINDEX_ROUNDS) */
   maxRounds?: number;
 }
 
@@ -59,7 +59,7 @@ const LLAMAINDEX: Contender = {
   name: 'LlamaIndex.TS',
   module: 'bench/peers/llamaindex.ts',
   fn: 'llamaindexIngest',
-  maxRounds: envNumber('BENCH_LLAMAINDEX_ROUNDS', 1, 1),
+  maxRounds: envNumber('BENCH_LLAMAINDEX_ROUNDS', 3, 1),
 };
 const READ_HASH: Contender = {
   name: 'read + SHA-256 only',
