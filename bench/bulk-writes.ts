@@ -240,28 +240,44 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
       const rawDoc = await insertDocument(rawTarget.db, round);
       const points = (doc: number) =>
         chunks.map((c, i) => ({ id: `${doc}-${i}`, vector: vectors[i]!, chunkId: c.index }));
-      let t = performance.now();
-      await replaceChunks(cpeTarget.db, cpeDoc, chunks, {
-        pipelineVersion: 'bench',
-        stepConfigHash: 'bench',
-      });
-      const cpeChunks = performance.now() - t;
-      t = performance.now();
-      await raw.chunks(rawDoc, chunks);
-      const rawChunks = performance.now() - t;
-      t = performance.now();
-      await index.upsert(
-        'bench',
-        points(cpeDoc).map((p) => ({
-          id: p.id,
-          vector: p.vector,
-          payload: { document_id: cpeDoc, chunk_id: p.chunkId },
-        })),
-      );
-      const cpeVectors = performance.now() - t;
-      t = performance.now();
-      await raw.vectors(rawDoc, points(rawDoc));
-      const rawVectors = performance.now() - t;
+      // Each write is timed from a settled start: the write-ahead log copied back and emptied (SQLite), so that
+      // neither side's timing includes a background checkpoint of the other's data; cpe and raw take turns
+      // going first.
+      const timed = async (target: { db: SqlExecutor }, write: () => Promise<unknown>) => {
+        if (target.db.dialect === 'sqlite') await target.db.query('PRAGMA wal_checkpoint(TRUNCATE)');
+        const t = performance.now();
+        await write();
+        return performance.now() - t;
+      };
+      const cpeChunkWrite = () =>
+        replaceChunks(cpeTarget.db, cpeDoc, chunks, { pipelineVersion: 'bench', stepConfigHash: 'bench' });
+      const rawChunkWrite = () => raw!.chunks(rawDoc, chunks);
+      const cpeVectorWrite = () =>
+        index.upsert(
+          'bench',
+          points(cpeDoc).map((p) => ({
+            id: p.id,
+            vector: p.vector,
+            payload: { document_id: cpeDoc, chunk_id: p.chunkId },
+          })),
+        );
+      const rawVectorWrite = () => raw!.vectors(rawDoc, points(rawDoc));
+      const cpeFirst = round % 2 === 0;
+      let cpeChunks: number;
+      let rawChunks: number;
+      let cpeVectors: number;
+      let rawVectors: number;
+      if (cpeFirst) {
+        cpeChunks = await timed(cpeTarget, cpeChunkWrite);
+        rawChunks = await timed(rawTarget, rawChunkWrite);
+        cpeVectors = await timed(cpeTarget, cpeVectorWrite);
+        rawVectors = await timed(rawTarget, rawVectorWrite);
+      } else {
+        rawChunks = await timed(rawTarget, rawChunkWrite);
+        cpeChunks = await timed(cpeTarget, cpeChunkWrite);
+        rawVectors = await timed(rawTarget, rawVectorWrite);
+        cpeVectors = await timed(cpeTarget, cpeVectorWrite);
+      }
       if (round === 0) continue; // warm-up
       times.cpeChunks.push(cpeChunks);
       times.rawChunks.push(rawChunks);
@@ -299,7 +315,7 @@ export async function benchBulkWrites(opts: { rows?: number; rounds?: number } =
   const rows: BulkWriteRow[] = [];
   for (const backend of backends) rows.push(...(await benchBackend(backend, n, rounds)));
   const markdown = [
-    `**Bulk writes**: ${n} rows per write (chunks of ~800 characters; 1024-dim vectors as float32 BLOBs with a JSON payload), one transaction each, median of ${rounds} interleaved rounds after a warm-up; raw = the driver with prepared multi-row INSERTs computing the same values.${backends.length === 1 ? ' MariaDB rows need CPE_TEST_MYSQL_URL.' : ''}`,
+    `**Bulk writes**: ${n} rows per write (chunks of ~800 characters; 1024-dim vectors as float32 BLOBs with a JSON payload), one transaction each, median of ${rounds} interleaved rounds after a warm-up (cpe and raw take turns going first; on SQLite each write starts with the write-ahead log checkpointed, so that no background checkpoint of one side lands in the other's timing); raw = the driver with prepared multi-row INSERTs computing the same values.${backends.length === 1 ? ' MariaDB rows need CPE_TEST_MYSQL_URL.' : ''}`,
     '',
     table(
       ['backend', 'rows', 'cpe rows/s', 'raw driver rows/s', 'cpe/raw'],
