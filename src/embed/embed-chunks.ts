@@ -2,13 +2,13 @@ import type { SqlExecutor } from '../db/sql.js';
 import type { Logger } from '../engine/plugin.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
-import { EmbeddingCache, textHash } from './cache.js';
+import { EmbeddingCache } from './cache.js';
 import {
   type ChunkContext,
   chunkEmbedInput,
-  chunkEmbedText,
   DEFAULT_MAX_EMBED_CHARS,
   embedCharLimit,
+  prepareChunkInputs,
 } from './prepare.js';
 import { type Embedder, EmbedInputError } from './types.js';
 import { unitVector } from './vector-blob.js';
@@ -289,18 +289,16 @@ export async function embedChunks(
    * worker threads) embeds the whole round first, since its vectors cost less than looking them up: `computed`.
    */
   const fetchRound = async (round: readonly ChunkRow[]): Promise<{ todo: Prepared[]; got: RoundVectors }> => {
+    const inputs = round.map((c) => chunkEmbedInput(c.content, contexts.get(c.id) ?? {}));
     let prepared: Prepared[];
     let computed: Map<string, Float32Array> | undefined;
     if (embedder.prepareAndEmbed) {
-      const inputs = round.map((c) => chunkEmbedInput(c.content, contexts.get(c.id) ?? {}));
       const got = await embedder.prepareAndEmbed(inputs, maxChars, options.signal);
       prepared = round.map((chunk, i) => ({ chunk, hash: got.hashes[i]! }));
       computed = new Map(got.hashes.map((hash, i) => [hash, got.vectors[i]!]));
     } else {
-      prepared = round.map((chunk) => {
-        const text = chunkEmbedText(chunk.content, contexts.get(chunk.id) ?? {}, maxChars);
-        return { chunk, text, hash: textHash(text) };
-      });
+      const { texts, hashes } = prepareChunkInputs(inputs, maxChars);
+      prepared = round.map((chunk, i) => ({ chunk, text: texts[i], hash: hashes[i]! }));
     }
     // both lookups queued at once, before the write of the round before (the connection takes them in turn)
     const unknown = [...new Set(prepared.filter((p) => !earlier.has(p.hash)).map((p) => p.hash))];

@@ -1,6 +1,5 @@
-import { textHash } from './cache.js';
 import { defaultEmbedThreads, sharedLocalEmbedPool } from './local-pool.js';
-import { prepareEmbedText } from './prepare.js';
+import { prepareChunkInputs } from './prepare.js';
 import type { Embedder } from './types.js';
 
 /**
@@ -323,8 +322,8 @@ export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedde
     },
     async prepareAndEmbed(inputs: string[], maxChars: number, signal?: AbortSignal) {
       if (!pool || inThread(inputs)) {
-        const texts = inputs.map((input) => prepareEmbedText(input, maxChars));
-        return { hashes: texts.map(textHash), vectors: embedInThread(texts, dimensions, signal) };
+        const { texts, hashes } = prepareChunkInputs(inputs, maxChars);
+        return { hashes, vectors: embedInThread(texts, dimensions, signal) };
       }
       return pool.prepareAndEmbed(inputs, maxChars, dimensions, signal);
     },

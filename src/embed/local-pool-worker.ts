@@ -1,13 +1,12 @@
 /**
  * Entry point of a local-hash-v2 worker thread (see local-pool.ts): embeds each job's texts with the same
  * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied). A
- * job with maxChars holds chunk inputs: each is prepared (prepareEmbedText) and hashed (textHash) here first.
+ * job with maxChars holds chunk inputs: they are prepared and hashed here first (prepareChunkInputs).
  */
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { lowerThreadPriority } from '../util/thread-priority.js';
-import { textHash } from './cache.js';
 import { embedLocalHash } from './local-hash.js';
-import { prepareEmbedText } from './prepare.js';
+import { prepareChunkInputs } from './prepare.js';
 import { EMBED_THREAD_NICE } from './thread-nice.js';
 
 if (!isMainThread) lowerThreadPriority(EMBED_THREAD_NICE);
@@ -29,18 +28,14 @@ parentPort?.on('message', (job: LocalEmbedJob) => {
   let hashes: string[] | undefined;
   try {
     let texts = job.texts;
-    if (job.maxChars !== undefined) {
-      const maxChars = job.maxChars;
-      texts = texts.map((input) => prepareEmbedText(input, maxChars));
-      hashes = texts.map(textHash);
-    }
+    if (job.maxChars !== undefined) ({ texts, hashes } = prepareChunkInputs(texts, job.maxChars));
     vectors = texts.map((text) => embedLocalHash(text, job.dimensions));
   } catch (error) {
     const reply: LocalEmbedReply = { id: job.id, error: (error as Error)?.message ?? String(error) };
     parentPort?.postMessage(reply);
     return;
   }
-  const reply: LocalEmbedReply = { id: job.id, vectors, ...(hashes ? { hashes } : {}) };
+  const reply: LocalEmbedReply = { id: job.id, vectors, hashes };
   parentPort?.postMessage(
     reply,
     vectors.map((v) => v.buffer as ArrayBuffer),

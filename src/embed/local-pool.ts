@@ -293,7 +293,7 @@ export class LocalEmbedPool {
         id: this.nextId++,
         texts: part.texts,
         dimensions: part.dimensions,
-        ...(part.maxChars !== undefined ? { maxChars: part.maxChars } : {}),
+        maxChars: part.maxChars,
       };
       slot.jobs.push({ id: job.id, part });
       slot.worker.ref();

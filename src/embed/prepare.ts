@@ -1,3 +1,4 @@
+import { textHash } from './cache.js';
 import type { Embedder } from './types.js';
 
 /** The original system's default cap: mxbai-embed-large sees at most 512 tokens, about 800 German characters. */
@@ -70,4 +71,16 @@ export function chunkEmbedText(content: string, context: ChunkContext, maxChars:
 export function chunkEmbedInput(content: string, context: ChunkContext): string {
   const line = chunkContextLine(context);
   return line === '' ? content : `${line}\n\n${content}`;
+}
+
+/**
+ * Chunk inputs (chunkEmbedInput) prepared as chunkEmbedText prepares them, capped at maxChars, with their cache
+ * keys (textHash): the one place both are made, on the calling thread or on the local embedder's threads.
+ */
+export function prepareChunkInputs(
+  inputs: readonly string[],
+  maxChars: number,
+): { texts: string[]; hashes: string[] } {
+  const texts = inputs.map((input) => prepareEmbedText(input, maxChars));
+  return { texts, hashes: texts.map(textHash) };
 }
