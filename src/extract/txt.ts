@@ -130,7 +130,7 @@ export function extractTxt(
 
 /** Form feeds separate logical pages; a form feed at the very end does not open an empty page. */
 export function splitPages(text: string): string[] {
-  const pages = text.replace(/\r\n?/g, '\n').split('\f');
+  const pages = (text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text).split('\f');
   while (pages.length > 1 && pages[pages.length - 1]!.trim() === '') pages.pop();
   return pages;
 }
