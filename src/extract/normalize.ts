@@ -7,7 +7,8 @@ const LINE_BREAKS = /\r\n?|\u2028|\u2029|\u0085/g;
 const TRAILING_SPACE = /[ \t]+$/gm;
 
 /** either of the above: most texts have neither, and one scan for both is half the cost of two replaces */
-const LINE_BREAK_OR_CONTROL = /[\r\u2028\u2029\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/;
+const LINE_BREAK_OR_CONTROL =
+  /[\r\u2028\u2029\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/;
 
 export function normalizeText(raw: string): string {
   const cleaned = LINE_BREAK_OR_CONTROL.test(raw) ? raw.replace(LINE_BREAKS, '\n').replace(CONTROL, '') : raw;
