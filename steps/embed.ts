@@ -1,4 +1,4 @@
-import { DEFAULT_EMBED_BATCH, embedChunks } from '../src/embed/embed-chunks.js';
+import { chunkContextOf, DEFAULT_EMBED_BATCH, embedChunks } from '../src/embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../src/embed/prepare.js';
 import type { StepContext, StepPlugin } from '../src/engine/plugin.js';
 import { removeDocumentPoints, storeDocumentPoints } from '../src/vectors/store-points.js';
@@ -87,14 +87,24 @@ const embed: StepPlugin<EmbedConfig> = {
       content: string;
       status: string;
       embedding_model: string | null;
-    }>('SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? ORDER BY chunk_index', [
-      ctx.document.id,
-    ]);
+      heading_path: unknown;
+      title: string | null;
+    }>(
+      `SELECT c.id, c.content, c.status, c.embedding_model, c.heading_path, d.title
+       FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ? ORDER BY c.chunk_index`,
+      [ctx.document.id],
+    );
     const embedder = await ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined);
     const result = await embedChunks(
       ctx.db,
       embedder,
-      chunks.map((c) => ({ ...c, id: Number(c.id) })),
+      chunks.map((c) => ({
+        id: Number(c.id),
+        content: c.content,
+        status: c.status,
+        embedding_model: c.embedding_model,
+        context: chunkContextOf(c),
+      })),
       {
         maxEmbedChars: ctx.config.max_embed_chars,
         batchSize: ctx.config.batch_size,

@@ -18,6 +18,8 @@ export interface ChunkRow {
   content: string;
   status?: string;
   embedding_model?: string | null;
+  /** title and heading path, when the caller read them with the chunk (else they are read here) */
+  context?: ChunkContext;
 }
 
 export interface EmbedChunksOptions {
@@ -93,6 +95,12 @@ async function setStatus(
   }
 }
 
+/** A chunk's context from its row: chunks.heading_path (JSON) and the document's title. */
+export function chunkContextOf(row: { heading_path: unknown; title: string | null }): ChunkContext {
+  const headingPath = parseJsonColumn<unknown>(row.heading_path, []);
+  return { title: row.title, headingPath: Array.isArray(headingPath) ? headingPath.map(String) : [] };
+}
+
 /** Title and heading path of each chunk, from SQL, so every caller embeds exactly the same text for a chunk. */
 async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Map<number, ChunkContext>> {
   const contexts = new Map<number, ChunkContext>();
@@ -103,13 +111,7 @@ async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Ma
        WHERE c.id IN (${slice.map(() => '?').join(',')})`,
       [...slice],
     );
-    for (const row of rows) {
-      const headingPath = parseJsonColumn<unknown>(row.heading_path, []);
-      contexts.set(Number(row.id), {
-        title: row.title,
-        headingPath: Array.isArray(headingPath) ? headingPath.map(String) : [],
-      });
-    }
+    for (const row of rows) contexts.set(Number(row.id), chunkContextOf(row));
   }
   return contexts;
 }
@@ -269,7 +271,7 @@ export async function embedChunks(
   const cache = new EmbeddingCache(db);
   const contexts = await loadContexts(
     db,
-    chunks.map((c) => c.id),
+    chunks.filter((c) => !c.context).map((c) => c.id),
   );
   const result: EmbedChunksResult = {
     total: chunks.length,
@@ -289,7 +291,7 @@ export async function embedChunks(
    * worker threads) embeds the whole round first, since its vectors cost less than looking them up: `computed`.
    */
   const fetchRound = async (round: readonly ChunkRow[]): Promise<{ todo: Prepared[]; got: RoundVectors }> => {
-    const inputs = round.map((c) => chunkEmbedInput(c.content, contexts.get(c.id) ?? {}));
+    const inputs = round.map((c) => chunkEmbedInput(c.content, c.context ?? contexts.get(c.id) ?? {}));
     let prepared: Prepared[];
     let computed: Map<string, Float32Array> | undefined;
     if (embedder.prepareAndEmbed) {
@@ -302,8 +304,11 @@ export async function embedChunks(
     }
     // both lookups queued at once, before the write of the round before (the connection takes them in turn)
     const unknown = [...new Set(prepared.filter((p) => !earlier.has(p.hash)).map((p) => p.hash))];
+    // a chunk can be up to date only if it is marked embedded (or its caller did not say): a new document's
+    // chunks are all pending, and their links need no lookup
+    const mayBeCurrent = round.some((c) => c.status === undefined || c.status === 'embedded');
     const [linked, cached] = await Promise.all([
-      linkedHashes(db, embedder, round),
+      mayBeCurrent ? linkedHashes(db, embedder, round) : new Map<number, string>(),
       cache.getMany(model, unknown, embedder.dimensions),
     ]);
     const todo = prepared.filter((p) => {
