@@ -41,6 +41,8 @@ const detect: StepPlugin<DetectConfig> = {
       followSymlinks: ctx.config.follow_symlinks,
       useStatCache: !(ctx.run.rehash || ctx.run.force),
       archiveDir: typeof ctx.settings.archiveDir === 'string' ? ctx.settings.archiveDir : undefined,
+      // the document steps set up (the embedding threads start) while the rest of the folder is scanned
+      onChange: () => ctx.run.expectDocuments?.(),
     });
     const counts = { new: 0, update: 0, unchanged: 0, delete: 0 };
     let notRead = 0;

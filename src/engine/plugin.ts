@@ -74,6 +74,12 @@ export interface RunInfo {
   force: boolean;
   /** read and hash every source file, even those whose stat signature is unchanged (`--rehash`) */
   rehash?: boolean;
+  /**
+   * For a run-scoped step that fills the queue: call as soon as it knows documents will come (detect, at the first
+   * new or changed file). The document steps' setup then starts at once instead of after the step (the local
+   * embedder's threads start while the scan goes on); a run that finds nothing to do still sets up nothing.
+   */
+  expectDocuments?(): void;
 }
 
 /** Providers are created lazily from configuration; undefined where the current profile has none. */

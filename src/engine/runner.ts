@@ -8,7 +8,7 @@ import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus 
 import { type Engine, skippedCheckpointHash } from './engine.js';
 import { CompletionBatcher } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
-import type { DocumentRef, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
+import type { DocumentRef, RunInfo, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
 import {
   backoffMs,
   claimQueueItems,
@@ -119,11 +119,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     versionHash: plan.versionHash,
     hasStepType: plan.hasStepType,
   };
-  const runInfo = {
+  const runInfo: RunInfo = {
     id: runId,
     sourceDir: options.sourceDir,
     force: options.force ?? false,
     rehash: options.rehash ?? false,
+    // awaited (and any failure thrown) where the first document is claimed, as a setup started there would be
+    expectDocuments: () => void setUpDocumentSteps().catch(() => undefined),
   };
   const processed: DocumentRef[] = [];
   let runError: unknown;
@@ -254,7 +256,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   };
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
-  // document steps' setup runs once, when the run has its first document (a run with nothing to do sets up nothing)
+  // document steps' setup runs once, when the run has its first document or a pre step expects some (a run with
+  // nothing to do sets up nothing)
   let documentStepsSetUp: Promise<void> | undefined;
   const setUpDocumentSteps = () =>
     (documentStepsSetUp ??= (async () => {
@@ -263,8 +266,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     })());
   /** once, after the document phase, for a run that set its document steps up */
   const tearDownDocumentSteps = async () => {
-    if (!documentStepsSetUp) return;
+    const setUp = documentStepsSetUp;
+    if (!setUp) return;
     documentStepsSetUp = undefined;
+    // a setup a pre step started may still be running (or have failed: its failure is reported where it was awaited)
+    await setUp.catch(() => undefined);
     for (const step of documentSteps)
       await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
   };

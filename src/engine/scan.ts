@@ -55,6 +55,8 @@ export interface ScanOptions {
    * file system keeps sub-second times, 2000 ms where it keeps whole seconds, as FAT, HFS+ and some NFS servers do)
    */
   settleMs?: number;
+  /** called once, at the first file found new or changed (or, after the scan, the first one gone) */
+  onChange?: () => void;
 }
 
 /** Files below this size are read in one go (and archived from the same bytes); larger ones are streamed. */
@@ -215,6 +217,12 @@ export async function scanSource(
   }
 
   const entries: ScanEntry[] = new Array(files.length);
+  let changeReported = false;
+  const changed = () => {
+    if (changeReported) return;
+    changeReported = true;
+    options.onChange?.();
+  };
   let next = 0;
   const worker = async () => {
     while (next < files.length) {
@@ -226,6 +234,7 @@ export async function scanSource(
         const cached = recorded.get(file.path);
         if (cached && cached.statKey === file.statKey && settled) {
           const decision: ScanDecision = !doc ? 'new' : doc.hash === cached.hash ? 'unchanged' : 'update';
+          if (decision !== 'unchanged') changed();
           if (decision === 'unchanged' || !options.archiveDir) {
             entries[index] = {
               path: file.path,
@@ -252,6 +261,7 @@ export async function scanSource(
           ({ hash, size } = await sha256File(file.path));
         }
         const decision: ScanDecision = !doc ? 'new' : doc.hash === hash ? 'unchanged' : 'update';
+        if (decision !== 'unchanged') changed();
         if (bytes && decision !== 'unchanged')
           await writeArchiveBytes(options.archiveDir!, hash, file.path, bytes);
         entries[index] = {
@@ -275,8 +285,10 @@ export async function scanSource(
   const result = entries.filter(Boolean);
   const seen = new Set(files.map((f) => f.path));
   for (const [sourcePath, doc] of known) {
-    if (!seen.has(sourcePath))
+    if (!seen.has(sourcePath)) {
+      changed();
       result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
+    }
   }
   return { entries: result, ignored: ignored.n, unreadable };
 }

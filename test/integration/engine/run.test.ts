@@ -82,6 +82,23 @@ for (const backend of testBackends()) {
       ]);
     });
 
+
+    it("starts the document steps' setup when a pre step expects documents, and tears it down without any", async () => {
+      lifecycleCalls.splice(0);
+      await insertPipeline(engine.dbs.content.sql, 'expecting', [
+        { name: 'expect', type: 'expect_documents' },
+        { name: 'double', type: 'double' },
+      ]);
+      const summary = await runPipeline(engine, { plan: await plan('expecting'), concurrency: 1 });
+      expect(summary).to.include({ status: 'ok', docsTotal: 0 });
+      // the setup ran while the pre step was still running, once; the run found no documents and tore it down
+      expect(lifecycleCalls.filter(([, runId]) => runId === summary.runId)).to.deep.equal([
+        ['expect', summary.runId],
+        ['setup', summary.runId],
+        ['expecting step done', summary.runId],
+        ['teardown', summary.runId],
+      ]);
+    });
     it('runs independent branches of one document at the same time (proven from recorded start and end times)', async () => {
       await insertPipeline(engine.dbs.content.sql, 'branches', [
         { name: 'detect', type: 'detect' },

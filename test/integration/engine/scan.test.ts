@@ -43,7 +43,10 @@ for (const backend of testBackends()) {
       const engine = await open();
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder(files);
-      const first = await scanSource(db, source, options());
+      let changes = 0;
+      const first = await scanSource(db, source, options({ onChange: () => changes++ }));
+      // told once, at the first new file, not per file
+      expect(changes).to.equal(1);
       expect(
         first.entries.map((e) => [path.relative(source, e.path), e.decision, e.fromStatCache ?? false]),
       ).to.have.deep.members([
