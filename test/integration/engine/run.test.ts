@@ -82,7 +82,6 @@ for (const backend of testBackends()) {
       ]);
     });
 
-
     it("starts the document steps' setup when a pre step expects documents, and tears it down without any", async () => {
       lifecycleCalls.splice(0);
       await insertPipeline(engine.dbs.content.sql, 'expecting', [
