@@ -1,4 +1,4 @@
-import { createLocalEmbedder } from './local-hash.js';
+import { createLocalEmbedder, usesLocalEmbedder } from './local-hash.js';
 import { createOllamaEmbedder, type OllamaEmbedderOptions } from './ollama.js';
 import type { Embedder } from './types.js';
 
@@ -24,8 +24,8 @@ export const DEFAULT_OLLAMA_EMBED_MODEL = 'mxbai-embed-large';
  * size is unknown is asked once, so that collections can be set up with the right size.
  */
 export async function createEmbedder(settings: EmbedderSettings, signal?: AbortSignal): Promise<Embedder> {
+  if (usesLocalEmbedder(settings.ollamaHosts)) return createLocalEmbedder({ threads: settings.localThreads });
   const hosts = settings.ollamaHosts.map((h) => h.trim()).filter(Boolean);
-  if (hosts.length === 0) return createLocalEmbedder({ threads: settings.localThreads });
   const options: OllamaEmbedderOptions = {
     hosts,
     model: settings.model ?? DEFAULT_OLLAMA_EMBED_MODEL,

@@ -312,6 +312,10 @@ function embedInThread(texts: string[], dimensions: number, signal?: AbortSignal
   return out;
 }
 
+/** Whether a configuration with these Ollama hosts (CPE_OLLAMA_HOST) embeds locally: none, or only blank ones. */
+export const usesLocalEmbedder = (ollamaHosts: readonly string[]): boolean =>
+  ollamaHosts.every((host) => host.trim() === '');
+
 export function createLocalEmbedder(options: LocalEmbedderOptions = {}): Embedder {
   const dimensions = options.dimensions ?? LOCAL_EMBEDDER_DIMENSIONS;
   const threads = Math.floor(options.threads ?? defaultEmbedThreads());

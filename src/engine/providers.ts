@@ -1,6 +1,6 @@
 import type { AppConfig, Secrets } from '../config/schema.js';
 import type { SqlExecutor } from '../db/sql.js';
-import { createLocalEmbedder, LOCAL_EMBEDDER_MODEL } from '../embed/local-hash.js';
+import { createLocalEmbedder, LOCAL_EMBEDDER_MODEL, usesLocalEmbedder } from '../embed/local-hash.js';
 import type { Embedder } from '../embed/types.js';
 import { chooseLlmProvider, chooseVisionProvider } from '../llm/provider-choice.js';
 import type { LlmProvider } from '../llm/types.js';
@@ -40,7 +40,7 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
       if (!embedder) {
         // the local embedder (no Ollama host) is created at once, without a module to load: a step's setup can
         // start its threads before anything else yields to the event loop (see RunInfo.expectDocuments)
-        embedder = !config.ollamaHosts.some((h) => h.trim() !== '')
+        embedder = usesLocalEmbedder(config.ollamaHosts)
           ? Promise.resolve(createLocalEmbedder({ threads: config.embedThreads }))
           : loadEmbedderFactory().then(({ createEmbedder }) =>
               createEmbedder({ ollamaHosts: config.ollamaHosts, model, localThreads: config.embedThreads }),

@@ -55,7 +55,10 @@ export interface ScanOptions {
    * file system keeps sub-second times, 2000 ms where it keeps whole seconds, as FAT, HFS+ and some NFS servers do)
    */
   settleMs?: number;
-  /** called once, at the first file found new or changed (or, after the scan, the first one gone) */
+  /**
+   * called once, at the first file found new or changed (or, after the scan, the first one gone); a notice only:
+   * what it throws is ignored, so that it cannot make a file look unreadable
+   */
   onChange?: () => void;
 }
 
@@ -221,7 +224,11 @@ export async function scanSource(
   const changed = () => {
     if (changeReported) return;
     changeReported = true;
-    options.onChange?.();
+    try {
+      options.onChange?.();
+    } catch {
+      // a notice: the scan goes on
+    }
   };
   let next = 0;
   const worker = async () => {

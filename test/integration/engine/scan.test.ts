@@ -81,6 +81,22 @@ for (const backend of testBackends()) {
       expect(rehashed.entries.some((e) => e.fromStatCache)).to.equal(false);
     });
 
+    it('goes on when the change notice throws: no file is reported unreadable for it', async () => {
+      const engine = await open();
+      const source = makeSourceFolder(files);
+      const scan = await scanSource(
+        engine.dbs.content.sql,
+        source,
+        options({
+          onChange: () => {
+            throw new Error('a listener that fails');
+          },
+        }),
+      );
+      expect(scan.unreadable).to.deep.equal([]);
+      expect(scan.entries.map((e) => e.decision)).to.deep.equal(['new', 'new', 'new']);
+    });
+
     it('does not keep the signature of a file written just before the scan', async () => {
       const engine = await open();
       const db = engine.dbs.content.sql;
