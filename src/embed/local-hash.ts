@@ -1,6 +1,7 @@
 import { defaultEmbedThreads, sharedLocalEmbedPool } from './local-pool.js';
 import { prepareChunkInputs } from './prepare.js';
 import type { Embedder } from './types.js';
+import { normalizeVector } from './vector-blob.js';
 
 /**
  * The name stored with every vector (chunks.embedding_model, the embedding cache, collection stamps). v2 changed
@@ -258,7 +259,9 @@ export function embedLocalHash(text: string, dimensions: number = LOCAL_EMBEDDER
     hasPrevious = true;
     if (word.length >= NGRAM_MIN_LENGTH) addNgrams(word, scale);
   }
-  return unitVector(dimensions);
+  const vector = new Float32Array(dimensions);
+  table.addTo(vector);
+  return normalizeVector(vector);
 }
 
 /** The character n-grams of a content word, sharing NGRAM_WEIGHT × its length scale. */
@@ -271,19 +274,6 @@ function addNgrams(word: string, scale: number): void {
     const n = NGRAM_SIZES[k]!;
     for (let i = 0; i + n <= padded; i++) table.add(hashNgram(word, i, n), weight);
   }
-}
-
-/** The table's features summed into a vector of `dimensions`, L2-normalised. */
-function unitVector(dimensions: number): Float32Array {
-  const vector = new Float32Array(dimensions);
-  table.addTo(vector);
-  let norm = 0;
-  for (let i = 0; i < dimensions; i++) norm += vector[i] * vector[i];
-  if (norm > 0) {
-    const scale = 1 / Math.sqrt(norm);
-    for (let i = 0; i < dimensions; i++) vector[i] *= scale;
-  }
-  return vector;
 }
 
 export interface LocalEmbedderOptions {
