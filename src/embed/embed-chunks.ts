@@ -282,6 +282,11 @@ export async function embedChunks(
     vectors: new Map(),
   };
 
+  /** a chunk marked embedded with this model (or whose caller did not say): it is up to date if its link is */
+  const markedEmbedded = (c: ChunkRow) =>
+    (c.status === undefined || c.status === 'embedded') &&
+    (c.embedding_model === undefined || c.embedding_model === model);
+
   /** vectors of the rounds fetched so far, by text hash */
   const earlier = new Map<string, Float32Array>();
 
@@ -304,18 +309,13 @@ export async function embedChunks(
     }
     // both lookups queued at once, before the write of the round before (the connection takes them in turn)
     const unknown = [...new Set(prepared.filter((p) => !earlier.has(p.hash)).map((p) => p.hash))];
-    // a chunk can be up to date only if it is marked embedded (or its caller did not say): a new document's
-    // chunks are all pending, and their links need no lookup
-    const mayBeCurrent = round.some((c) => c.status === undefined || c.status === 'embedded');
+    // a new document's chunks are all pending: none can be up to date, and their links need no lookup
     const [linked, cached] = await Promise.all([
-      mayBeCurrent ? linkedHashes(db, embedder, round) : new Map<number, string>(),
+      round.some(markedEmbedded) ? linkedHashes(db, embedder, round) : new Map<number, string>(),
       cache.getMany(model, unknown, embedder.dimensions),
     ]);
     const todo = prepared.filter((p) => {
-      const current =
-        linked.get(p.chunk.id) === p.hash &&
-        (p.chunk.status === undefined || p.chunk.status === 'embedded') &&
-        (p.chunk.embedding_model === undefined || p.chunk.embedding_model === model);
+      const current = linked.get(p.chunk.id) === p.hash && markedEmbedded(p.chunk);
       if (current) result.upToDate++;
       return !current;
     });
