@@ -262,22 +262,17 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
           })),
         );
       const rawVectorWrite = () => raw!.vectors(rawDoc, points(rawDoc));
-      const cpeFirst = round % 2 === 0;
-      let cpeChunks: number;
-      let rawChunks: number;
-      let cpeVectors: number;
-      let rawVectors: number;
-      if (cpeFirst) {
-        cpeChunks = await timed(cpeTarget, cpeChunkWrite);
-        rawChunks = await timed(rawTarget, rawChunkWrite);
-        cpeVectors = await timed(cpeTarget, cpeVectorWrite);
-        rawVectors = await timed(rawTarget, rawVectorWrite);
-      } else {
-        rawChunks = await timed(rawTarget, rawChunkWrite);
-        cpeChunks = await timed(cpeTarget, cpeChunkWrite);
-        rawVectors = await timed(rawTarget, rawVectorWrite);
-        cpeVectors = await timed(cpeTarget, cpeVectorWrite);
-      }
+      /** [cpe ms, raw ms], cpe's write first in even rounds, the raw driver's in odd ones */
+      const inTurn = async (cpeWrite: () => Promise<unknown>, rawWrite: () => Promise<unknown>) => {
+        if (round % 2 === 0) {
+          const cpe = await timed(cpeTarget, cpeWrite);
+          return [cpe, await timed(rawTarget, rawWrite)] as const;
+        }
+        const rawMs = await timed(rawTarget, rawWrite);
+        return [await timed(cpeTarget, cpeWrite), rawMs] as const;
+      };
+      const [cpeChunks, rawChunks] = await inTurn(cpeChunkWrite, rawChunkWrite);
+      const [cpeVectors, rawVectors] = await inTurn(cpeVectorWrite, rawVectorWrite);
       if (round === 0) continue; // warm-up
       times.cpeChunks.push(cpeChunks);
       times.rawChunks.push(rawChunks);
