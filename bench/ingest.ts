@@ -22,7 +22,7 @@ import type { CpeBuild } from './peers/cpe.js';
 import type { IngestResult } from './peers/types.js';
 
 export interface IngestBenchOptions {
-  /** interleaved rounds on the real corpus (default 3, quick 1) */
+  /** interleaved rounds on the real corpus (default 5, quick 1) */
   rounds?: number;
   /** generated corpus sizes for the scaling rows (default 1000 and 5000 documents, quick 200 and 500) */
   scaleDocs?: number[];
@@ -112,6 +112,8 @@ async function interleaved(
 
 interface Summary {
   ms: number;
+  /** median CPU time of the process per pass (every thread) */
+  cpuMs: number;
   docsPerS: number;
   mbPerS: number;
   rssMb: number;
@@ -127,6 +129,7 @@ function summarize(corpus: CorpusFolder, runs: Measured[]): Summary {
   const last = runs[runs.length - 1]!.result;
   return {
     ms,
+    cpuMs: median(runs.map((r) => r.result.cpuMs)),
     docsPerS: corpus.files / (ms / 1000),
     mbPerS: corpus.bytes / MB / (ms / 1000),
     rssMb: median(runs.map((r) => r.maxRssMb)),
@@ -140,7 +143,7 @@ function summarize(corpus: CorpusFolder, runs: Measured[]): Summary {
 
 export async function benchIngest(opts: IngestBenchOptions = {}) {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const rounds = opts.rounds ?? envNumber('BENCH_INGEST_ROUNDS', 3, 1);
+  const rounds = opts.rounds ?? envNumber('BENCH_INGEST_ROUNDS', 5, 1);
   const scaleDocs =
     opts.scaleDocs ??
     (process.env.BENCH_SCALE_DOCS
@@ -177,6 +180,8 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         c.name,
         fmt(x.docsPerS),
         fmt(x.mbPerS),
+        fmt(x.cpuMs / 1000),
+        fmt(x.cpuMs / x.ms),
         c === READ_HASH ? '-' : fmt(x.rssMb),
         c === READ_HASH ? '-' : String(x.chunks),
         peer ? ratio(cpe.docsPerS, x.docsPerS) : '-',
@@ -188,11 +193,22 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         `**Case 2 — end-to-end ingestion** of ${real.label}: ${real.files} files, ${fmt(real.bytes / MB)} MB; median of ${rounds} interleaved round(s) (LlamaIndex: ${Math.min(rounds, LLAMAINDEX.maxRounds ?? rounds)}), each pass in its own process (an idle child process is ${fmt(idleRss)} MB RSS).`,
         '',
         table(
-          ['contender', 'documents/s', 'MB/s', 'peak RSS (MB)', 'chunks', 'cpe/peer speed', 'peer/cpe RSS'],
+          [
+            'contender',
+            'documents/s',
+            'MB/s',
+            'CPU per pass (s)',
+            'cores busy',
+            'peak RSS (MB)',
+            'chunks',
+            'cpe/peer speed',
+            'peer/cpe RSS',
+          ],
           ingestRows,
         ),
         '',
         ...[CPE, ...peers].map((c) => `- ${c.name}: ${s.get(c.name)!.notes ?? ''}`),
+        "- CPU per pass: user + system time of the whole process in the timed pass (every thread: cpe's embedding threads, V8's compiler and collector); cores busy = CPU per pass / wall time.",
         `- parallelism of the machine (bench/lib/parallelism.ts): ${parallelBefore.threads} equal pieces of CPU work on ${parallelBefore.threads} threads ran ${fmt(parallelBefore.speedup)}x as fast as one after the other before this case, ${fmt(parallelAfter.speedup)}x after it (${fmt(parallelBefore.threads)} = free cores). cpe spreads its pass over the cores, the peers run on one, so the ratios above move with this figure.`,
       ].join('\n'),
     );

@@ -6,22 +6,24 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import type { IngestArgs, IngestResult } from '../peers/types.js';
+import { timed } from './timed.js';
 
 export async function readAndHash(args: IngestArgs): Promise<IngestResult> {
-  const started = performance.now();
   let documents = 0;
   let bytes = 0;
-  for (const entry of await readdir(args.source, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile() || !/\.(md|txt)$/i.test(entry.name)) continue;
-    const data = await readFile(path.join(entry.parentPath, entry.name));
-    createHash('sha256').update(data).digest('hex');
-    documents++;
-    bytes += data.byteLength;
-  }
+  const { ms, cpuMs } = await timed(async () => {
+    for (const entry of await readdir(args.source, { withFileTypes: true, recursive: true })) {
+      if (!entry.isFile() || !/\.(md|txt)$/i.test(entry.name)) continue;
+      const data = await readFile(path.join(entry.parentPath, entry.name));
+      createHash('sha256').update(data).digest('hex');
+      documents++;
+      bytes += data.byteLength;
+    }
+  });
   return {
-    ms: performance.now() - started,
+    ms,
+    cpuMs,
     documents,
     bytes,
     chunks: 0,
@@ -30,6 +32,6 @@ export async function readAndHash(args: IngestArgs): Promise<IngestResult> {
   };
 }
 
-export async function idle(): Promise<{ ms: number }> {
-  return { ms: 0 };
+export async function idle(): Promise<{ ms: number; cpuMs: number }> {
+  return { ms: 0, cpuMs: 0 };
 }

@@ -5,10 +5,10 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import type * as CpeApi from '../../src/index.js';
 import { projectRoot } from '../lib/child.js';
+import { timed } from '../lib/timed.js';
 import type { IngestArgs, IngestResult } from './types.js';
 
 /**
@@ -47,34 +47,39 @@ export async function cpeIngest(
   try {
     const runOnce = async () => {
       let documentSteps = 0;
-      const started = performance.now();
-      const summary = await cpe.run({
-        pipeline: 'Standard',
-        source: args.source,
-        concurrency: args.concurrency,
-        onEvent: (event) => {
-          if (event.type === 'step-finished' && event.documentId !== null) documentSteps++;
-        },
-      });
-      const ms = performance.now() - started;
+      const {
+        value: summary,
+        ms,
+        cpuMs,
+      } = await timed(() =>
+        cpe.run({
+          pipeline: 'Standard',
+          source: args.source,
+          concurrency: args.concurrency,
+          onEvent: (event) => {
+            if (event.type === 'step-finished' && event.documentId !== null) documentSteps++;
+          },
+        }),
+      );
       if (summary.status !== 'ok' || summary.docsFailed > 0)
         throw new Error(`cpe run ${summary.status}: ${JSON.stringify(summary.failures.slice(0, 3))}`);
-      return { ms, summary, documentSteps };
+      return { ms, cpuMs, summary, documentSteps };
     };
     const first = await runOnce();
-    const timed = args.reingest ? await runOnce() : first;
+    const pass = args.reingest ? await runOnce() : first;
     const db = cpe.engine.dbs.content.sql;
     const [{ n: chunks }] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks');
     const [{ n: vectors }] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM vector_points');
     const { files, bytes } = folderBytes(args.source);
     return {
-      ms: timed.ms,
-      documents: args.reingest ? files : timed.summary.docsDone,
+      ms: pass.ms,
+      cpuMs: pass.cpuMs,
+      documents: args.reingest ? files : pass.summary.docsDone,
       bytes,
       chunks: Number(chunks),
       vectors: Number(vectors),
-      ...(args.reingest ? { workDone: timed.documentSteps, workUnit: 'document steps run' } : {}),
-      notes: `${timed.summary.docsDone} documents processed, ${timed.summary.stepsOk} steps ok, ${timed.summary.stepsSkipped} skipped`,
+      ...(args.reingest ? { workDone: pass.documentSteps, workUnit: 'document steps run' } : {}),
+      notes: `${pass.summary.docsDone} documents processed, ${pass.summary.stepsOk} steps ok, ${pass.summary.stepsSkipped} skipped`,
     };
   } finally {
     await cpe.close();

@@ -10,7 +10,6 @@
  * peer wants typeorm ^0.3), and its SQL record managers need Postgres or a typeorm 0.3 SQLite.
  */
 
-import { performance } from 'node:perf_hooks';
 import { DirectoryLoader } from '@langchain/classic/document_loaders/fs/directory';
 import { TextLoader } from '@langchain/classic/document_loaders/fs/text';
 import { MemoryVectorStore } from '@langchain/classic/vectorstores/memory';
@@ -21,6 +20,7 @@ import {
   type UpdateOptions,
 } from '@langchain/core/indexing';
 import { RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+import { timed } from '../lib/timed.js';
 import { LocalHashLangChainEmbeddings } from './embedders.js';
 import type { IngestArgs, IngestResult } from './types.js';
 
@@ -77,13 +77,16 @@ export async function langchainIngest(args: IngestArgs): Promise<IngestResult> {
   const embeddings = new LocalHashLangChainEmbeddings();
   const store = new MemoryVectorStore(embeddings);
   if (!args.reingest) {
-    const started = performance.now();
-    const docs = await loaderFor(args.source).load();
-    const chunks = await splitter().splitDocuments(docs);
-    await store.addDocuments(chunks);
-    const ms = performance.now() - started;
+    const { value, ms, cpuMs } = await timed(async () => {
+      const docs = await loaderFor(args.source).load();
+      const chunks = await splitter().splitDocuments(docs);
+      await store.addDocuments(chunks);
+      return { docs, chunks };
+    });
+    const { docs, chunks } = value;
     return {
       ms,
+      cpuMs,
       documents: docs.length,
       bytes: docs.reduce((n, d) => n + Buffer.byteLength(d.pageContent), 0),
       chunks: chunks.length,
@@ -93,22 +96,25 @@ export async function langchainIngest(args: IngestArgs): Promise<IngestResult> {
   }
   const recordManager = new MapRecordManager();
   const pass = async () => {
-    const started = performance.now();
-    const docs = await loaderFor(args.source).load();
-    const chunks = await splitter().splitDocuments(docs);
-    const result = await index({
-      docsSource: chunks,
-      recordManager,
-      vectorStore: store,
-      // no cleanup: MemoryVectorStore cannot delete, and an unchanged folder has nothing to clean up
-      options: { sourceIdKey: 'source' },
+    const { value, ms, cpuMs } = await timed(async () => {
+      const docs = await loaderFor(args.source).load();
+      const chunks = await splitter().splitDocuments(docs);
+      const result = await index({
+        docsSource: chunks,
+        recordManager,
+        vectorStore: store,
+        // no cleanup: MemoryVectorStore cannot delete, and an unchanged folder has nothing to clean up
+        options: { sourceIdKey: 'source' },
+      });
+      return { docs, chunks, result };
     });
-    return { ms: performance.now() - started, docs, chunks, result };
+    return { ms, cpuMs, ...value };
   };
   await pass();
   const second = await pass();
   return {
     ms: second.ms,
+    cpuMs: second.cpuMs,
     documents: second.docs.length,
     bytes: second.docs.reduce((n, d) => n + Buffer.byteLength(d.pageContent), 0),
     chunks: second.chunks.length,

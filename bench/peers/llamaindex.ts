@@ -6,10 +6,10 @@
  * id and hash it has seen: re-ingest uses that, with document ids made stable from the file path (LlamaIndex's
  * readers give random ids, which would defeat its deduplication).
  */
-import { performance } from 'node:perf_hooks';
 import { SimpleDirectoryReader } from '@llamaindex/readers/directory';
 import { SentenceSplitter, Settings, SimpleDocumentStore, SimpleVectorStore } from 'llamaindex';
 import { IngestionPipeline } from 'llamaindex/ingestion';
+import { timed } from '../lib/timed.js';
 import { LocalHashLlamaIndexEmbedding } from './embedders.js';
 import type { IngestArgs, IngestResult } from './types.js';
 
@@ -49,23 +49,26 @@ export async function llamaindexIngest(args: LlamaIndexArgs): Promise<IngestResu
       docStore,
     });
   const pass = async () => {
-    const started = performance.now();
-    const { docs, files } = await load(args.source);
-    const nodes = await pipeline().run({ documents: docs });
-    return { ms: performance.now() - started, docs, files, nodes };
+    const { value, ms, cpuMs } = await timed(async () => {
+      const { docs, files } = await load(args.source);
+      const nodes = await pipeline().run({ documents: docs });
+      return { docs, files, nodes };
+    });
+    return { ms, cpuMs, ...value };
   };
   if (args.reingest) await pass();
-  const timed = await pass();
+  const timedPass = await pass();
   const stored = Object.keys(
     (vectorStore as unknown as { data: { embeddingDict: object } }).data.embeddingDict,
   ).length;
   return {
-    ms: timed.ms,
-    documents: timed.files,
-    bytes: timed.docs.reduce((n, d) => n + Buffer.byteLength(d.text), 0),
-    chunks: args.reingest ? stored : timed.nodes.length,
+    ms: timedPass.ms,
+    cpuMs: timedPass.cpuMs,
+    documents: timedPass.files,
+    bytes: timedPass.docs.reduce((n, d) => n + Buffer.byteLength(d.text), 0),
+    chunks: args.reingest ? stored : timedPass.nodes.length,
     vectors: stored,
-    ...(args.reingest ? { workDone: timed.nodes.length, workUnit: 'chunks embedded' } : {}),
-    notes: `SentenceSplitter chunkSize ${chunkSize} tokens, overlap ${Math.round(chunkSize / 10)}; ${timed.docs.length} reader documents from ${timed.files} files`,
+    ...(args.reingest ? { workDone: timedPass.nodes.length, workUnit: 'chunks embedded' } : {}),
+    notes: `SentenceSplitter chunkSize ${chunkSize} tokens, overlap ${Math.round(chunkSize / 10)}; ${timedPass.docs.length} reader documents from ${timedPass.files} files`,
   };
 }

@@ -11,6 +11,8 @@ export interface IngestArgs {
 export interface IngestResult {
   /** wall time of the timed pass */
   ms: number;
+  /** CPU time of the whole process (every thread) in the timed pass */
+  cpuMs: number;
   /** documents and bytes the contender read in the timed pass */
   documents: number;
   bytes: number;
