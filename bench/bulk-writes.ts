@@ -11,7 +11,6 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { CHUNK_COLUMNS, chunkRowValues, replaceChunks } from '../src/content/chunk-store.js';
@@ -25,6 +24,7 @@ import { sqlTime } from '../src/util/time.js';
 import { SqlVectorIndex } from '../src/vectors/sql-vector-index.js';
 import { generatedDocument, tempDir } from './lib/corpus.js';
 import { envNumber, fmt, median, ratio, table } from './lib/stats.js';
+import { timed } from './lib/timed.js';
 
 type Backend = 'sqlite' | 'mysql';
 
@@ -243,11 +243,9 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
       // Each write is timed from a settled start: the write-ahead log copied back and emptied (SQLite), so that
       // neither side's timing includes a background checkpoint of the other's data; cpe and raw take turns
       // going first.
-      const timed = async (target: { db: SqlExecutor }, write: () => Promise<unknown>) => {
+      const settledWriteMs = async (target: { db: SqlExecutor }, write: () => Promise<unknown>) => {
         if (target.db.dialect === 'sqlite') await target.db.query('PRAGMA wal_checkpoint(TRUNCATE)');
-        const t = performance.now();
-        await write();
-        return performance.now() - t;
+        return (await timed(write)).ms;
       };
       const cpeChunkWrite = () =>
         replaceChunks(cpeTarget.db, cpeDoc, chunks, { pipelineVersion: 'bench', stepConfigHash: 'bench' });
@@ -265,11 +263,11 @@ async function benchBackend(backend: Backend, n: number, rounds: number): Promis
       /** [cpe ms, raw ms], cpe's write first in even rounds, the raw driver's in odd ones */
       const inTurn = async (cpeWrite: () => Promise<unknown>, rawWrite: () => Promise<unknown>) => {
         if (round % 2 === 0) {
-          const cpe = await timed(cpeTarget, cpeWrite);
-          return [cpe, await timed(rawTarget, rawWrite)] as const;
+          const cpe = await settledWriteMs(cpeTarget, cpeWrite);
+          return [cpe, await settledWriteMs(rawTarget, rawWrite)] as const;
         }
-        const rawMs = await timed(rawTarget, rawWrite);
-        return [await timed(cpeTarget, cpeWrite), rawMs] as const;
+        const rawMs = await settledWriteMs(rawTarget, rawWrite);
+        return [await settledWriteMs(cpeTarget, cpeWrite), rawMs] as const;
       };
       const [cpeChunks, rawChunks] = await inTurn(cpeChunkWrite, rawChunkWrite);
       const [cpeVectors, rawVectors] = await inTurn(cpeVectorWrite, rawVectorWrite);

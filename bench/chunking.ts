@@ -18,6 +18,7 @@ import { chunkDocument, defaultChunkConfig, tinyChunkChars } from '../src/text/c
 import { type ChunkQuality, chunkQuality, locateChunks, mergeChunkQuality } from '../src/text/quality.js';
 import { buildSections } from '../src/text/structure.js';
 import { markdownDocument } from '../test/unit/text/markdown-doc.js';
+import { timed } from './lib/timed.js';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MIN_BYTES = 5 * 1024 * 1024;
@@ -169,33 +170,27 @@ export async function benchChunking(
   // time the process waited for a core, and CPU time does not
   const cpeCpuMs: number[] = [];
   const peerCpuMs: number[] = [];
-  const cpuNow = () => {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-  };
   let cpeChunks = 0;
   let peerChunks = 0;
-  const timeCpe = () => {
-    const c = cpuNow();
-    const t = performance.now();
-    cpeChunks = runCpe();
-    cpeMs.push(performance.now() - t);
-    cpeCpuMs.push(cpuNow() - c);
+  const timeCpe = async () => {
+    const { value, ms, cpuMs } = await timed(async () => runCpe());
+    cpeChunks = value;
+    cpeMs.push(ms);
+    cpeCpuMs.push(cpuMs);
   };
   const timePeer = async () => {
-    const c = cpuNow();
-    const t = performance.now();
-    peerChunks = await runPeer();
-    peerMs.push(performance.now() - t);
-    peerCpuMs.push(cpuNow() - c);
+    const { value, ms, cpuMs } = await timed(runPeer);
+    peerChunks = value;
+    peerMs.push(ms);
+    peerCpuMs.push(cpuMs);
   };
   for (let r = 0; r < rounds; r++) {
     if (r % 2 === 0) {
-      timeCpe();
+      await timeCpe();
       await timePeer();
     } else {
       await timePeer();
-      timeCpe();
+      await timeCpe();
     }
   }
   const mb = bytes / (1024 * 1024);

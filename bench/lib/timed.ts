@@ -1,8 +1,8 @@
 /**
- * The clock every ingestion contender reads around its timed pass: wall time, and the CPU time of the whole
- * process in that pass (all threads: cpe's embedding threads and V8's compiler and GC helpers count, as they
- * take cores from the pass). CPU per pass shows how much work a contender does, wall time how long it takes
- * on this machine's cores.
+ * The benches' clock around a timed piece of work (an ingestion pass, a chunking round, a bulk write): wall time,
+ * and the CPU time of the whole process meanwhile (all threads: cpe's embedding threads and V8's compiler and GC
+ * helpers count, as they take cores from the work). CPU time shows how much work was done, wall time how long
+ * it took on this machine's cores, and only wall time counts the time spent waiting for a core on a busy machine.
  */
 import { performance } from 'node:perf_hooks';
 
