@@ -4,6 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { CONTENT_PAGE_SIZE, openDatabases } from '../../../src/db/open.js';
 import { WRITER_AUTOCHECKPOINT_BYTES } from '../../../src/db/wal-checkpointer.js';
+import { RawSqliteDatabase } from '../../helpers/raw-sqlite.js';
 
 const pragma = async (db: { query<T>(sql: string): Promise<T[]> }, name: string): Promise<number> => {
   const [row] = await db.query<Record<string, unknown>>(`PRAGMA ${name}`);
@@ -36,15 +37,16 @@ describe('SQLite files of the embedded profile', function () {
 
   it('keeps the page size of an existing ki_content file and scales the checkpoint threshold to it', async () => {
     // a file created before 16 KB pages: SQLite's default 4 KB
-    const { default: Database } = await import('better-sqlite3');
-    const old = new Database(path.join(dataDir, 'ki_content.sqlite'));
+    const old = new RawSqliteDatabase(path.join(dataDir, 'ki_content.sqlite'));
     old.pragma('journal_mode = WAL');
     old.exec('CREATE TABLE earlier (id INTEGER PRIMARY KEY)');
     old.close();
     const dbs = await openDatabases({ dataDir });
     try {
       expect(await pragma(dbs.content.sql, 'page_size')).to.equal(4096);
-      expect(await pragma(dbs.content.sql, 'wal_autocheckpoint')).to.equal(WRITER_AUTOCHECKPOINT_BYTES / 4096);
+      expect(await pragma(dbs.content.sql, 'wal_autocheckpoint')).to.equal(
+        WRITER_AUTOCHECKPOINT_BYTES / 4096,
+      );
       // and it is usable: migrated like any other
       const [{ n }] = await dbs.content.sql.query<{ n: number }>('SELECT COUNT(*) AS n FROM documents');
       expect(Number(n)).to.equal(0);
