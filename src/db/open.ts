@@ -6,7 +6,7 @@ import { entitySchemas } from './entities.js';
 import { MysqlExecutor, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
-import { WalCheckpointer, WRITER_AUTOCHECKPOINT_BYTES } from './wal-checkpointer.js';
+import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 export interface DatabaseSettings {
   /** folder of the SQLite files (embedded default) */
@@ -72,16 +72,6 @@ async function ensureMysqlDatabase(url: string): Promise<void> {
   }
 }
 
-/**
- * Page size of a new ki_content file. Its rows are 2-4 KB (a chunk of up to 2000 characters with its metadata, a
- * 4 KB float32 vector with its key): with SQLite's default 4 KB most pages hold one chunk row and lie half empty.
- * 16 KB holds several chunks and three vectors per page: the same file size, a third of the log frames per
- * ingestion pass of the shared corpus (3,500 instead of 10,900, though 57 instead of 45 MB), and the pass ~4-6%
- * faster, most of it on the main thread (8 KB: one vector row per page, a 23% larger file; 32 KB: no faster).
- * Applies when the file is created; an existing file keeps its page size.
- */
-export const CONTENT_PAGE_SIZE = 16384;
-
 async function openOne(
   role: DatabaseRole,
   settings: DatabaseSettings,
@@ -124,15 +114,10 @@ async function openOne(
     enableWAL: true,
     timeout: 30000,
     prepareDatabase: (db: any) => {
-      // before the first table exists (later it changes nothing): see CONTENT_PAGE_SIZE
-      if (role === 'content') db.pragma(`page_size = ${CONTENT_PAGE_SIZE}`);
       db.pragma('synchronous = NORMAL');
       db.pragma('busy_timeout = 30000');
       // ki_content takes the bulk of the writes: its log is copied back on a thread of its own
-      if (role === 'content') {
-        const pageSize = Number(db.pragma('page_size', { simple: true }));
-        db.pragma(`wal_autocheckpoint = ${Math.ceil(WRITER_AUTOCHECKPOINT_BYTES / pageSize)}`);
-      }
+      if (role === 'content') db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     },
   } as any);
   await dataSource.initialize();

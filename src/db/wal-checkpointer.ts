@@ -10,13 +10,9 @@ const INTERVAL_MS = 200;
 
 /**
  * The writing connection's own checkpoint threshold while a checkpoint thread runs: a safety net for a thread
- * that falls behind or is gone (SQLite's default of 1000 pages would take the work back onto the writer). Under
- * continuous writing the log never starts over (the thread's PASSIVE checkpoints cannot catch up with a writer
- * that keeps appending), so the writer reaches this size once per so many bytes written and then stalls for a
- * checkpoint with fsync (20-40 ms): 128 MB makes that once every ~1.5 s of ingestion instead of every ~0.4 s at
- * 32 MB. In bytes, as the page size of a file depends on when it was created (open.ts).
+ * that falls behind or is gone (SQLite's default of 1000 pages would take the work back onto the writer).
  */
-export const WRITER_AUTOCHECKPOINT_BYTES = 128 * 1024 * 1024;
+export const WRITER_AUTOCHECKPOINT_PAGES = 8192;
 
 /**
  * WAL checkpoints of an SQLite file on a thread of their own. In WAL mode the connection that commits when the

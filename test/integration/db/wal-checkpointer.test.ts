@@ -18,14 +18,14 @@ describe('WAL checkpoints on their own thread (SQLite ki_content)', function () 
       expect(db).to.be.instanceOf(SqliteExecutor);
       await db.run('CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB)');
       const sizeBefore = statSync(file).size;
-      // ~8 MB in transactions: past the thread's 4 MB threshold, far below the writer's own 128 MB safety net
+      // ~8 MB in transactions: past the thread's 4 MB threshold, below the writer's own 8192-page safety net
       const body = Buffer.alloc(64 * 1024, 7);
       for (let i = 0; i < 128; i++) {
         await db.transaction(async (tx) => {
           await tx.run('INSERT INTO blobs (body) VALUES (?)', [body]);
         });
       }
-      // the writer has not checkpointed (its threshold is 128 MB): pages reach the database file through the thread
+      // the writer has not checkpointed (its threshold is 32 MB): pages reach the database file through the thread
       for (
         let waited = 0;
         statSync(file).size < sizeBefore + 4 * 1024 * 1024 && waited < 5000;

@@ -1,13 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import mysql from 'mysql2/promise';
 import { listMigrations } from '../../../src/db/migrate.js';
 import { vectorToBlob } from '../../../src/embed/vector-blob.js';
-import { RawSqliteDatabase as Database } from '../../helpers/raw-sqlite.js';
 import { backends } from './helpers.js';
+
+/** better-sqlite3 itself (the driver TypeORM uses; it ships no type declarations). */
+interface RawSqlite {
+  exec(sql: string): void;
+  prepare(sql: string): { run(...params: unknown[]): unknown; all(): unknown[] };
+  transaction(fn: () => void): () => void;
+  close(): void;
+}
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => RawSqlite;
 
 const unit = vectorToBlob(Float32Array.from([0.6, 0.8, 0, 0]));
 const other = vectorToBlob(Float32Array.from([0, 0.8, 0.6, 0]));
