@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { SqlExecutor } from '../db/sql.js';
 import { describeError } from '../errors.js';
 import { fillPrompt } from '../llm/prompts.js';
+import { sha256 } from '../util/hash.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
@@ -96,7 +96,7 @@ export interface ExtractedMention {
 
 /** The point id of an entity in the `entities` collection: a UUID from its merge key, stable across reruns. */
 export function entityPointId(normalizedName: string, type: string): string {
-  const hex = createHash('sha256').update(`entity:${type}:${normalizedName}`).digest('hex');
+  const hex = sha256(`entity:${type}:${normalizedName}`);
   const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
