@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { describeError } from '../errors.js';
 import { fillPrompt } from '../llm/prompts.js';
-import { sha256 } from '../util/hash.js';
+import { pointIdFromKey } from '../vectors/point-id.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
@@ -95,11 +95,8 @@ export interface ExtractedMention {
 }
 
 /** The point id of an entity in the `entities` collection: a UUID from its merge key, stable across reruns. */
-export function entityPointId(normalizedName: string, type: string): string {
-  const hex = sha256(`entity:${type}:${normalizedName}`);
-  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
+export const entityPointId = (normalizedName: string, type: string): string =>
+  pointIdFromKey(`entity:${type}:${normalizedName}`);
 
 /** Asks the model for the entities of every chunk of the document. */
 export async function extractEntityMentions(

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
+import { entityPointId } from '../../../src/knowledge/entities.js';
 import { assembleContext } from '../../../src/retrieval/context.js';
 import { formatSearchHits, formatVerifyReport, snippet } from '../../../src/retrieval/format.js';
 import type { SearchHit } from '../../../src/retrieval/search.js';
@@ -19,6 +20,14 @@ describe('chunkPointId', () => {
     for (let d = 1; d <= 50; d++) for (let c = 0; c < 50; c++) all.add(chunkPointId(d, c));
     expect(all.size).to.equal(2500);
     expect(chunkPointId(1, 23)).to.not.equal(chunkPointId(12, 3));
+  });
+
+  it('keeps the ids that points already stored carry (chunks and entities)', () => {
+    expect(chunkPointId(1, 0)).to.equal('a6685f3b-62d5-8bfc-8935-263140bae87f');
+    expect(chunkPointId(42, 7)).to.equal('755dac37-2902-8e2e-a976-249c4e03b160');
+    expect(entityPointId('bundesagentur für arbeit', 'Organisation')).to.equal(
+      '10ae684f-a5b0-8777-9a4f-7db873acca0c',
+    );
   });
 });
 
