@@ -15,6 +15,7 @@ export interface LoadedConfig {
 const numberKeys = new Set<keyof AppConfig>([
   'concurrency',
   'embedThreads',
+  'helperThreadNice',
   'leaseSeconds',
   'maxAttempts',
   'maxFileMb',

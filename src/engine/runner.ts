@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
+import { lowerOtherThreads } from '../util/thread-priority.js';
 import { type ArchivedFile, findArchived, storeInArchive } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
@@ -78,6 +79,8 @@ export interface RunSummary extends RunTotals {
  */
 export async function runPipeline(engine: Engine, options: RunOptions): Promise<RunSummary> {
   const { plan } = options;
+  // the process's other threads (V8's compiler and collector above all) yield to this one, which runs the pipeline
+  if (engine.config.helperThreadNice > 0) lowerOtherThreads(engine.config.helperThreadNice);
   const db = engine.dbs.content.sql;
   const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) =>
     process.stderr.write(`${line}\n`),

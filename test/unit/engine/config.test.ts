@@ -30,6 +30,11 @@ describe('configuration', () => {
       maxAttempts: 'default',
     });
     expect(loaded.config.dataDir).to.equal(path.join(cwd, '.cpe'));
+    expect(loaded.config.helperThreadNice).to.equal(5);
+    expect(loadConfig({ cwd, env: { CPE_HELPER_THREAD_NICE: '0' } }).config.helperThreadNice).to.equal(0);
+    expect(() => loadConfig({ cwd, env: { CPE_HELPER_THREAD_NICE: '25' } })).to.throw(
+      /CPE_HELPER_THREAD_NICE: helperThreadNice must be <= 19/,
+    );
   });
 
   it('names every unknown or bad key and where it came from', () => {

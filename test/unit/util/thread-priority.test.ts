@@ -1,7 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { expect } from 'chai';
 import { LocalEmbedPool, spawnLocalEmbedWorker } from '../../../src/embed/local-pool.js';
 import { EMBED_THREAD_NICE } from '../../../src/embed/thread-nice.js';
+import { lowerOtherThreads } from '../../../src/util/thread-priority.js';
 
 /** nice value of each thread of this process, by thread id (Linux /proc) */
 function threadNices(): Map<number, number> {
@@ -34,6 +36,35 @@ describe('thread priorities', () => {
       expect(EMBED_THREAD_NICE).to.be.greaterThan(before.get(process.pid)!);
     } finally {
       await pool.close();
+    }
+  });
+
+  it('lowers every other thread to a nice value, never raises one, and leaves the calling thread alone', async () => {
+    // a thread that lowered itself further (to 12) before, as an embedding thread does
+    const worker = new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       const { readlinkSync } = require('node:fs');
+       const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+       require('node:os').setPriority(tid, 12);
+       parentPort.postMessage(tid);
+       setInterval(() => {}, 1000);`,
+      { eval: true },
+    );
+    try {
+      const workerTid = await new Promise<number>((resolve) => worker.once('message', resolve));
+      const mainNice = threadNices().get(process.pid)!;
+      const lowered = lowerOtherThreads(7);
+      const after = threadNices();
+      expect(after.get(process.pid)).to.equal(mainNice);
+      expect(after.get(workerTid)).to.equal(12);
+      const others = [...after].filter(([tid]) => tid !== process.pid);
+      expect(others.length).to.be.greaterThan(1); // V8's and libuv's threads at least
+      for (const [, nice] of others) expect(nice).to.be.at.least(7);
+      expect(lowered).to.be.greaterThan(0);
+      // again: nothing is left to lower
+      expect(lowerOtherThreads(7)).to.equal(0);
+    } finally {
+      await worker.terminate();
     }
   });
 });
