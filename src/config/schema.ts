@@ -30,7 +30,7 @@ export interface AppConfig {
   embedThreads?: number;
   /**
    * nice value the process's other threads (V8's compiler and collector, libuv's pool, cpe's checkpoint thread)
-   * get while a pipeline runs, so that the thread running it keeps its core; 0 = leave them (Linux only)
+   * get when a run starts, and keep, so that the thread running it keeps its core; 0 = leave them (Linux only)
    */
   helperThreadNice: number;
   /** default LLM provider for LLM steps: anthropic | ollama (default: whichever is configured) */
