@@ -1,3 +1,5 @@
+import { EMBED_THREAD_NICE } from '../embed/thread-nice.js';
+
 /**
  * Every configuration key cpe knows, with its environment variable and default. Precedence:
  * command-line flags > environment (CPE_*) > config file (cpe.config.json or --config) > defaults.
@@ -110,8 +112,9 @@ export const defaultConfig = (cwd: string): AppConfig => ({
   // 4: the embedding workers and this thread both have work while documents wait on each other (measured in bench/)
   concurrency: 4,
   ollamaHosts: [],
-  // the embedding threads' value (EMBED_THREAD_NICE): on two cores an ingestion pass ~4% faster (bench/)
-  helperThreadNice: 5,
+  // the embedding threads' value: on two cores an ingestion pass of the shared corpus ~3% faster, of 1,000 small
+  // documents ~4% (bench/ingest.ts, docs/benchmarks.md)
+  helperThreadNice: EMBED_THREAD_NICE,
   leaseSeconds: 60,
   maxAttempts: 3,
   maxFileMb: 200,
