@@ -27,7 +27,7 @@ function toRunResult(result: { affected?: number | null; raw: any }, dialect: Di
   };
 }
 
-/** Runs statements on one TypeORM QueryRunner (a transaction's connection, or the migrator's). */
+/** Runs statements on one TypeORM QueryRunner (the migrator's). */
 export class RunnerExecutor implements SqlExecutor {
   constructor(
     readonly dialect: Dialect,
@@ -237,8 +237,54 @@ export interface MysqlExecutorOptions {
   reconnectMs?: number;
 }
 
+/** The part of mysql2's callback API used here. */
+interface MysqlConnection {
+  query(sql: string, values: unknown[], callback: (error: Error | null, result: unknown) => void): void;
+  release(): void;
+  destroy(): void;
+}
+
+interface MysqlPool {
+  getConnection(callback: (error: Error | null, connection: MysqlConnection) => void): void;
+}
+
+/** One statement on a pooled connection, as a promise. */
+const send = <T>(connection: MysqlConnection, sql: string, params: readonly unknown[]): Promise<T> =>
+  new Promise((resolve, reject) => {
+    connection.query(sql, params as unknown[], (error, result) =>
+      error ? reject(error) : resolve(result as T),
+    );
+  });
+
+/** mysql2's answer to a write (its ResultSetHeader) as a RunResult. */
+const runResult = (header: { affectedRows?: number; insertId?: number } | undefined): RunResult => ({
+  affectedRows: header?.affectedRows ?? 0,
+  insertId: Number(header?.insertId ?? 0),
+});
+
+/** A transaction's statements, all on its one connection. */
+class ConnectionExecutor implements SqlExecutor {
+  readonly dialect = 'mysql' as const;
+  constructor(private readonly connection: MysqlConnection) {}
+
+  async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    return send<T[]>(this.connection, sql, params);
+  }
+
+  async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
+    return runResult(await send(this.connection, sql, params));
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return fn(this);
+  }
+}
+
 /**
- * MariaDB/MySQL: statements go to the pool; a transaction holds one pooled connection.
+ * MariaDB/MySQL: statements go straight to mysql2's pool (the one TypeORM created, with its connection options:
+ * charset, date strings, time zone); a transaction holds one pooled connection. TypeORM's query runner, its
+ * promise wrapper (which captures a stack trace for every statement) and its result objects cost ~45% of the
+ * engine's CPU per document on MariaDB (bench/engine.ts); migrations still run through it.
  *
  * Built for many workers on one server: every connection runs READ COMMITTED (no gap locks, so concurrent
  * workers writing rows of different documents do not deadlock each other); a statement that could not get a
@@ -258,21 +304,35 @@ export class MysqlExecutor implements SqlExecutor {
     this.reconnectMs = options.reconnectMs ?? 30_000;
   }
 
-  /** A query runner holding a live connection; waits (capped backoff) while the server refuses connections. */
-  private async acquire(): Promise<QueryRunner> {
+  /** the pool TypeORM opened with the data source (it is gone once the data source is destroyed) */
+  private get pool(): MysqlPool {
+    const pool = (this.dataSource.driver as unknown as { pool?: MysqlPool }).pool;
+    if (!pool || !this.dataSource.isInitialized)
+      throw new CpeError(ErrorCodes.DATABASE_UNAVAILABLE, 'database connection pool is closed');
+    return pool;
+  }
+
+  private connect(): Promise<MysqlConnection> {
+    const pool = this.pool;
+    return new Promise((resolve, reject) => {
+      pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection)));
+    });
+  }
+
+  /** A live pooled connection; waits (capped backoff) while the server refuses connections. */
+  private async acquire(): Promise<MysqlConnection> {
     const deadline = Date.now() + this.reconnectMs;
     for (let attempt = 0; ; attempt++) {
-      // a runner whose connect() failed keeps the rejected promise: every attempt needs a new one
-      const runner = this.dataSource.createQueryRunner();
+      let connection: MysqlConnection | undefined;
       try {
-        const connection = await runner.connect();
+        connection = await this.connect();
         if (!this.configured.has(connection)) {
-          await runner.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+          await send(connection, 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', []);
           this.configured.add(connection);
         }
-        return runner;
+        return connection;
       } catch (error) {
-        await this.discard(runner);
+        if (connection) this.discard(connection, true);
         if (
           classifyMysqlError(error) !== 'connection' ||
           Date.now() >= deadline ||
@@ -286,25 +346,23 @@ export class MysqlExecutor implements SqlExecutor {
   }
 
   /** Gives the connection back, or destroys it when it broke (the pool must not hand it out again). */
-  private async discard(runner: QueryRunner, broken = false): Promise<void> {
-    const connection = (runner as unknown as { databaseConnection?: { destroy?: () => void } })
-      .databaseConnection;
+  private discard(connection: MysqlConnection, broken = false): void {
     try {
-      if (broken && connection?.destroy) connection.destroy();
-      await runner.release();
+      if (broken) connection.destroy();
+      else connection.release();
     } catch {
       /* a connection that is already gone cannot be released */
     }
   }
 
   /** One statement on its own connection, repeated where that is safe (see the class comment). */
-  private async statement<T>(sql: string, fn: (runner: QueryRunner) => Promise<T>): Promise<T> {
+  private async statement<T>(sql: string, params: readonly unknown[]): Promise<T> {
     const deadline = Date.now() + this.reconnectMs;
     for (let attempt = 1; ; attempt++) {
-      const runner = await this.acquire();
+      const connection = await this.acquire();
       let broken = false;
       try {
-        return await fn(runner);
+        return await send<T>(connection, sql, params);
       } catch (error) {
         const kind = classifyMysqlError(error);
         broken = kind === 'connection';
@@ -313,40 +371,38 @@ export class MysqlExecutor implements SqlExecutor {
           (kind === 'connection' && READ_ONLY.test(sql) && Date.now() < deadline);
         if (!again) throw mapMysqlError(error);
       } finally {
-        await this.discard(runner, broken);
+        this.discard(connection, broken);
       }
       await pause(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
     }
   }
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    return this.statement(sql, async (runner) => (await runner.query(sql, params as unknown[])) as T[]);
+    return this.statement<T[]>(sql, params);
   }
 
   async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
-    return this.statement(sql, async (runner) =>
-      toRunResult(await runner.query(sql, params as unknown[], true), 'mysql'),
-    );
+    return runResult(await this.statement(sql, params));
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const runner = await this.acquire();
+    const connection = await this.acquire();
     let broken = false;
     try {
-      await runner.startTransaction();
+      await send(connection, 'START TRANSACTION', []);
       try {
-        const result = await fn(new RunnerExecutor('mysql', runner));
-        await runner.commitTransaction();
+        const result = await fn(new ConnectionExecutor(connection));
+        await send(connection, 'COMMIT', []);
         return result;
       } catch (error) {
-        await runner.rollbackTransaction().catch(() => undefined);
+        await send(connection, 'ROLLBACK', []).catch(() => undefined);
         throw error;
       }
     } catch (error) {
       broken = classifyMysqlError(error) === 'connection';
       throw mapMysqlError(error);
     } finally {
-      await this.discard(runner, broken);
+      this.discard(connection, broken);
     }
   }
 }

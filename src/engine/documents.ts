@@ -49,13 +49,12 @@ export async function createDocumentVersion(
 ): Promise<DocumentRow> {
   return db.transaction(async (tx) => {
     await recordArchived(tx, file);
-    const [previous] = await tx.query<{ id: number }>(
-      "SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted' ORDER BY version DESC LIMIT 1",
-      [file.sourcePath],
-    );
-    const [top] = await tx.query<{ v: number | null }>(
-      'SELECT MAX(version) AS v FROM documents WHERE source_path = ?',
-      [file.sourcePath],
+    // the newest version number and the newest version not deleted, in one round trip
+    const [found] = await tx.query<{ top: number | null; previous: number | null }>(
+      `SELECT MAX(version) AS top,
+         (SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted' ORDER BY version DESC LIMIT 1) AS previous
+       FROM documents WHERE source_path = ?`,
+      [file.sourcePath, file.sourcePath],
     );
     const now = sqlTime();
     const row: DocumentRow = {
@@ -69,8 +68,8 @@ export async function createDocumentVersion(
       title: null,
       language: null,
       status: 'processing',
-      version: Number(top?.v ?? 0) + 1,
-      previous_version_id: previous ? Number(previous.id) : null,
+      version: Number(found?.top ?? 0) + 1,
+      previous_version_id: found?.previous == null ? null : Number(found.previous),
       is_latest: 0,
       metadata: null,
       error: null,

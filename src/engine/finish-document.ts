@@ -14,21 +14,34 @@ export interface DocumentCounts {
   knowledge_items: number;
 }
 
-/** What a document holds now, counted from SQL in one statement. */
+/** The counts of DocumentCounts as subqueries on `documents d` (one placeholder-free select list). */
+const COUNT_COLUMNS = `
+  (SELECT COUNT(*) FROM document_pages WHERE document_id = d.id) AS pages,
+  (SELECT COUNT(*) FROM document_sections WHERE document_id = d.id) AS sections,
+  (SELECT COUNT(*) FROM chunks WHERE document_id = d.id) AS chunks,
+  (SELECT COALESCE(SUM(CASE WHEN status = 'embedded' THEN 1 ELSE 0 END), 0) FROM chunks WHERE document_id = d.id) AS embedded_chunks,
+  (SELECT COUNT(DISTINCT entity_id) FROM entity_mentions WHERE document_id = d.id) AS entities,
+  (SELECT COUNT(*) FROM knowledge_items WHERE document_id = d.id) AS knowledge_items`;
+
+const COUNT_KEYS: ReadonlyArray<keyof DocumentCounts> = [
+  'pages',
+  'sections',
+  'chunks',
+  'embedded_chunks',
+  'entities',
+  'knowledge_items',
+];
+
+const countsOf = (row: Record<string, unknown>): DocumentCounts =>
+  Object.fromEntries(COUNT_KEYS.map((key) => [key, Number(row[key] ?? 0)])) as unknown as DocumentCounts;
+
+/** What a document holds now, counted from SQL in one statement (zeros for a document that does not exist). */
 export async function countDocument(db: SqlExecutor, documentId: number): Promise<DocumentCounts> {
-  const [row] = await db.query<Record<keyof DocumentCounts, number>>(
-    `SELECT
-       (SELECT COUNT(*) FROM document_pages WHERE document_id = ?) AS pages,
-       (SELECT COUNT(*) FROM document_sections WHERE document_id = ?) AS sections,
-       (SELECT COUNT(*) FROM chunks WHERE document_id = ?) AS chunks,
-       (SELECT COALESCE(SUM(CASE WHEN status = 'embedded' THEN 1 ELSE 0 END), 0) FROM chunks WHERE document_id = ?) AS embedded_chunks,
-       (SELECT COUNT(DISTINCT entity_id) FROM entity_mentions WHERE document_id = ?) AS entities,
-       (SELECT COUNT(*) FROM knowledge_items WHERE document_id = ?) AS knowledge_items`,
-    new Array(6).fill(documentId),
+  const [row] = await db.query<Record<string, unknown>>(
+    `SELECT ${COUNT_COLUMNS} FROM documents d WHERE d.id = ?`,
+    [documentId],
   );
-  return Object.fromEntries(
-    Object.entries(row ?? {}).map(([k, v]) => [k, Number(v)]),
-  ) as unknown as DocumentCounts;
+  return countsOf(row ?? {});
 }
 
 export interface FinishOptions {
@@ -61,12 +74,13 @@ async function completeInTransaction(
   }
   await saveCheckpoints(tx, options.checkpoints ?? []);
   if (options.completeDocument === false) return [];
-  const counts = await countDocument(tx, documentId);
+  // the row and its counts in one round trip (a statement costs a round trip to MariaDB)
   const [doc] = await tx.query<{ metadata: string | null; source_path: string; version: number }>(
-    'SELECT metadata, source_path, version FROM documents WHERE id = ?',
+    `SELECT d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d WHERE d.id = ?`,
     [documentId],
   );
   if (!doc) return [];
+  const counts = countsOf(doc);
   const metadata = { ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts };
   const now = sqlTime();
   await tx.run(
@@ -74,11 +88,15 @@ async function completeInTransaction(
        processed_at = ?, updated_at = ? WHERE id = ?`,
     [JSON.stringify(metadata), counts.pages || null, now, now, documentId],
   );
-  const older = await tx.query<{ id: number }>(
-    `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
-       AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
-    [doc.source_path, documentId, Number(doc.version)],
-  );
+  // versions count from 1 (createDocumentVersion): the first version of a file has no older one to replace
+  const older =
+    Number(doc.version) > 1
+      ? await tx.query<{ id: number }>(
+          `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
+             AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
+          [doc.source_path, documentId, Number(doc.version)],
+        )
+      : [];
   const ids = older.map((r) => Number(r.id));
   if (ids.length) {
     await tx.run(
