@@ -202,29 +202,46 @@ export class SqlVectorIndex implements VectorIndex {
     };
   }
 
-  private async requireStamp(collection: string) {
-    const stamp = await readStamp(this.db, 'embedded', collection);
+  /** Why a write of vectors of `dimensions` to `collection` cannot go ahead (read when the write's guard failed). */
+  private async stampProblem(db: SqlExecutor, collection: string, dimensions: number): Promise<CpeError> {
+    const stamp = await readStamp(db, 'embedded', collection);
     if (!stamp) {
-      throw new CpeError(
+      return new CpeError(
         ErrorCodes.COLLECTION_MISMATCH,
         `collection '${collection}' does not exist in the embedded index (collection_setup, embed or vector_store creates it)`,
       );
     }
-    return stamp;
+    return new CpeError(
+      ErrorCodes.COLLECTION_MISMATCH,
+      `${dimensions}-dimensional vectors for collection '${collection}' of ${stamp.dimensions} dimensions`,
+    );
   }
 
-  /** Runs a write, bumps the revision in the same transaction, then applies it to the loaded matrix if any. */
+  /**
+   * Runs a write and bumps the collection's revision in the same transaction, then applies the write to the loaded
+   * matrix if there is one. For a write of vectors (`dimensions` given) the bump is its guard too: it matches only
+   * an existing collection of that size, so a collection missing, or dropped and rebuilt with another size
+   * meanwhile, rolls the write back.
+   * The new revision is read back only when this process holds the collection's matrix: an ingestion run that
+   * has not searched saves that statement per write.
+   */
   private async write(
     collection: string,
     work: (tx: SqlExecutor) => Promise<void>,
     apply: (packed: PackedCollection) => void,
+    dimensions?: number,
   ): Promise<void> {
     const revision = await this.db.transaction(async (tx) => {
       await work(tx);
-      await tx.run(
-        `UPDATE vector_collections SET revision = revision + 1 WHERE backend = 'embedded' AND name = ?`,
-        [collection],
+      const bumped = await tx.run(
+        `UPDATE vector_collections SET revision = revision + 1 WHERE backend = 'embedded' AND name = ?${
+          dimensions === undefined ? '' : ' AND dimensions = ?'
+        }`,
+        dimensions === undefined ? [collection] : [collection, dimensions],
       );
+      if (bumped.affectedRows === 0 && dimensions !== undefined)
+        throw await this.stampProblem(tx, collection, dimensions);
+      if (!this.memory.has(collection)) return undefined;
       const [row] = await tx.query<{ revision: number }>(
         `SELECT revision FROM vector_collections WHERE backend = 'embedded' AND name = ?`,
         [collection],
@@ -233,22 +250,23 @@ export class SqlVectorIndex implements VectorIndex {
     });
     const packed = this.memory.get(collection);
     if (!packed) return;
-    if (packed.revision === revision - 1) {
+    if (revision !== undefined && packed.revision === revision - 1) {
       apply(packed);
       packed.revision = revision;
     } else {
-      this.memory.delete(collection); // someone else wrote in between: reload on the next search
+      this.memory.delete(collection); // someone else wrote in between, or it was loaded meanwhile: reload on the next search
     }
   }
 
   async upsert(collection: string, points: readonly VectorPoint[]): Promise<void> {
     if (points.length === 0) return;
-    const stamp = await this.requireStamp(collection);
+    // the collection's size is checked by the write's guard; here the points have to agree with each other
+    const dimensions = points[0]!.vector.length;
     const rows = points.map((p) => {
-      if (p.vector.length !== stamp.dimensions) {
+      if (p.vector.length !== dimensions) {
         throw new CpeError(
           ErrorCodes.COLLECTION_MISMATCH,
-          `point ${p.id}: ${p.vector.length}-dimensional vector for collection '${collection}' of ${stamp.dimensions} dimensions`,
+          `point ${p.id}: ${p.vector.length}-dimensional vector among points of ${dimensions} dimensions for collection '${collection}'`,
         );
       }
       const documentId = Number(p.payload.document_id);
@@ -309,6 +327,7 @@ export class SqlVectorIndex implements VectorIndex {
       (packed) => {
         for (const r of rows) packed.set(r.id, r.documentId, r.vector);
       },
+      dimensions,
     );
   }
 

@@ -195,6 +195,31 @@ for (const backend of backends()) {
         expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
         expect((e as Error).message).to.include('3-dimensional vector');
       }
+      expect(await index.count('documents')).to.equal(0);
+    });
+
+    it('rolls a write back when its collection is gone or was rebuilt with another size meanwhile', async () => {
+      await index.upsert('documents', [point(1, 0, v(1, 0, 0, 0))]);
+      // another process drops the collection and builds it again for 3-dimensional vectors
+      const other = new SqlVectorIndex(t.db, `${backend}:other`);
+      await other.dropCollection('documents');
+      await other.ensureCollection('documents', { ...spec, size: 3 });
+      const error = await index.upsert('documents', [point(1, 1, v(0, 1, 0, 0))]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((error as CpeError).code).to.equal('COLLECTION_MISMATCH');
+      expect((error as Error).message).to.include(
+        "4-dimensional vectors for collection 'documents' of 3 dimensions",
+      );
+      expect(await other.count('documents')).to.equal(0);
+      await other.dropCollection('documents');
+      const missing = await index.upsert('documents', [point(1, 1, v(0, 1, 0, 0))]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((missing as Error).message).to.include("collection 'documents' does not exist");
+      expect(await index.count('documents')).to.equal(0);
     });
   });
 }
