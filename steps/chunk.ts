@@ -1,4 +1,4 @@
-import { replaceChunks } from '../src/content/chunk-store.js';
+import { rememberWrittenChunks, replaceChunks } from '../src/content/chunk-store.js';
 import { getExtraction, loadPageVision } from '../src/content/extraction.js';
 import { loadSections, loadSegments } from '../src/content/structure-store.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
@@ -33,10 +33,12 @@ const chunk: StepPlugin<ChunkStepConfig> = {
       : undefined;
     const pageVisionText = await loadPageVision(ctx.db, ctx.document.id);
     const chunks = chunkDocument(doc, { config, sections, segments, pageVisionText });
-    await replaceChunks(ctx.db, ctx.document.id, chunks, {
+    const written = await replaceChunks(ctx.db, ctx.document.id, chunks, {
       pipelineVersion: ctx.pipeline.versionHash,
       stepConfigHash: ctx.step.lineageHash,
     });
+    // the embed step reads them from here instead of decoding them back from the database
+    rememberWrittenChunks(ctx.memo, written);
     ctx.report({
       itemsIn: doc.text.length,
       itemsOut: chunks.length,

@@ -1,3 +1,4 @@
+import { chunkContents } from '../src/content/chunk-store.js';
 import { chunkContextOf, DEFAULT_EMBED_BATCH, embedChunks } from '../src/embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../src/embed/prepare.js';
 import type { StepContext, StepPlugin } from '../src/engine/plugin.js';
@@ -84,23 +85,26 @@ const embed: StepPlugin<EmbedConfig> = {
     }
     const chunks = await ctx.db.query<{
       id: number;
-      content: string;
+      chunk_index: number;
+      content_hash: string;
       status: string;
       embedding_model: string | null;
       heading_path: unknown;
       title: string | null;
     }>(
-      `SELECT c.id, c.content, c.status, c.embedding_model, c.heading_path, d.title
+      `SELECT c.id, c.chunk_index, c.content_hash, c.status, c.embedding_model, c.heading_path, d.title
        FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id = ? ORDER BY c.chunk_index`,
       [ctx.document.id],
     );
+    // the texts the chunk step of this run wrote, where they are unchanged; the rest from SQL
+    const contents = await chunkContents(ctx.db, ctx.memo, chunks);
     const embedder = await ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined);
     const result = await embedChunks(
       ctx.db,
       embedder,
       chunks.map((c) => ({
         id: Number(c.id),
-        content: c.content,
+        content: contents.get(Number(c.id))!,
         status: c.status,
         embedding_model: c.embedding_model,
         context: chunkContextOf(c),
@@ -119,6 +123,7 @@ const embed: StepPlugin<EmbedConfig> = {
         collection: ctx.config.collection,
         model: embedder.model,
         knownVectors: result.vectors,
+        knownContents: contents,
       });
       stored = points.stored;
       versionsRemoved = points.removedVersions.length;

@@ -39,12 +39,13 @@ export function chunkRowValues(
   chunk: ChunkDraft,
   lineage: ChunkLineage,
   now: string,
+  contentHash: string = sha256(chunk.content),
 ): unknown[] {
   return [
     documentId,
     chunk.index,
     chunk.content,
-    sha256(chunk.content),
+    contentHash,
     chunk.tokenCount,
     JSON.stringify(chunk.headingPath),
     JSON.stringify({ ...chunk.metadata, sectionIndex: chunk.sectionIndex }),
@@ -62,27 +63,80 @@ export function chunkRowValues(
 
 /** Rows per INSERT statement. */
 const INSERT_ROWS = 100;
+/** Ids per IN list. */
+const IN_BATCH = 200;
+
+/** A chunk's text as the chunk step wrote it, and the content_hash it was written with. */
+export interface WrittenChunk {
+  content: string;
+  contentHash: string;
+}
+
+/** The texts a document's chunk step wrote in this run, by chunk_index (kept in the run's per-document memo). */
+export type WrittenChunks = ReadonlyMap<number, WrittenChunk>;
+
+const WRITTEN_CHUNKS = 'chunk-store:written';
 
 /**
  * Replaces a document's chunks in one transaction (no duplicates, and readers never see the document without
- * chunks). New chunks wait for embeddings (status pending).
+ * chunks). New chunks wait for embeddings (status pending). Returns their texts by chunk index; a step keeps them
+ * in its memo (rememberWrittenChunks) for the steps after it.
  */
 export async function replaceChunks(
   db: SqlExecutor,
   documentId: number,
   chunks: ChunkDraft[],
   lineage: ChunkLineage,
-): Promise<void> {
+): Promise<WrittenChunks> {
   const now = sqlTime();
   const group = `(${CHUNK_COLUMNS.map(() => '?').join(', ')})`;
+  const written = new Map<number, WrittenChunk>();
+  for (const chunk of chunks)
+    written.set(chunk.index, { content: chunk.content, contentHash: sha256(chunk.content) });
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM chunks WHERE document_id = ?', [documentId]);
     for (let i = 0; i < chunks.length; i += INSERT_ROWS) {
       const slice = chunks.slice(i, i + INSERT_ROWS);
       await tx.run(
         `INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
-        slice.flatMap((c) => chunkRowValues(documentId, c, lineage, now)),
+        slice.flatMap((c) => chunkRowValues(documentId, c, lineage, now, written.get(c.index)!.contentHash)),
       );
     }
   });
+  return written;
+}
+
+/** Keeps what replaceChunks wrote in a document's memo, for the steps after the chunk step in the same run. */
+export function rememberWrittenChunks(memo: Map<string, unknown>, written: WrittenChunks): void {
+  memo.set(WRITTEN_CHUNKS, written);
+}
+
+/**
+ * The content of chunk rows, by chunk id: the text this run's chunk step wrote (from the memo) for every row whose
+ * content_hash is still that text's, the rest read from SQL. The embed step and the point store need every chunk's
+ * text right after the chunk step wrote it; decoding it back from the database was ~7% of the main thread's SQL
+ * time in an ingestion pass of the shared corpus (and on MariaDB, the text crossed the wire twice more).
+ */
+export async function chunkContents(
+  db: SqlExecutor,
+  memo: ReadonlyMap<string, unknown> | undefined,
+  rows: ReadonlyArray<{ id: number; chunk_index: number; content_hash: string }>,
+): Promise<Map<number, string>> {
+  const written = memo?.get(WRITTEN_CHUNKS) as WrittenChunks | undefined;
+  const contents = new Map<number, string>();
+  const missing: number[] = [];
+  for (const row of rows) {
+    const chunk = written?.get(Number(row.chunk_index));
+    if (chunk && chunk.contentHash === row.content_hash) contents.set(Number(row.id), chunk.content);
+    else missing.push(Number(row.id));
+  }
+  for (let start = 0; start < missing.length; start += IN_BATCH) {
+    const slice = missing.slice(start, start + IN_BATCH);
+    const found = await db.query<{ id: number; content: string }>(
+      `SELECT id, content FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
+      slice,
+    );
+    for (const row of found) contents.set(Number(row.id), row.content);
+  }
+  return contents;
 }

@@ -21,6 +21,11 @@ export interface StorePointsOptions {
    * not read back from embedding_cache. Any other chunk's vector is read from there.
    */
   knownVectors?: ReadonlyMap<string, Float32Array>;
+  /**
+   * Chunk texts the caller holds already, by chunk id (the embed step just read them): they are not read back
+   * from chunks. Any other chunk's text is read from there.
+   */
+  knownContents?: ReadonlyMap<number, string>;
 }
 
 export interface StorePointsResult {
@@ -139,6 +144,29 @@ async function writePointIds(
   }
 }
 
+/** Sets each row's content from `known`, reading the start of the text of any chunk not in it. */
+async function fillContents(
+  db: SqlExecutor,
+  rows: Array<{ id: number; content: string }>,
+  known: ReadonlyMap<number, string>,
+): Promise<void> {
+  const missing: Array<{ id: number; content: string }> = [];
+  for (const row of rows) {
+    const content = known.get(Number(row.id));
+    if (content === undefined) missing.push(row);
+    else row.content = content;
+  }
+  for (let start = 0; start < missing.length; start += IN_BATCH) {
+    const slice = missing.slice(start, start + IN_BATCH);
+    const found = await db.query<{ id: number; content: string }>(
+      `SELECT id, substr(content, 1, ?) AS content FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
+      [PAYLOAD_CONTENT_CHARS, ...slice.map((row) => row.id)],
+    );
+    const byId = new Map(found.map((f) => [Number(f.id), f.content]));
+    for (const row of slice) row.content = byId.get(Number(row.id)) ?? '';
+  }
+}
+
 /**
  * Stores the points of one document version and then removes what they replace. Order matters: the new points
  * are upserted first (ids are deterministic, so a rerun replaces instead of duplicating), only then are the
@@ -184,6 +212,7 @@ export async function storeDocumentPoints(
   const model = embedder.model;
   await index.ensureCollection(options.collection, { size: embedder.dimensions, distance: 'Cosine', model });
 
+  const knownContents = options.knownContents;
   const rows = await db.query<{
     id: number;
     chunk_index: number;
@@ -195,12 +224,13 @@ export async function storeDocumentPoints(
   }>(
     // the payload shows the start of a chunk: substr counts characters (code points), at least as many UTF-16
     // units as chunkPayload keeps, so the result is the same as from the whole content, read in a fraction
-    `SELECT c.id, c.chunk_index, substr(c.content, 1, ?) AS content, c.heading_path, c.page_start, c.qdrant_id,
-       cv.text_hash
+    `SELECT c.id, c.chunk_index, ${knownContents ? '' : 'substr(c.content, 1, ?) AS content, '}c.heading_path,
+       c.page_start, c.qdrant_id, cv.text_hash
      FROM chunks c LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
      WHERE c.document_id = ? ORDER BY c.chunk_index`,
-    [PAYLOAD_CONTENT_CHARS, model, doc.id],
+    knownContents ? [model, doc.id] : [PAYLOAD_CONTENT_CHARS, model, doc.id],
   );
+  if (knownContents) await fillContents(db, rows, knownContents);
   const known = options.knownVectors;
   const unknown = rows.flatMap((r) =>
     r.text_hash !== null && !known?.has(r.text_hash) ? [r.text_hash] : [],
