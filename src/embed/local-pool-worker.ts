@@ -29,7 +29,9 @@ parentPort?.on('message', (job: LocalEmbedJob) => {
   try {
     let texts = job.texts;
     if (job.maxChars !== undefined) ({ texts, hashes } = prepareChunkInputs(texts, job.maxChars));
-    vectors = texts.map((text) => embedLocalHash(text, job.dimensions));
+    // read once, not per text: in the loop it was a megamorphic property load (~1% of the thread's time, perf)
+    const dimensions = job.dimensions;
+    vectors = texts.map((text) => embedLocalHash(text, dimensions));
   } catch (error) {
     const reply: LocalEmbedReply = { id: job.id, error: (error as Error)?.message ?? String(error) };
     parentPort?.postMessage(reply);

@@ -106,7 +106,9 @@ describe('local-hash-v2 embedder', () => {
       'é',
       'e\u0301',
     ];
-    alphabet.push('\u{1d400}', '\ud800', '-', ' ', '.', '§');
+    // letters and numbers beyond Latin-1 (Arabic-Indic digit, Roman numeral, CJK), a letter and an emoji outside
+    // the BMP, lone surrogates, a soft hyphen, punctuation
+    alphabet.push('٣', 'Ⅻ', '中', '\u{1d400}', '\u{1f600}', '\ud800', '\udc00', '\u00ad', '-', ' ', '.', '§');
     const word = () =>
       Array.from(
         { length: 1 + Math.floor(random() * 14) },
