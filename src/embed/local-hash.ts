@@ -80,7 +80,9 @@ export function stemGerman(word: string): string {
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 
 /** WORD_CHAR for each code unit below 256, where all but a few of a German text's characters are once folded. */
-const WORD_LATIN1 = Uint8Array.from({ length: 256 }, (_, c) => (WORD_CHAR.test(String.fromCharCode(c)) ? 1 : 0));
+const WORD_LATIN1 = Uint8Array.from({ length: 256 }, (_, c) =>
+  WORD_CHAR.test(String.fromCharCode(c)) ? 1 : 0,
+);
 
 /**
  * The runs of letters and numbers of a text: what `text.match(/[\p{L}\p{N}]+/gu)` finds (the tests hold it to
