@@ -79,7 +79,7 @@ export function stemGerman(word: string): string {
 /** A letter or a number: what words are made of. */
 const WORD_CHAR = /[\p{L}\p{N}]/u;
 
-/** WORD_CHAR for each code unit below 256, where all but a few of a German text's characters are once folded. */
+/** WORD_CHAR for each code unit below 256: once folded (ä to ae, ß to ss), nearly all of a German text. */
 const WORD_LATIN1 = Uint8Array.from({ length: 256 }, (_, c) =>
   WORD_CHAR.test(String.fromCharCode(c)) ? 1 : 0,
 );
