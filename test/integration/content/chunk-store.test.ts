@@ -51,22 +51,25 @@ for (const backend of backends()) {
         [documentId],
       );
 
-    it('takes the texts the chunk step wrote from the memo, without reading them back', async () => {
-      const texts = ['Erster Absatz über Brandschutz.', 'Zweiter Absatz: Fluchtwege.', 'Dritter Absatz.'];
+    /** What the chunk step does: the chunks written, their texts kept in a fresh memo. */
+    const chunkStep = async (texts: string[]) => {
       const written = await replaceChunks(
         t.db,
         documentId,
         texts.map((text, i) => draft(i, text)),
-        {
-          pipelineVersion: 'test',
-          stepConfigHash: 'test',
-        },
-      );
-      expect([...written.values()].map((w) => w.contentHash)).to.deep.equal(
-        texts.map((text) => sha256(text)),
+        { pipelineVersion: 'test', stepConfigHash: 'test' },
       );
       const memo = new Map<string, unknown>();
       rememberWrittenChunks(memo, written);
+      return { written, memo };
+    };
+
+    it('takes the texts the chunk step wrote from the memo, without reading them back', async () => {
+      const texts = ['Erster Absatz über Brandschutz.', 'Zweiter Absatz: Fluchtwege.', 'Dritter Absatz.'];
+      const { written, memo } = await chunkStep(texts);
+      expect([...written.values()].map((w) => w.contentHash)).to.deep.equal(
+        texts.map((text) => sha256(text)),
+      );
       const counted = counting(t.db);
       const contents = await chunkContents(counted.db, memo, await rows());
       expect([...contents.values()]).to.deep.equal(texts);
@@ -74,18 +77,7 @@ for (const backend of backends()) {
     });
 
     it('reads from SQL the texts that changed since, and every text when there is no memo', async () => {
-      const texts = ['Erster Absatz.', 'Zweiter Absatz.', 'Dritter Absatz.'];
-      const written = await replaceChunks(
-        t.db,
-        documentId,
-        texts.map((text, i) => draft(i, text)),
-        {
-          pipelineVersion: 'test',
-          stepConfigHash: 'test',
-        },
-      );
-      const memo = new Map<string, unknown>();
-      rememberWrittenChunks(memo, written);
+      const { memo } = await chunkStep(['Erster Absatz.', 'Zweiter Absatz.', 'Dritter Absatz.']);
       // edited by SQL after the chunk step: a new text and its hash
       await t.db.run(
         'UPDATE chunks SET content = ?, content_hash = ? WHERE document_id = ? AND chunk_index = 1',
