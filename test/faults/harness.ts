@@ -399,11 +399,15 @@ export class FaultCase {
     const running = this.workers.filter((w) => !w.exit);
     await Promise.all(running.map((w) => this.waitForReady(w)));
     for (const worker of running) worker.child.kill('SIGTERM');
-    const timer = pause(timeoutMs).then(() => {
+    // cleared once they are gone: a pending timer kept the test process alive for a minute after the last case
+    const timer = setTimeout(() => {
       for (const worker of running) if (!worker.exit) worker.child.kill('SIGKILL');
-    });
-    await Promise.race([Promise.all(running.map((w) => w.exited)), timer]);
-    await Promise.all(running.map((w) => w.exited));
+    }, timeoutMs);
+    try {
+      await Promise.all(running.map((w) => w.exited));
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
