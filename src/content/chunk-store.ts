@@ -114,8 +114,8 @@ export function rememberWrittenChunks(memo: Map<string, unknown>, written: Writt
 /**
  * The content of chunk rows, by chunk id: the text this run's chunk step wrote (from the memo) for every row whose
  * content_hash is still that text's, the rest read from SQL. The embed step and the point store need every chunk's
- * text right after the chunk step wrote it; decoding it back from the database was ~7% of the main thread's SQL
- * time in an ingestion pass of the shared corpus (and on MariaDB, the text crossed the wire twice more).
+ * text right after the chunk step wrote it; their two reads of it took ~14% of the main thread's SQL time in an
+ * ingestion pass of the shared corpus (and on MariaDB, the texts crossed the wire twice more).
  */
 export async function chunkContents(
   db: SqlExecutor,
