@@ -1,6 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { CpeError, ErrorCodes } from '../errors.js';
-import type { Dialect, RunResult, SqlExecutor } from './sql.js';
+import type { RunResult, SqlExecutor } from './sql.js';
 import type { WalCheckpointer } from './wal-checkpointer.js';
 
 /** A promise-chain mutex: SQLite has one connection, so one transaction (or statement) at a time. */
@@ -18,28 +18,23 @@ class Mutex {
   }
 }
 
-function toRunResult(result: { affected?: number | null; raw: any }, dialect: Dialect): RunResult {
-  if (dialect === 'sqlite') return { affectedRows: result.affected ?? 0, insertId: Number(result.raw ?? 0) };
-  const header = result.raw ?? {};
-  return {
-    affectedRows: header.affectedRows ?? result.affected ?? 0,
-    insertId: Number(header.insertId ?? 0),
-  };
-}
+/** mysql2's answer to a write (its ResultSetHeader) as a RunResult. */
+const runResult = (header: { affectedRows?: number; insertId?: number } | undefined): RunResult => ({
+  affectedRows: header?.affectedRows ?? 0,
+  insertId: Number(header?.insertId ?? 0),
+});
 
-/** Runs statements on one TypeORM QueryRunner (the migrator's). */
+/** Runs statements on one TypeORM QueryRunner of MariaDB/MySQL (the migrator's, which holds a named lock on it). */
 export class RunnerExecutor implements SqlExecutor {
-  constructor(
-    readonly dialect: Dialect,
-    private readonly runner: QueryRunner,
-  ) {}
+  readonly dialect = 'mysql' as const;
+  constructor(private readonly runner: QueryRunner) {}
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
     return (await this.runner.query(sql, params as unknown[])) as T[];
   }
 
   async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
-    return toRunResult(await this.runner.query(sql, params as unknown[], true), this.dialect);
+    return runResult((await this.runner.query(sql, params as unknown[], true)).raw);
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
@@ -255,12 +250,6 @@ const send = <T>(connection: MysqlConnection, sql: string, params: readonly unkn
       error ? reject(error) : resolve(result as T),
     );
   });
-
-/** mysql2's answer to a write (its ResultSetHeader) as a RunResult. */
-const runResult = (header: { affectedRows?: number; insertId?: number } | undefined): RunResult => ({
-  affectedRows: header?.affectedRows ?? 0,
-  insertId: Number(header?.insertId ?? 0),
-});
 
 /** A transaction's statements, all on its one connection. */
 class ConnectionExecutor implements SqlExecutor {

@@ -88,7 +88,7 @@ export async function migrate(
   await runner.connect();
   try {
     await runner.query('SELECT GET_LOCK(?, 60)', [lockName]);
-    const exec = new RunnerExecutor('mysql', runner);
+    const exec = new RunnerExecutor(runner);
     // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock.
     await apply(exec, async (sql) => {
       for (const statement of splitStatements(sql)) await runner.query(statement);
