@@ -130,13 +130,28 @@ export async function chunkContents(
     if (chunk && chunk.contentHash === row.content_hash) contents.set(Number(row.id), chunk.content);
     else missing.push(Number(row.id));
   }
-  for (let start = 0; start < missing.length; start += IN_BATCH) {
-    const slice = missing.slice(start, start + IN_BATCH);
-    const found = await db.query<{ id: number; content: string }>(
-      `SELECT id, content FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
-      slice,
-    );
-    for (const row of found) contents.set(Number(row.id), row.content);
-  }
+  for (const [id, content] of await readChunkTexts(db, missing)) contents.set(id, content);
   return contents;
+}
+
+/**
+ * Chunk texts by chunk id, read from SQL; with `prefixChars`, only that many characters from the start of each
+ * (substr counts code points: at least as many UTF-16 units).
+ */
+export async function readChunkTexts(
+  db: SqlExecutor,
+  ids: readonly number[],
+  prefixChars?: number,
+): Promise<Map<number, string>> {
+  const texts = new Map<number, string>();
+  const column = prefixChars === undefined ? 'content' : 'substr(content, 1, ?) AS content';
+  for (let start = 0; start < ids.length; start += IN_BATCH) {
+    const slice = ids.slice(start, start + IN_BATCH);
+    const found = await db.query<{ id: number; content: string }>(
+      `SELECT id, ${column} FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
+      prefixChars === undefined ? slice : [prefixChars, ...slice],
+    );
+    for (const row of found) texts.set(Number(row.id), row.content);
+  }
+  return texts;
 }

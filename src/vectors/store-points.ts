@@ -1,3 +1,4 @@
+import { readChunkTexts } from '../content/chunk-store.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { EmbeddingCache } from '../embed/cache.js';
 import type { Logger, Providers } from '../engine/plugin.js';
@@ -150,21 +151,9 @@ async function fillContents(
   rows: Array<{ id: number; content: string }>,
   known: ReadonlyMap<number, string>,
 ): Promise<void> {
-  const missing: Array<{ id: number; content: string }> = [];
-  for (const row of rows) {
-    const content = known.get(Number(row.id));
-    if (content === undefined) missing.push(row);
-    else row.content = content;
-  }
-  for (let start = 0; start < missing.length; start += IN_BATCH) {
-    const slice = missing.slice(start, start + IN_BATCH);
-    const found = await db.query<{ id: number; content: string }>(
-      `SELECT id, substr(content, 1, ?) AS content FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
-      [PAYLOAD_CONTENT_CHARS, ...slice.map((row) => row.id)],
-    );
-    const byId = new Map(found.map((f) => [Number(f.id), f.content]));
-    for (const row of slice) row.content = byId.get(Number(row.id)) ?? '';
-  }
+  const missing = rows.filter((row) => !known.has(Number(row.id))).map((row) => Number(row.id));
+  const read = await readChunkTexts(db, missing, PAYLOAD_CONTENT_CHARS);
+  for (const row of rows) row.content = known.get(Number(row.id)) ?? read.get(Number(row.id)) ?? '';
 }
 
 /**

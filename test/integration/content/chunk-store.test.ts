@@ -1,5 +1,10 @@
 import { expect } from 'chai';
-import { chunkContents, rememberWrittenChunks, replaceChunks } from '../../../src/content/chunk-store.js';
+import {
+  chunkContents,
+  readChunkTexts,
+  rememberWrittenChunks,
+  replaceChunks,
+} from '../../../src/content/chunk-store.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { ChunkDraft } from '../../../src/text/chunk.js';
 import { sha256 } from '../../../src/util/hash.js';
@@ -94,6 +99,13 @@ for (const backend of backends()) {
         'Erster Absatz.',
         'Zweiter Absatz, von Hand berichtigt.',
         'Dritter Absatz.',
+      ]);
+      // the start of each text, as the point store reads it for a payload
+      const ids = (await rows()).map((r) => Number(r.id));
+      expect([...(await readChunkTexts(t.db, ids, 6)).values()]).to.deep.equal([
+        'Erster',
+        'Zweite',
+        'Dritte',
       ]);
     });
   });
