@@ -432,3 +432,12 @@ CREATE TABLE source_files (
   content_hash  CHAR(64) NOT NULL,
   checked_at    DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+-- ---------------------------------------------------------------------------
+-- migration 0006_archive_inline
+-- ---------------------------------------------------------------------------
+
+-- The bytes of small archived files in SQL: content holds a file of at most 1 MiB itself (the scan writes it here
+-- instead of the archive folder, as creating a file costs more than the row); storage_path then names where a
+-- step that asks for a file path gets its copy. NULL: the bytes are in the file at storage_path.
+ALTER TABLE document_archive ADD COLUMN content LONGBLOB NULL AFTER storage_path;

@@ -42,12 +42,17 @@ export async function getExtraction(
       return stored;
     }
   }
+  const { archivedBytes, sourcePath } = ctx.document;
   try {
-    const extracted = await extractArchived(ctx.document.archivePath, limits);
+    // bytes archived in SQL: a text file is read from them, named by its source (no archive file is written)
+    const extracted =
+      archivedBytes && inProcessText(sourcePath, archivedBytes.length)
+        ? await extractTextInProcess(archivedBytes, sourcePath, extractOptions(limits))
+        : await extractArchived(ctx.document.archivePath, limits);
     ctx.memo.set(MEMO_KEY, extracted);
     return extracted;
   } catch (error) {
-    throw renameFileError(error, ctx.document.sourcePath);
+    throw renameFileError(error, sourcePath);
   }
 }
 
@@ -68,14 +73,25 @@ export async function extractArchived(
   file: string,
   limits: ExtractionLimits = {},
 ): Promise<ExtractedDocument> {
-  if (TEXT_EXTENSIONS.has(path.extname(file).toLowerCase())) {
-    const size = sizeOrUndefined(file);
-    if (size !== undefined && size > 0 && size <= IN_PROCESS_TEXT_BYTES) {
-      const { timeoutMs: _timeout, maxMemoryMb: _memory, ...options } = limits;
-      return extractTextInProcess(file, { ...defaultExtractOptions, ...options });
-    }
+  if (inProcessText(file, sizeOrUndefined(file))) {
+    // read at once: the extraction of these bytes runs on this thread right after, without yielding anyway, and
+    // one read costs less than the thread-pool round trips of fs.promises (a 512 KB read each)
+    return extractTextInProcess(readFileSync(file), file, extractOptions(limits));
   }
   return extractIsolated(file, limits);
+}
+
+/** Whether a file of this name and size is extracted in this process (see extractArchived). */
+const inProcessText = (file: string, size: number | undefined) =>
+  TEXT_EXTENSIONS.has(path.extname(file).toLowerCase()) &&
+  size !== undefined &&
+  size > 0 &&
+  size <= IN_PROCESS_TEXT_BYTES;
+
+/** The extraction options of these limits, without the isolated extractor's own (time and memory). */
+function extractOptions(limits: ExtractionLimits): ExtractOptions {
+  const { timeoutMs: _timeout, maxMemoryMb: _memory, ...options } = limits;
+  return { ...defaultExtractOptions, ...options };
 }
 
 /** The file's size; undefined when it cannot be read (the isolated extractor then reports why). */
@@ -91,10 +107,11 @@ function sizeOrUndefined(file: string): number | undefined {
  * What extractFile does for the two text formats, without importing it: extract-file.ts loads the PDF reader
  * (pdfjs, ~100 MB of resident memory) at import, which the engine's process should not carry.
  */
-async function extractTextInProcess(file: string, options: ExtractOptions): Promise<ExtractedDocument> {
-  // read at once: the extraction of these bytes runs on this thread right after, without yielding anyway, and
-  // one read costs less than the thread-pool round trips of fs.promises (a 512 KB read each)
-  const bytes = readFileSync(file);
+async function extractTextInProcess(
+  bytes: Buffer,
+  file: string,
+  options: ExtractOptions,
+): Promise<ExtractedDocument> {
   if (bytes.length > options.maxFileBytes) {
     throw new FileError(
       ErrorCodes.FILE_TOO_LARGE,

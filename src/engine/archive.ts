@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { type FileHandle, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
 import { sha256 } from '../util/hash.js';
@@ -8,9 +8,22 @@ import { sqlTime } from '../util/time.js';
 
 const BLOCK = 4 * 1024 * 1024;
 
+/**
+ * Files of at most this size are archived in SQL (`document_archive.content`) rather than as a file of their own:
+ * on this project's machines creating a file costs 0.3-1 ms of system time (its inode, its folder), against tens
+ * of microseconds for a row, and most documents are small. Such a document's file copy is written only when a
+ * step asks for a file path (`DocumentRef.archivePath`); the built-in text extraction reads the bytes instead.
+ */
+export const INLINE_ARCHIVE_BYTES = 1024 * 1024;
+
+/** Inline rows the scan collects before it writes them (one transaction): bounds its memory and a statement's size. */
+const INLINE_FLUSH_BYTES = 4 * 1024 * 1024;
+const INLINE_FLUSH_ROWS = 200;
+
 export interface ArchivedFile {
   hash: string;
   size: number;
+  /** the archive file (for bytes held in SQL: where a step that asks for a file gets its copy) */
   path: string;
 }
 
@@ -39,13 +52,21 @@ const tempName = (archiveDir: string) =>
  * what was copied; the caller compares it with the hash it expected and records the archive row. The file
  * lands under its final name by an atomic rename, so a crash never leaves a half-written archive file.
  */
-export async function storeInArchive(archiveDir: string, source: string): Promise<ArchivedFile> {
+export async function storeInArchive(
+  db: SqlExecutor,
+  archiveDir: string,
+  source: string,
+): Promise<ArchivedFile> {
   const input = await open(source, 'r');
   try {
     if ((await input.stat()).size <= BLOCK) {
       // small files (almost all documents): one read, one write
       const bytes = await input.readFile();
-      return await writeArchiveBytes(archiveDir, sha256(bytes), source, bytes);
+      const hash = sha256(bytes);
+      if (bytes.length > INLINE_ARCHIVE_BYTES) return writeArchiveFile(archiveDir, hash, source, bytes);
+      const file = { hash, size: bytes.length, path: archivePathFor(archiveDir, hash, source) };
+      await putInlineRows(db, [{ file, bytes }]);
+      return file;
     }
     return await streamIntoArchive(archiveDir, source, input);
   } finally {
@@ -90,26 +111,33 @@ async function streamIntoArchive(
 }
 
 /**
- * Archives bytes already in memory (the scan read them to hash them): written under a temporary name and renamed,
- * skipped when the archive holds this hash already (same name, same bytes). Synchronous on purpose: these are
- * small files (the scan reads only files under a few megabytes whole), and creating one costs 20-50 µs of this
- * thread's time, against ~250 µs of main-thread time plus the thread pool's for fs.promises' open, write, close
- * and rename round trips (measured for 8 KB files on this project's 2-core machine, 5-10x the CPU in all).
+ * Archives bytes already in memory as a file: written under a temporary name and renamed, skipped when the archive
+ * holds this hash already (same name, same bytes). Synchronous on purpose: these are small files (the scan reads
+ * only files under a few megabytes whole), and creating one costs 20-50 µs of this thread's time, against ~250 µs
+ * of main-thread time plus the thread pool's for fs.promises' open, write, close and rename round trips (measured
+ * for 8 KB files on this project's 2-core machine, 5-10x the CPU in all).
  */
-export async function writeArchiveBytes(
+export function writeArchiveFile(
   archiveDir: string,
   hash: string,
   sourcePath: string,
   bytes: Uint8Array,
-): Promise<ArchivedFile> {
+): ArchivedFile {
   const target = archivePathFor(archiveDir, hash, sourcePath);
+  writeFileAt(target, bytes);
+  return { hash, size: bytes.length, path: target };
+}
+
+/** Writes `bytes` to `target` by a temporary name and a rename, unless a file of that size is there already. */
+function writeFileAt(target: string, bytes: Uint8Array): void {
   if (statOrUndefined(target)?.size !== bytes.length) {
     const dir = path.dirname(target);
     if (!madeDirs.has(dir)) {
       mkdirSync(dir, { recursive: true });
       madeDirs.add(dir);
     }
-    const temp = tempName(archiveDir);
+    // the temporary name in the archive folder itself (the parent of the hash prefix folders): same file system
+    const temp = tempName(path.dirname(dir));
     try {
       writeFileSync(temp, bytes);
       renameSync(temp, target);
@@ -118,20 +146,26 @@ export async function writeArchiveBytes(
       throw error;
     }
   }
-  return { hash, size: bytes.length, path: target };
 }
 
 /**
- * The archived copy of a queued file when it is already there (the scan archived it, or an earlier version had
- * the same bytes); undefined when it must be copied from the source.
+ * The archived copy of a queued file when it is already there, in SQL or as a file (the scan archived it, or an
+ * earlier version had the same bytes); undefined when it must be copied from the source.
  */
 export async function findArchived(
+  db: SqlExecutor,
   archiveDir: string,
   hash: string,
   sourcePath: string,
   size: number | null,
 ): Promise<ArchivedFile | undefined> {
   const target = archivePathFor(archiveDir, hash, sourcePath);
+  const [row] = await db.query<{ byte_size: number; inline: number }>(
+    'SELECT byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline FROM document_archive WHERE content_hash = ?',
+    [hash],
+  );
+  if (row && Number(row.inline) === 1 && (size === null || Number(row.byte_size) === size))
+    return { hash, size: Number(row.byte_size), path: target };
   const info = statOrUndefined(target);
   if (!info?.isFile() || (size !== null && info.size !== size)) return undefined;
   return { hash, size: info.size, path: target };
@@ -146,5 +180,98 @@ export async function recordArchived(db: SqlExecutor, file: ArchivedFile): Promi
   await db.run(insert, [file.hash, file.size, file.path, sqlTime()]);
 }
 
-/** Reads archived bytes back (for reprocessing). */
-export const readArchived = (file: string) => readFile(file);
+/** The archived bytes of a hash when SQL holds them (document_archive.content); undefined for a file archive. */
+export async function readInlineArchive(db: SqlExecutor, hash: string): Promise<Buffer | undefined> {
+  const [row] = await db.query<{ content: Buffer | null }>(
+    'SELECT content FROM document_archive WHERE content_hash = ?',
+    [hash],
+  );
+  return row?.content ?? undefined;
+}
+
+/**
+ * Archive rows with their bytes, in one transaction. A row of the same hash without bytes (archived as a file
+ * before) gets them too, so a hash archived inline always has its bytes in SQL, whatever became of the file.
+ */
+async function putInlineRows(
+  db: SqlExecutor,
+  rows: ReadonlyArray<{ file: ArchivedFile; bytes: Uint8Array }>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const now = sqlTime();
+  const values = rows.map(() => '(?, ?, ?, ?, ?)').join(', ');
+  const sql =
+    db.dialect === 'mysql'
+      ? `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
+         ON DUPLICATE KEY UPDATE content = COALESCE(content, VALUES(content))`
+      : `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
+         ON CONFLICT (content_hash) DO UPDATE SET content = excluded.content WHERE document_archive.content IS NULL`;
+  await db.run(
+    sql,
+    rows.flatMap(({ file, bytes }) => [file.hash, file.size, file.path, bytes, now]),
+  );
+}
+
+/**
+ * What the scan archives, from the bytes it read to hash them: files up to INLINE_ARCHIVE_BYTES as rows with
+ * their bytes, written in batches (a transaction per INLINE_FLUSH_BYTES or INLINE_FLUSH_ROWS), larger ones as
+ * files at once. A row is missing until the flush that writes it: the scan flushes before it returns (a scan
+ * that fails before leaves files to be archived from their source when they are processed, as for any miss).
+ */
+export class ArchiveWriter {
+  private pending = new Map<string, { file: ArchivedFile; bytes: Uint8Array }>();
+  private pendingBytes = 0;
+
+  constructor(
+    private readonly db: SqlExecutor,
+    private readonly archiveDir: string,
+  ) {}
+
+  /** Archives a large file at once; keeps a small one for the next flush. */
+  put(hash: string, sourcePath: string, bytes: Uint8Array): void {
+    if (bytes.length > INLINE_ARCHIVE_BYTES) {
+      writeArchiveFile(this.archiveDir, hash, sourcePath, bytes);
+      return;
+    }
+    if (this.pending.has(hash)) return;
+    const file = { hash, size: bytes.length, path: archivePathFor(this.archiveDir, hash, sourcePath) };
+    this.pending.set(hash, { file, bytes });
+    this.pendingBytes += bytes.length;
+  }
+
+  /** Writes the kept rows once they are many or large. */
+  async flushIfFull(): Promise<void> {
+    if (this.pendingBytes >= INLINE_FLUSH_BYTES || this.pending.size >= INLINE_FLUSH_ROWS) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const rows = [...this.pending.values()];
+    this.pending = new Map();
+    this.pendingBytes = 0;
+    await this.db.transaction((tx) => putInlineRows(tx, rows));
+  }
+}
+
+/**
+ * `ref` with `archivePath` (enumerable, like a plain property) naming `file`. With `bytes` (the archive holds them
+ * in SQL), the file is written from them when the property is first read: a step that asks for a file path gets
+ * one, and a document whose steps all read the bytes never costs a file.
+ */
+export function withArchivePath<T extends object>(
+  ref: T,
+  file: string,
+  bytes: Uint8Array | undefined,
+): T & { archivePath: string } {
+  let pending = bytes;
+  return Object.defineProperty(ref, 'archivePath', {
+    enumerable: true,
+    get() {
+      if (pending !== undefined) {
+        writeFileAt(file, pending);
+        pending = undefined;
+      }
+      return file;
+    },
+  }) as T & { archivePath: string };
+}

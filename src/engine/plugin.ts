@@ -35,8 +35,13 @@ export interface DocumentRef {
   queueId: number | null;
   /** why it is processed: new file, changed file (update), or gone from the source (delete) */
   action: 'new' | 'update' | 'delete';
-  /** the archived original bytes of this version (read these, not sourcePath: the source may change) */
+  /**
+   * A file with the archived original bytes of this version (read these, not sourcePath: the source may change).
+   * For bytes archived in SQL (files up to 1 MiB) the file is written when a step first reads this property.
+   */
   archivePath: string;
+  /** the archived bytes, when the run holds them (archived in SQL): a step that reads whole files may use these */
+  archivedBytes?: Buffer;
 }
 
 export interface Logger {

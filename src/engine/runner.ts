@@ -3,7 +3,13 @@ import type { DocumentRow } from '../db/entities.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
-import { type ArchivedFile, findArchived, storeInArchive } from './archive.js';
+import {
+  type ArchivedFile,
+  findArchived,
+  readInlineArchive,
+  storeInArchive,
+  withArchivePath,
+} from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
 import { type Engine, skippedCheckpointHash } from './engine.js';
@@ -292,7 +298,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       const items = await claimQueueItems(tx, worker, want, leaseMs, options.onlyPaths);
       for (const item of items) {
         if (item.action === 'delete' || item.document_id) continue;
-        const archived = await findArchived(engine.archiveDir, item.hash, item.path, item.file_size);
+        const archived = await findArchived(tx, engine.archiveDir, item.hash, item.path, item.file_size);
         if (!archived) continue;
         try {
           const doc = await createDocumentVersion(
@@ -334,13 +340,14 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     if (!doc) {
       // the scan archived the bytes it hashed (unless the file is large or another machine scanned it)
       let archived: ArchivedFile | undefined = await findArchived(
+        db,
         engine.archiveDir,
         item.hash,
         item.path,
         item.file_size,
       );
       try {
-        archived ??= await storeInArchive(engine.archiveDir, item.path);
+        archived ??= await storeInArchive(db, engine.archiveDir, item.path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
           await completeQueueItem(db, item.id, worker, 'source file vanished before it was processed');
@@ -365,18 +372,25 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
     }
-    const ref: DocumentRef = {
-      id: doc.id,
-      sourcePath: doc.source_path,
-      filename: doc.filename,
-      contentHash: doc.content_hash,
-      version: doc.version,
-      fileSize: doc.file_size,
-      previousVersionId: doc.previous_version_id,
-      queueId: item.id,
-      action: item.action,
-      archivePath: engine.archivePathFor(doc.content_hash, doc.source_path),
-    };
+    // bytes archived in SQL are read now: the steps take them from memory, and a step that asks for a file path
+    // gets the file written from them then
+    const archivedBytes = await readInlineArchive(db, doc.content_hash);
+    const ref: DocumentRef = withArchivePath(
+      {
+        id: doc.id,
+        sourcePath: doc.source_path,
+        filename: doc.filename,
+        contentHash: doc.content_hash,
+        version: doc.version,
+        fileSize: doc.file_size,
+        previousVersionId: doc.previous_version_id,
+        queueId: item.id,
+        action: item.action,
+        ...(archivedBytes ? { archivedBytes } : {}),
+      },
+      engine.archivePathFor(doc.content_hash, doc.source_path),
+      archivedBytes,
+    );
     // a new version has no checkpoints; a document processed before may have some
     const checkpoints =
       options.force || !item.document_id

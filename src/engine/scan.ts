@@ -12,7 +12,7 @@ import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { sha256, sha256File } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
-import { writeArchiveBytes } from './archive.js';
+import { ArchiveWriter } from './archive.js';
 
 export type ScanDecision = 'new' | 'update' | 'unchanged' | 'delete';
 
@@ -166,8 +166,9 @@ function listFiles(
 /**
  * Decides per file against `documents`: new, update (hash changed), unchanged, and delete for documents whose
  * file is gone from the folder. Reads each file at most once (SHA-256 in large blocks) and not at all when its
- * stat signature is the one recorded with its hash in `source_files` (unless useStatCache is false). Writes no
- * SQL; with `archiveDir`, new and changed files are archived from the bytes that were hashed.
+ * stat signature is the one recorded with its hash in `source_files` (unless useStatCache is false). With
+ * `archiveDir`, new and changed files are archived from the bytes that were hashed (small ones in
+ * `document_archive`, see ArchiveWriter: the only SQL the scan writes).
  */
 export async function scanSource(
   db: SqlExecutor,
@@ -230,6 +231,7 @@ export async function scanSource(
       // a notice: the scan goes on
     }
   };
+  const archive = options.archiveDir ? new ArchiveWriter(db, options.archiveDir) : undefined;
   let next = 0;
   const worker = async () => {
     while (next < files.length) {
@@ -260,7 +262,7 @@ export async function scanSource(
         let hash: string;
         let size: number;
         let bytes: Buffer | undefined;
-        if (options.archiveDir && file.size < WHOLE_FILE_BYTES) {
+        if (archive && file.size < WHOLE_FILE_BYTES) {
           bytes = readFileSync(file.path); // small and local: see listFiles on synchronous calls
           hash = sha256(bytes);
           size = bytes.length;
@@ -269,8 +271,7 @@ export async function scanSource(
         }
         const decision: ScanDecision = !doc ? 'new' : doc.hash === hash ? 'unchanged' : 'update';
         if (decision !== 'unchanged') changed();
-        if (bytes && decision !== 'unchanged')
-          await writeArchiveBytes(options.archiveDir!, hash, file.path, bytes);
+        if (bytes && decision !== 'unchanged') archive!.put(hash, file.path, bytes);
         entries[index] = {
           path: file.path,
           decision,
@@ -286,9 +287,12 @@ export async function scanSource(
           reason: `cannot read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
         });
       }
+      // outside the file's try: a failing write of archive rows is the scan's failure, not this file's
+      await archive?.flushIfFull();
     }
   };
   await Promise.all(Array.from({ length: options.hashConcurrency ?? 4 }, worker));
+  await archive?.flush();
   const result = entries.filter(Boolean);
   const seen = new Set(files.map((f) => f.path));
   for (const [sourcePath, doc] of known) {

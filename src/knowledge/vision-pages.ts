@@ -47,13 +47,15 @@ export function pagesWithVisuals(pages: readonly PageRow[]): PageRow[] {
 }
 
 /**
- * The original bytes of this document version: the archived copy (exactly the hashed bytes), else the
- * archive table's path, else the source file when it still has the version's hash. Undefined when none is.
+ * The original bytes of this document version: the archived bytes (exactly the hashed bytes, in memory when
+ * archived in SQL, else the archive file), else the archive table's path, else the source file when it still has
+ * the version's hash. Undefined when none is.
  */
 export async function originalBytes(
   ctx: Pick<KnowledgeContext, 'db'>,
   document: DocumentRef,
 ): Promise<Uint8Array | undefined> {
+  if (document.archivedBytes) return document.archivedBytes;
   const rows = await ctx.db.query<{ storage_path: string }>(
     'SELECT storage_path FROM document_archive WHERE content_hash = ?',
     [document.contentHash],

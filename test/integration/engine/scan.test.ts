@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { archivePathFor } from '../../../src/engine/archive.js';
+import { archivePathFor, INLINE_ARCHIVE_BYTES, readInlineArchive } from '../../../src/engine/archive.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { recordSourceFiles, type ScanOptions, scanSource } from '../../../src/engine/scan.js';
 import { sha256 } from '../../../src/util/hash.js';
@@ -108,22 +108,38 @@ for (const backend of testBackends()) {
       expect(second.entries.some((e) => e.fromStatCache)).to.equal(false);
     });
 
-    it('archives new files from the bytes it hashed, and forgets files gone from the folder', async () => {
+    it('archives new files from the bytes it hashed (small ones in SQL), and forgets files gone from the folder', async () => {
       const engine = await open();
       const db = engine.dbs.content.sql;
-      const source = makeSourceFolder(files);
+      // one file above the inline limit, archived as a file
+      const large = `# Handbuch\n\n${'Ein Satz über Arbeitsschutz. '.repeat(Math.ceil(INLINE_ARCHIVE_BYTES / 28) + 1)}\n`;
+      const source = makeSourceFolder({ ...files, 'large.md': large });
       const archiveDir = path.join(engine.config.dataDir, 'scan-archive');
       const scan = await scanSource(db, source, options({ archiveDir }));
+      expect(scan.entries).to.have.length(4);
       for (const entry of scan.entries) {
         const archived = archivePathFor(archiveDir, entry.hash, entry.path);
-        expect(existsSync(archived), entry.path).to.equal(true);
-        expect(sha256(readFileSync(archived))).to.equal(entry.hash);
+        const [row] = await db.query<{ byte_size: number; storage_path: string }>(
+          'SELECT byte_size, storage_path FROM document_archive WHERE content_hash = ?',
+          [entry.hash],
+        );
+        const inline = await readInlineArchive(db, entry.hash);
+        if (entry.size > INLINE_ARCHIVE_BYTES) {
+          expect(existsSync(archived), entry.path).to.equal(true);
+          expect(sha256(readFileSync(archived))).to.equal(entry.hash);
+          expect(row, 'a file archive gets its row with its document').to.equal(undefined);
+        } else {
+          expect(existsSync(archived), `${entry.path}: no file for bytes archived in SQL`).to.equal(false);
+          expect(sha256(inline!)).to.equal(entry.hash);
+          expect(Number(row!.byte_size)).to.equal(entry.size);
+          expect(row!.storage_path).to.equal(archived);
+        }
       }
       await recordSourceFiles(db, scan.entries);
       await recordSourceFiles(db, [{ ...scan.entries[0]!, decision: 'delete' }]);
       const rows = await db.query<{ path: string }>('SELECT path FROM source_files');
       expect(rows.map((r) => r.path)).to.not.include(scan.entries[0]!.path);
-      expect(rows).to.have.length(2);
+      expect(rows).to.have.length(3);
     });
   });
 }

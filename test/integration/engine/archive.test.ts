@@ -1,0 +1,148 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import {
+  archivePathFor,
+  findArchived,
+  INLINE_ARCHIVE_BYTES,
+  readInlineArchive,
+  storeInArchive,
+  withArchivePath,
+  writeArchiveFile,
+} from '../../../src/engine/archive.js';
+import type { Engine } from '../../../src/engine/engine.js';
+import { planPipeline } from '../../../src/engine/plan.js';
+import { runPipeline } from '../../../src/engine/runner.js';
+import { sha256 } from '../../../src/util/hash.js';
+import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { makeSourceFolder } from '../../helpers/files.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
+
+const files = {
+  'a.md': '# Arbeitsschutz\n\nDie Unterweisung findet jährlich statt.\n',
+  'b.txt': 'Prüfprotokoll für Leitern und Tritte.\n',
+};
+
+/** the files under a folder, recursively (none when it does not exist) */
+const filesUnder = (dir: string): string[] =>
+  existsSync(dir)
+    ? readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => path.join(e.parentPath, e.name))
+    : [];
+
+for (const backend of testBackends()) {
+  describe(`the archive of original bytes (${backend})`, function () {
+    this.timeout(60000);
+    let setup: TestSetup;
+    let engine: Engine;
+    beforeEach(async () => {
+      setup = createTestSetup(backend, { plugins: [fixturePlugins] });
+      engine = await setup.open();
+    });
+    afterEach(async () => {
+      await engine?.close();
+      await setup?.cleanup();
+    });
+
+    const run = async (pipeline: string, source: string) => {
+      const summary = await runPipeline(engine, {
+        plan: await planPipeline(engine.dbs.content.sql, engine.registry, pipeline),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(summary).to.include({ status: 'ok', docsFailed: 0 });
+      const rows = await engine.dbs.log.sql.query<{ counts: string }>(
+        "SELECT counts FROM pipeline_step_runs WHERE run_id = ? AND step_name = 'probe' ORDER BY id",
+        [summary.runId],
+      );
+      return rows.map((r) => JSON.parse(r.counts) as Record<string, number>);
+    };
+
+    it('keeps small files in SQL: steps get the bytes in memory, and a file only when one asks for its path', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'in-memory', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract', dependsOn: ['detect'] },
+        { name: 'probe', type: 'archive_probe', dependsOn: ['extract'] },
+      ]);
+      const source = makeSourceFolder(files);
+      const probes = await run('in-memory', source);
+      expect(probes).to.have.length(2);
+      for (const counts of probes) expect(counts).to.include({ in_memory: 1, bytes_match: 1 });
+      // Markdown and text are extracted from the bytes: no archive file was written
+      expect(filesUnder(engine.archiveDir)).to.deep.equal([]);
+      const extracts = await db.query<{ document_id: number }>('SELECT document_id FROM document_extracts');
+      expect(extracts).to.have.length(2);
+
+      await insertPipeline(db, 'by-path', [
+        { name: 'detect', type: 'detect' },
+        { name: 'probe', type: 'archive_probe', config: { read_path: true }, dependsOn: ['detect'] },
+      ]);
+      const byPath = await run('by-path', source);
+      expect(byPath).to.have.length(2);
+      for (const counts of byPath) expect(counts).to.include({ in_memory: 1, path_matches: 1 });
+      const docs = await db.query<{ content_hash: string; source_path: string }>(
+        'SELECT content_hash, source_path FROM documents',
+      );
+      expect(filesUnder(engine.archiveDir).sort()).to.deep.equal(
+        docs.map((d) => engine.archivePathFor(d.content_hash, d.source_path)).sort(),
+      );
+    });
+
+    it('finds bytes in SQL or in a file, and stores a small source in SQL even where a row without bytes exists', async () => {
+      const db = engine.dbs.content.sql;
+      const dir = engine.archiveDir;
+      const source = makeSourceFolder({
+        'x.md': '# X\n\nText.\n',
+        'big.md': 'x'.repeat(INLINE_ARCHIVE_BYTES + 1),
+      });
+      const small = path.join(source, 'x.md');
+      const big = path.join(source, 'big.md');
+      const smallHash = sha256(readFileSync(small));
+      const size = readFileSync(small).length;
+      expect(await findArchived(db, dir, smallHash, small, null)).to.equal(undefined);
+
+      // a row from before bytes were kept in SQL: its file was removed since; storing the source fills the row
+      await db.run(
+        'INSERT INTO document_archive (content_hash, byte_size, storage_path, captured_at) VALUES (?, ?, ?, ?)',
+        [smallHash, size, archivePathFor(dir, smallHash, small), '2026-01-01 00:00:00.000'],
+      );
+      expect(await findArchived(db, dir, smallHash, small, size)).to.equal(undefined);
+      expect(await readInlineArchive(db, smallHash)).to.equal(undefined);
+      const stored = await storeInArchive(db, dir, small);
+      expect(stored).to.deep.equal({ hash: smallHash, size, path: archivePathFor(dir, smallHash, small) });
+      expect(existsSync(stored.path)).to.equal(false);
+      expect((await readInlineArchive(db, smallHash))!.toString()).to.equal('# X\n\nText.\n');
+      expect(await findArchived(db, dir, smallHash, small, size)).to.deep.equal(stored);
+      expect(await findArchived(db, dir, smallHash, small, size + 1), 'another size').to.equal(undefined);
+
+      // above the limit: a file, found by its file
+      const bigStored = await storeInArchive(db, dir, big);
+      expect(bigStored.size).to.equal(INLINE_ARCHIVE_BYTES + 1);
+      expect(sha256(readFileSync(bigStored.path))).to.equal(bigStored.hash);
+      expect(await readInlineArchive(db, bigStored.hash)).to.equal(undefined);
+      expect(await findArchived(db, dir, bigStored.hash, big, null)).to.deep.equal(bigStored);
+    });
+  });
+}
+
+describe('withArchivePath', () => {
+  it('writes the file from the bytes on the first read of archivePath, once, and shows it like a property', () => {
+    const dir = makeSourceFolder({});
+    const bytes = Buffer.from('Inhalt\n');
+    const hash = sha256(bytes);
+    const file = archivePathFor(path.join(dir, 'archive'), hash, 'a.md');
+    const ref = withArchivePath({ id: 1 }, file, bytes);
+    expect(Object.keys(ref)).to.deep.equal(['id', 'archivePath']);
+    expect(existsSync(file)).to.equal(false);
+    expect(ref.archivePath).to.equal(file);
+    expect(readFileSync(file, 'utf8')).to.equal('Inhalt\n');
+    writeFileSync(file, 'changed'); // not written again
+    expect(ref.archivePath).to.equal(file);
+    expect(readFileSync(file, 'utf8')).to.equal('changed');
+    // without bytes, the name of an archive file that exists already
+    const existing = writeArchiveFile(path.join(dir, 'archive'), sha256('b'), 'b.md', Buffer.from('b'));
+    expect(withArchivePath({}, existing.path, undefined).archivePath).to.equal(existing.path);
+  });
+});
