@@ -16,9 +16,14 @@ const BLOCK = 4 * 1024 * 1024;
  */
 export const INLINE_ARCHIVE_BYTES = 1024 * 1024;
 
-/** Inline rows the scan collects before it writes them (one transaction): bounds its memory and a statement's size. */
+/** Inline rows the scan collects before it writes them (one transaction): bounds its memory. */
 const INLINE_FLUSH_BYTES = 4 * 1024 * 1024;
 const INLINE_FLUSH_ROWS = 200;
+/**
+ * Bytes per INSERT of inline rows (a row of up to INLINE_ARCHIVE_BYTES alone is larger): well under a MariaDB
+ * server's max_allowed_packet (16 MB by default, 4 MB on older servers).
+ */
+const INLINE_STATEMENT_BYTES = 2 * 1024 * 1024;
 
 export interface ArchivedFile {
   hash: string;
@@ -190,26 +195,32 @@ export async function readInlineArchive(db: SqlExecutor, hash: string): Promise<
 }
 
 /**
- * Archive rows with their bytes, in one transaction. A row of the same hash without bytes (archived as a file
- * before) gets them too, so a hash archived inline always has its bytes in SQL, whatever became of the file.
+ * Archive rows with their bytes, a statement per INLINE_STATEMENT_BYTES or so (in the caller's transaction, if
+ * any). A row of the same hash without bytes (archived as a file before) gets them too, so a hash archived inline
+ * always has its bytes in SQL, whatever became of the file.
  */
 async function putInlineRows(
   db: SqlExecutor,
   rows: ReadonlyArray<{ file: ArchivedFile; bytes: Uint8Array }>,
 ): Promise<void> {
-  if (rows.length === 0) return;
   const now = sqlTime();
-  const values = rows.map(() => '(?, ?, ?, ?, ?)').join(', ');
-  const sql =
-    db.dialect === 'mysql'
-      ? `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
-         ON DUPLICATE KEY UPDATE content = COALESCE(content, VALUES(content))`
-      : `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
-         ON CONFLICT (content_hash) DO UPDATE SET content = excluded.content WHERE document_archive.content IS NULL`;
-  await db.run(
-    sql,
-    rows.flatMap(({ file, bytes }) => [file.hash, file.size, file.path, bytes, now]),
-  );
+  for (let start = 0; start < rows.length; ) {
+    let end = start;
+    let bytes = 0;
+    while (end < rows.length && (end === start || bytes + rows[end]!.bytes.length <= INLINE_STATEMENT_BYTES))
+      bytes += rows[end++]!.bytes.length;
+    const slice = rows.slice(start, end);
+    const values = slice.map(() => '(?, ?, ?, ?, ?)').join(', ');
+    await db.run(
+      db.dialect === 'mysql'
+        ? `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
+           ON DUPLICATE KEY UPDATE content = COALESCE(content, VALUES(content))`
+        : `INSERT INTO document_archive (content_hash, byte_size, storage_path, content, captured_at) VALUES ${values}
+           ON CONFLICT (content_hash) DO UPDATE SET content = excluded.content WHERE document_archive.content IS NULL`,
+      slice.flatMap(({ file, bytes }) => [file.hash, file.size, file.path, bytes, now]),
+    );
+    start = end;
+  }
 }
 
 /**

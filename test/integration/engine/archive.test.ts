@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import {
+  ArchiveWriter,
   archivePathFor,
   findArchived,
   INLINE_ARCHIVE_BYTES,
@@ -123,6 +124,19 @@ for (const backend of testBackends()) {
       expect(sha256(readFileSync(bigStored.path))).to.equal(bigStored.hash);
       expect(await readInlineArchive(db, bigStored.hash)).to.equal(undefined);
       expect(await findArchived(db, dir, bigStored.hash, big, null)).to.deep.equal(bigStored);
+    });
+
+    it('writes a batch of inline rows larger than one statement takes', async () => {
+      const db = engine.dbs.content.sql;
+      const writer = new ArchiveWriter(db, engine.archiveDir);
+      const contents = ['a', 'b', 'c', 'd'].map((c) => Buffer.alloc(600 * 1024, c));
+      for (const [i, bytes] of contents.entries()) writer.put(sha256(bytes), `/src/f${i}.md`, bytes);
+      await writer.flushIfFull(); // 2.4 MB in 4 rows: kept for the last flush
+      expect(await readInlineArchive(db, sha256(contents[0]!))).to.equal(undefined);
+      await writer.flush();
+      for (const bytes of contents)
+        expect((await readInlineArchive(db, sha256(bytes)))!.equals(bytes)).to.equal(true);
+      expect(filesUnder(engine.archiveDir)).to.deep.equal([]);
     });
   });
 }
