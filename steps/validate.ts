@@ -1,6 +1,6 @@
 import type { StepPlugin } from '../src/engine/plugin.js';
 import { renameFileError } from '../src/errors.js';
-import { validateFile } from '../src/extract/sniff.js';
+import { validateBytes, validateFile } from '../src/extract/sniff.js';
 
 interface ValidateConfig {
   max_file_mb: number;
@@ -29,11 +29,16 @@ const validate: StepPlugin<ValidateConfig> = {
   },
   async run(ctx) {
     try {
-      const { format, size } = await validateFile(ctx.document.archivePath, {
+      const limits = {
         maxFileBytes: ctx.config.max_file_mb * 1024 * 1024,
         maxUnzippedBytes: ctx.config.max_unzipped_mb * 1024 * 1024,
         maxCompressionRatio: ctx.config.max_compression_ratio,
-      });
+      };
+      // bytes archived in SQL are checked in memory: no archive file is written for them
+      const { archivedBytes, sourcePath } = ctx.document;
+      const { format, size } = archivedBytes
+        ? validateBytes(archivedBytes, sourcePath, limits)
+        : await validateFile(ctx.document.archivePath, limits);
       ctx.report({ itemsIn: 1, itemsOut: 1, bytes: size });
       ctx.log.debug(`valid ${format} file`, { format, size });
     } catch (error) {

@@ -235,7 +235,6 @@ export async function validateFile(
   filePath: string,
   options: ValidateOptions,
 ): Promise<{ format: DocumentFormat; size: number }> {
-  const ext = extname(filePath).slice(1);
   let size: number;
   try {
     const info = await stat(filePath);
@@ -245,25 +244,48 @@ export async function validateFile(
     if (error instanceof FileError) throw error;
     throw unreadable(filePath, error);
   }
-  // cheap checks before reading anything
-  if (!SUPPORTED_EXTENSIONS[ext.toLowerCase()]) sniffFormat(new Uint8Array(0), ext, filePath);
-  if (size > options.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      filePath,
-      `file is too large (${size} bytes, limit ${options.maxFileBytes})`,
-      { details: { size, limit: options.maxFileBytes } },
-    );
-  }
+  checkNameAndSize(filePath, size, options); // before reading anything
   let bytes: Uint8Array;
   try {
     bytes = await readFile(filePath);
   } catch (error) {
     throw unreadable(filePath, error);
   }
-  const { format } = sniffFormat(bytes, ext, filePath);
-  if (format === 'docx' || format === 'pptx') inspectZip(bytes, filePath, options);
-  return { format, size };
+  return { format: checkContent(bytes, filePath, options), size };
+}
+
+/**
+ * validateFile for bytes in memory (a document archived in SQL): `name` gives the extension and names the file in
+ * errors.
+ */
+export function validateBytes(
+  bytes: Uint8Array,
+  name: string,
+  options: ValidateOptions,
+): { format: DocumentFormat; size: number } {
+  checkNameAndSize(name, bytes.length, options);
+  return { format: checkContent(bytes, name, options), size: bytes.length };
+}
+
+/** A supported extension and a size within the limit (the checks that need no bytes). */
+function checkNameAndSize(name: string, size: number, options: ValidateOptions): void {
+  const ext = extname(name).slice(1);
+  if (!SUPPORTED_EXTENSIONS[ext.toLowerCase()]) sniffFormat(new Uint8Array(0), ext, name);
+  if (size > options.maxFileBytes) {
+    throw new FileError(
+      ErrorCodes.FILE_TOO_LARGE,
+      name,
+      `file is too large (${size} bytes, limit ${options.maxFileBytes})`,
+      { details: { size, limit: options.maxFileBytes } },
+    );
+  }
+}
+
+/** The format the bytes are (matching the extension), and for DOCX and PPTX a ZIP that is safe to open. */
+function checkContent(bytes: Uint8Array, name: string, options: ValidateOptions): DocumentFormat {
+  const { format } = sniffFormat(bytes, extname(name).slice(1), name);
+  if (format === 'docx' || format === 'pptx') inspectZip(bytes, name, options);
+  return format;
 }
 
 function unreadable(file: string, error: unknown): FileError {

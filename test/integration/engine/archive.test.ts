@@ -64,14 +64,15 @@ for (const backend of testBackends()) {
       const db = engine.dbs.content.sql;
       await insertPipeline(db, 'in-memory', [
         { name: 'detect', type: 'detect' },
-        { name: 'extract', type: 'extract', dependsOn: ['detect'] },
+        { name: 'validate', type: 'validate', dependsOn: ['detect'] },
+        { name: 'extract', type: 'extract', dependsOn: ['validate'] },
         { name: 'probe', type: 'archive_probe', dependsOn: ['extract'] },
       ]);
       const source = makeSourceFolder(files);
       const probes = await run('in-memory', source);
       expect(probes).to.have.length(2);
       for (const counts of probes) expect(counts).to.include({ in_memory: 1, bytes_match: 1 });
-      // Markdown and text are extracted from the bytes: no archive file was written
+      // Markdown and text are validated and extracted from the bytes: no archive file was written
       expect(filesUnder(engine.archiveDir)).to.deep.equal([]);
       const extracts = await db.query<{ document_id: number }>('SELECT document_id FROM document_extracts');
       expect(extracts).to.have.length(2);

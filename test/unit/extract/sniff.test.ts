@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { strToU8, zipSync } from 'fflate';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
-import { readCfbNames, sniffFormat, validateFile } from '../../../src/extract/sniff.js';
+import { readCfbNames, sniffFormat, validateBytes, validateFile } from '../../../src/extract/sniff.js';
 import { buildCfb, buildZip, makeDocx, makePptx, stored, zerosDeflate } from './office-fixtures.js';
 
 function sniffError(bytes: Uint8Array, ext: string, code: string, text?: string): CpeError {
@@ -143,6 +143,30 @@ describe('extract/sniff', () => {
         write('geheim.docx', buildCfb(['EncryptedPackage'])),
         ErrorCodes.ENCRYPTED_DOCUMENT,
       );
+    });
+
+    it('validateBytes checks bytes in memory as validateFile checks the file, naming the file', async () => {
+      const cases: Array<[string, Uint8Array, typeof options]> = [
+        ['gut.docx', docx, options],
+        ['gross.pdf', pdf, { ...options, maxFileBytes: 10 }],
+        ['leer.txt', new Uint8Array(0), options],
+        ['bild.xyz', pdf, options],
+        ['pdf.pptx', pdf, options],
+        ['geheim.docx', buildCfb(['EncryptedPackage']), options],
+      ];
+      const outcome = async (check: () => unknown) => {
+        try {
+          return { ok: await check() };
+        } catch (error) {
+          return { code: (error as CpeError).code, message: (error as Error).message };
+        }
+      };
+      for (const [name, bytes, opts] of cases) {
+        const file = write(name, bytes);
+        expect(await outcome(() => validateBytes(bytes, file, opts)), name).to.deep.equal(
+          await outcome(() => validateFile(file, opts)),
+        );
+      }
     });
 
     it('finds a decompression bomb from the central directory alone', async () => {
