@@ -265,24 +265,17 @@ export class ArchiveWriter {
 }
 
 /**
- * `ref` with `archivePath` (enumerable, like a plain property) naming `file`. With `bytes` (the archive holds them
- * in SQL), the file is written from them when the property is first read: a step that asks for a file path gets
- * one, and a document whose steps all read the bytes never costs a file.
+ * The archive file `file` as a function that returns its path (DocumentRef.archivePath's getter). With `bytes`
+ * (the archive holds them in SQL), the first call writes the file from them: a step that asks for a file path
+ * gets one, and a document whose steps all read the bytes never costs a file.
  */
-export function withArchivePath<T extends object>(
-  ref: T,
-  file: string,
-  bytes: Uint8Array | undefined,
-): T & { archivePath: string } {
+export function archiveFile(file: string, bytes: Uint8Array | undefined): () => string {
   let pending = bytes;
-  return Object.defineProperty(ref, 'archivePath', {
-    enumerable: true,
-    get() {
-      if (pending !== undefined) {
-        writeFileAt(file, pending);
-        pending = undefined;
-      }
-      return file;
-    },
-  }) as T & { archivePath: string };
+  return () => {
+    if (pending !== undefined) {
+      writeFileAt(file, pending);
+      pending = undefined;
+    }
+    return file;
+  };
 }

@@ -41,7 +41,7 @@ export interface DocumentRef {
    */
   archivePath: string;
   /** the archived bytes, when the run holds them (archived in SQL): a step that reads whole files may use these */
-  archivedBytes?: Buffer;
+  archivedBytes?: Buffer | undefined;
 }
 
 export interface Logger {

@@ -5,10 +5,10 @@ import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
 import {
   type ArchivedFile,
+  archiveFile,
   findArchived,
   readInlineArchive,
   storeInArchive,
-  withArchivePath,
 } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
 import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
@@ -375,22 +375,22 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     // bytes archived in SQL are read now: the steps take them from memory, and a step that asks for a file path
     // gets the file written from them then
     const archivedBytes = await readInlineArchive(db, doc.content_hash);
-    const ref: DocumentRef = withArchivePath(
-      {
-        id: doc.id,
-        sourcePath: doc.source_path,
-        filename: doc.filename,
-        contentHash: doc.content_hash,
-        version: doc.version,
-        fileSize: doc.file_size,
-        previousVersionId: doc.previous_version_id,
-        queueId: item.id,
-        action: item.action,
-        ...(archivedBytes ? { archivedBytes } : {}),
+    const archivePath = archiveFile(engine.archivePathFor(doc.content_hash, doc.source_path), archivedBytes);
+    const ref: DocumentRef = {
+      id: doc.id,
+      sourcePath: doc.source_path,
+      filename: doc.filename,
+      contentHash: doc.content_hash,
+      version: doc.version,
+      fileSize: doc.file_size,
+      previousVersionId: doc.previous_version_id,
+      queueId: item.id,
+      action: item.action,
+      get archivePath() {
+        return archivePath();
       },
-      engine.archivePathFor(doc.content_hash, doc.source_path),
       archivedBytes,
-    );
+    };
     // a new version has no checkpoints; a document processed before may have some
     const checkpoints =
       options.force || !item.document_id

@@ -3,12 +3,12 @@ import path from 'node:path';
 import { expect } from 'chai';
 import {
   ArchiveWriter,
+  archiveFile,
   archivePathFor,
   findArchived,
   INLINE_ARCHIVE_BYTES,
   readInlineArchive,
   storeInArchive,
-  withArchivePath,
   writeArchiveFile,
 } from '../../../src/engine/archive.js';
 import type { Engine } from '../../../src/engine/engine.js';
@@ -142,22 +142,20 @@ for (const backend of testBackends()) {
   });
 }
 
-describe('withArchivePath', () => {
-  it('writes the file from the bytes on the first read of archivePath, once, and shows it like a property', () => {
+describe('archiveFile', () => {
+  it('writes the file from the bytes on the first call, once, and returns its path', () => {
     const dir = makeSourceFolder({});
     const bytes = Buffer.from('Inhalt\n');
-    const hash = sha256(bytes);
-    const file = archivePathFor(path.join(dir, 'archive'), hash, 'a.md');
-    const ref = withArchivePath({ id: 1 }, file, bytes);
-    expect(Object.keys(ref)).to.deep.equal(['id', 'archivePath']);
+    const file = archivePathFor(path.join(dir, 'archive'), sha256(bytes), 'a.md');
+    const archivePath = archiveFile(file, bytes);
     expect(existsSync(file)).to.equal(false);
-    expect(ref.archivePath).to.equal(file);
+    expect(archivePath()).to.equal(file);
     expect(readFileSync(file, 'utf8')).to.equal('Inhalt\n');
     writeFileSync(file, 'changed'); // not written again
-    expect(ref.archivePath).to.equal(file);
+    expect(archivePath()).to.equal(file);
     expect(readFileSync(file, 'utf8')).to.equal('changed');
     // without bytes, the name of an archive file that exists already
     const existing = writeArchiveFile(path.join(dir, 'archive'), sha256('b'), 'b.md', Buffer.from('b'));
-    expect(withArchivePath({}, existing.path, undefined).archivePath).to.equal(existing.path);
+    expect(archiveFile(existing.path, undefined)()).to.equal(existing.path);
   });
 });
