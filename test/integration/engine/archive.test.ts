@@ -139,6 +139,20 @@ for (const backend of testBackends()) {
         expect((await readInlineArchive(db, sha256(bytes)))!.equals(bytes)).to.equal(true);
       expect(filesUnder(engine.archiveDir)).to.deep.equal([]);
     });
+
+    it('keeps an empty file as empty bytes, not as a missing value', async () => {
+      const db = engine.dbs.content.sql;
+      const writer = new ArchiveWriter(db, engine.archiveDir);
+      const empty = Buffer.alloc(0);
+      writer.put(sha256(empty), '/src/leer.md', empty);
+      await writer.flush();
+      expect((await readInlineArchive(db, sha256(empty)))?.length).to.equal(0);
+      expect(await findArchived(db, engine.archiveDir, sha256(empty), '/src/leer.md', 0)).to.deep.equal({
+        hash: sha256(empty),
+        size: 0,
+        path: archivePathFor(engine.archiveDir, sha256(empty), '/src/leer.md'),
+      });
+    });
   });
 }
 
