@@ -117,10 +117,10 @@ async function streamIntoArchive(
 
 /**
  * Archives bytes already in memory as a file: written under a temporary name and renamed, skipped when the archive
- * holds this hash already (same name, same bytes). Synchronous on purpose: these are small files (the scan reads
- * only files under a few megabytes whole), and creating one costs 20-50 µs of this thread's time, against ~250 µs
- * of main-thread time plus the thread pool's for fs.promises' open, write, close and rename round trips (measured
- * for 8 KB files on this project's 2-core machine, 5-10x the CPU in all).
+ * holds this hash already (same name, same bytes). Synchronous on purpose: the bytes are at most a few megabytes
+ * (the scan reads only such files whole), and fs.promises' open, write, close and rename round trips cost more in
+ * all (~250 µs of main-thread time plus the thread pool's for an 8 KB file, 5-10x the CPU, measured on this
+ * project's 2-core machine). Creating the file is the cost either way (see INLINE_ARCHIVE_BYTES).
  */
 export function writeArchiveFile(
   archiveDir: string,
