@@ -24,23 +24,31 @@ const runResult = (header: { affectedRows?: number; insertId?: number } | undefi
   insertId: Number(header?.insertId ?? 0),
 });
 
-/** Runs statements on one TypeORM QueryRunner of MariaDB/MySQL (the migrator's, which holds a named lock on it). */
-export class RunnerExecutor implements SqlExecutor {
+/**
+ * Statements on one MariaDB/MySQL connection through `send`, which answers as mysql2 does (rows for a read, a
+ * ResultSetHeader for a write): a transaction's pooled connection, or the migrator's query runner, which holds a
+ * named lock on its connection.
+ */
+class OneConnectionExecutor implements SqlExecutor {
   readonly dialect = 'mysql' as const;
-  constructor(private readonly runner: QueryRunner) {}
+  constructor(private readonly send: (sql: string, params: readonly unknown[]) => Promise<unknown>) {}
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    return (await this.runner.query(sql, params as unknown[])) as T[];
+    return (await this.send(sql, params)) as T[];
   }
 
   async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
-    return runResult((await this.runner.query(sql, params as unknown[], true)).raw);
+    return runResult((await this.send(sql, params)) as Parameters<typeof runResult>[0]);
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     return fn(this);
   }
 }
+
+/** Statements on a TypeORM query runner of MariaDB/MySQL (the migrator's); its query() answers with mysql2's result. */
+export const runnerExecutor = (runner: QueryRunner): SqlExecutor =>
+  new OneConnectionExecutor((sql, params) => runner.query(sql, params as unknown[]));
 
 interface BetterSqliteStatement {
   reader: boolean;
@@ -251,24 +259,6 @@ const send = <T>(connection: MysqlConnection, sql: string, params: readonly unkn
     );
   });
 
-/** A transaction's statements, all on its one connection. */
-class ConnectionExecutor implements SqlExecutor {
-  readonly dialect = 'mysql' as const;
-  constructor(private readonly connection: MysqlConnection) {}
-
-  async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    return send<T[]>(this.connection, sql, params);
-  }
-
-  async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
-    return runResult(await send(this.connection, sql, params));
-  }
-
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return fn(this);
-  }
-}
-
 /**
  * MariaDB/MySQL: statements go straight to mysql2's pool (the one TypeORM created, with its connection options:
  * charset, date strings, time zone); a transaction holds one pooled connection. TypeORM's query runner, its
@@ -380,7 +370,7 @@ export class MysqlExecutor implements SqlExecutor {
     try {
       await send(connection, 'START TRANSACTION', []);
       try {
-        const result = await fn(new ConnectionExecutor(connection));
+        const result = await fn(new OneConnectionExecutor((sql, params) => send(connection, sql, params)));
         await send(connection, 'COMMIT', []);
         return result;
       } catch (error) {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { migrationsDir } from '../paths.js';
-import { RunnerExecutor } from './executor.js';
+import { runnerExecutor } from './executor.js';
 import type { SqlExecutor } from './sql.js';
 
 export type DatabaseRole = 'content' | 'log';
@@ -88,7 +88,7 @@ export async function migrate(
   await runner.connect();
   try {
     await runner.query('SELECT GET_LOCK(?, 60)', [lockName]);
-    const exec = new RunnerExecutor(runner);
+    const exec = runnerExecutor(runner);
     // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock.
     await apply(exec, async (sql) => {
       for (const statement of splitStatements(sql)) await runner.query(statement);
