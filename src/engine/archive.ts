@@ -19,6 +19,8 @@ export const INLINE_ARCHIVE_BYTES = 1024 * 1024;
 /** Inline rows the scan collects before it writes them (one transaction): bounds its memory. */
 const INLINE_FLUSH_BYTES = 4 * 1024 * 1024;
 const INLINE_FLUSH_ROWS = 200;
+/** Hashes looked up per statement (findArchivedMany). */
+const IN_BATCH = 200;
 /**
  * Bytes per INSERT of inline rows (a row of up to INLINE_ARCHIVE_BYTES alone is larger): well under a MariaDB
  * server's max_allowed_packet (16 MB by default, 4 MB on older servers).
@@ -30,6 +32,8 @@ export interface ArchivedFile {
   size: number;
   /** the archive file (for bytes held in SQL: where a step that asks for a file gets its copy) */
   path: string;
+  /** its document_archive row is known to exist (read or written just now): recordArchived has nothing to add */
+  recorded?: boolean;
 }
 
 /**
@@ -71,7 +75,7 @@ export async function storeInArchive(
       if (bytes.length > INLINE_ARCHIVE_BYTES) return writeArchiveFile(archiveDir, hash, source, bytes);
       const file = { hash, size: bytes.length, path: archivePathFor(archiveDir, hash, source) };
       await putInlineRows(db, [{ file, bytes }]);
-      return file;
+      return { ...file, recorded: true };
     }
     return await streamIntoArchive(archiveDir, source, input);
   } finally {
@@ -164,16 +168,36 @@ export async function findArchived(
   sourcePath: string,
   size: number | null,
 ): Promise<ArchivedFile | undefined> {
-  const target = archivePathFor(archiveDir, hash, sourcePath);
-  const [row] = await db.query<{ byte_size: number; inline: number }>(
-    'SELECT byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline FROM document_archive WHERE content_hash = ?',
-    [hash],
-  );
-  if (row && Number(row.inline) === 1 && (size === null || Number(row.byte_size) === size))
-    return { hash, size: Number(row.byte_size), path: target };
-  const info = statOrUndefined(target);
-  if (!info?.isFile() || (size !== null && info.size !== size)) return undefined;
-  return { hash, size: info.size, path: target };
+  const [found] = await findArchivedMany(db, archiveDir, [{ hash, sourcePath, size }]);
+  return found;
+}
+
+/** findArchived for many files: one statement per slice of hashes. */
+export async function findArchivedMany(
+  db: SqlExecutor,
+  archiveDir: string,
+  files: ReadonlyArray<{ hash: string; sourcePath: string; size: number | null }>,
+): Promise<Array<ArchivedFile | undefined>> {
+  const rows = new Map<string, { byte_size: number; inline: number }>();
+  const hashes = [...new Set(files.map((f) => f.hash))];
+  for (let start = 0; start < hashes.length; start += IN_BATCH) {
+    const slice = hashes.slice(start, start + IN_BATCH);
+    const found = await db.query<{ content_hash: string; byte_size: number; inline: number }>(
+      `SELECT content_hash, byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline FROM document_archive
+       WHERE content_hash IN (${slice.map(() => '?').join(', ')})`,
+      slice,
+    );
+    for (const row of found) rows.set(row.content_hash, row);
+  }
+  return files.map(({ hash, sourcePath, size }) => {
+    const target = archivePathFor(archiveDir, hash, sourcePath);
+    const row = rows.get(hash);
+    if (row && Number(row.inline) === 1 && (size === null || Number(row.byte_size) === size))
+      return { hash, size: Number(row.byte_size), path: target, recorded: true };
+    const info = statOrUndefined(target);
+    if (!info?.isFile() || (size !== null && info.size !== size)) return undefined;
+    return { hash, size: info.size, path: target, recorded: row !== undefined };
+  });
 }
 
 /** The archive row of a stored file (idempotent). */

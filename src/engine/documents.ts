@@ -47,16 +47,49 @@ export async function createDocumentVersion(
   file: ArchivedFile & { sourcePath: string },
   queue: { itemId: number; worker: string },
 ): Promise<DocumentRow> {
-  return db.transaction(async (tx) => {
-    await recordArchived(tx, file);
-    // the newest version number and the newest version not deleted, in one round trip
-    const [found] = await tx.query<{ top: number | null; previous: number | null }>(
-      `SELECT MAX(version) AS top,
-         (SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted' ORDER BY version DESC LIMIT 1) AS previous
-       FROM documents WHERE source_path = ?`,
-      [file.sourcePath, file.sourcePath],
+  const [row] = await db.transaction((tx) =>
+    createDocumentVersions(tx, [{ file, itemId: queue.itemId }], queue.worker),
+  );
+  if (row instanceof Error) throw row;
+  return row!;
+}
+
+/** Source paths per statement of createDocumentVersions' version lookup. */
+const PATHS_PER_STATEMENT = 200;
+
+/**
+ * createDocumentVersion for the items of one claim, inside the caller's transaction: the versions there are of
+ * their paths in one statement, a row per version, and the items linked to their rows in one statement (each
+ * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with.
+ */
+export async function createDocumentVersions(
+  tx: SqlExecutor,
+  versions: ReadonlyArray<{ file: ArchivedFile & { sourcePath: string }; itemId: number }>,
+  worker: string,
+): Promise<Array<DocumentRow | Error>> {
+  for (const { file } of versions) if (!file.recorded) await recordArchived(tx, file);
+  // per path: the newest version number, and the newest version not deleted (the one a new version follows)
+  const newest = new Map<string, { top: number; previous: number | null }>();
+  const paths = [...new Set(versions.map((v) => v.file.sourcePath))];
+  for (let start = 0; start < paths.length; start += PATHS_PER_STATEMENT) {
+    const slice = paths.slice(start, start + PATHS_PER_STATEMENT);
+    const rows = await tx.query<{ id: number; source_path: string; version: number; status: string }>(
+      `SELECT id, source_path, version, status FROM documents WHERE source_path IN (${slice.map(() => '?').join(', ')})
+       ORDER BY version`,
+      slice,
     );
-    const now = sqlTime();
+    for (const row of rows) {
+      const state = newest.get(row.source_path) ?? { top: 0, previous: null };
+      state.top = Math.max(state.top, Number(row.version));
+      if (row.status !== 'deleted') state.previous = Number(row.id);
+      newest.set(row.source_path, state);
+    }
+  }
+  const now = sqlTime();
+  const out: Array<DocumentRow | Error> = [];
+  const links: Array<[number, number]> = [];
+  for (const { file, itemId } of versions) {
+    const state = newest.get(file.sourcePath) ?? { top: 0, previous: null };
     const row: DocumentRow = {
       id: 0,
       filename: path.basename(file.sourcePath),
@@ -68,8 +101,8 @@ export async function createDocumentVersion(
       title: null,
       language: null,
       status: 'processing',
-      version: Number(found?.top ?? 0) + 1,
-      previous_version_id: found?.previous == null ? null : Number(found.previous),
+      version: state.top + 1,
+      previous_version_id: state.previous,
       is_latest: 0,
       metadata: null,
       error: null,
@@ -77,29 +110,41 @@ export async function createDocumentVersion(
       updated_at: now,
       processed_at: null,
     };
-    const { insertId } = await tx.run(
-      `INSERT INTO documents (filename, source_path, file_size, content_hash, mime_type, status, version, previous_version_id,
-         is_latest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'processing', ?, ?, 0, ?, ?)`,
-      [
-        row.filename,
-        row.source_path,
-        row.file_size,
-        row.content_hash,
-        row.mime_type,
-        row.version,
-        row.previous_version_id,
-        now,
-        now,
-      ],
+    try {
+      const { insertId } = await tx.run(
+        `INSERT INTO documents (filename, source_path, file_size, content_hash, mime_type, status, version, previous_version_id,
+           is_latest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'processing', ?, ?, 0, ?, ?)`,
+        [
+          row.filename,
+          row.source_path,
+          row.file_size,
+          row.content_hash,
+          row.mime_type,
+          row.version,
+          row.previous_version_id,
+          now,
+          now,
+        ],
+      );
+      row.id = insertId;
+    } catch (error) {
+      out.push(error instanceof Error ? error : new Error(String(error)));
+      continue;
+    }
+    // a second version of the same path in this batch follows this one
+    newest.set(file.sourcePath, { top: row.version, previous: row.id });
+    links.push([itemId, row.id]);
+    out.push(row);
+  }
+  for (let start = 0; start < links.length; start += PATHS_PER_STATEMENT) {
+    const slice = links.slice(start, start + PATHS_PER_STATEMENT);
+    await tx.run(
+      `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
+       WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?`,
+      [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
     );
-    row.id = insertId;
-    await tx.run('UPDATE pipeline_queue SET document_id = ? WHERE id = ? AND locked_by = ?', [
-      insertId,
-      queue.itemId,
-      queue.worker,
-    ]);
-    return row;
-  });
+  }
+  return out;
 }
 
 export async function setDocumentStatus(

@@ -53,50 +53,156 @@ export interface FinishOptions {
   completeDocument?: boolean;
 }
 
+/** A document's row as completion reads it: metadata, path, version and the DocumentCounts columns. */
+type CompletingRow = Record<string, unknown> & {
+  metadata: string | null;
+  source_path: string;
+  version: number;
+};
+
+interface CompletionJob {
+  documentId: number;
+  options: FinishOptions;
+}
+
+/** Statements of at most this many documents (or checkpoint rows): well inside every server's limits. */
+const BATCH = 200;
+
 /**
- * One document's completion inside a transaction: counts onto the row, status done, latest, the versions it
- * replaces no longer latest, its checkpoints, its queue item closed. Returns the ids of the replaced versions, or
- * undefined when the queue item's lease was lost (another worker owns it now; nothing is written).
+ * Closes the queue items of `jobs` that their worker still holds (per worker and slice: a SELECT of the held ones,
+ * locked on MariaDB, and one UPDATE; a single item takes the UPDATE alone); returns the closed item ids. A lost
+ * lease (another worker owns the item now) leaves the item alone.
+ */
+async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]): Promise<Set<number>> {
+  const closed = new Set<number>();
+  const byWorker = new Map<string, number[]>();
+  for (const { options } of jobs) {
+    if (!options.queue) continue;
+    const ids = byWorker.get(options.queue.worker) ?? [];
+    ids.push(options.queue.itemId);
+    byWorker.set(options.queue.worker, ids);
+  }
+  const now = sqlTime();
+  for (const [worker, ids] of byWorker) {
+    for (let start = 0; start < ids.length; start += BATCH) {
+      const slice = ids.slice(start, start + BATCH);
+      if (slice.length === 1) {
+        // one item: the update says whether it was held
+        const { affectedRows } = await tx.run(
+          `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL,
+             finished_at = ?, updated_at = ? WHERE id = ? AND locked_by = ?`,
+          [now, now, slice[0], worker],
+        );
+        if (affectedRows > 0) closed.add(slice[0]!);
+        continue;
+      }
+      const held = await tx.query<{ id: number }>(
+        `SELECT id FROM pipeline_queue WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?${
+          tx.dialect === 'mysql' ? ' FOR UPDATE' : ''
+        }`,
+        [...slice, worker],
+      );
+      const heldIds = held.map((r) => Number(r.id));
+      if (heldIds.length === 0) continue;
+      await tx.run(
+        `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
+           updated_at = ? WHERE id IN (${heldIds.map(() => '?').join(', ')})`,
+        [now, now, ...heldIds],
+      );
+      for (const id of heldIds) closed.add(id);
+    }
+  }
+  return closed;
+}
+
+/** Each document's row (metadata, path, version) and counts, a statement per slice of documents. */
+async function documentsWithCounts(
+  tx: SqlExecutor,
+  ids: readonly number[],
+): Promise<Map<number, CompletingRow & { id: number }>> {
+  const rows = new Map<number, CompletingRow & { id: number }>();
+  for (let start = 0; start < ids.length; start += BATCH) {
+    const slice = ids.slice(start, start + BATCH);
+    const found = await tx.query<CompletingRow & { id: number }>(
+      `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d
+       WHERE d.id IN (${slice.map(() => '?').join(', ')})`,
+      [...slice],
+    );
+    for (const row of found) rows.set(Number(row.id), row);
+  }
+  return rows;
+}
+
+/**
+ * Documents' completions inside one transaction: counts onto each row, status done, latest, the versions it
+ * replaces no longer latest, its checkpoints, its queue item closed. The statements are shared by the documents
+ * (queue items, checkpoints and counts in one statement each for all of them: each costs a round trip to
+ * MariaDB); each document's row is updated on its own. Returns per document the ids of the replaced versions, or
+ * undefined when its queue item's lease was lost (another worker owns it now; nothing is written for it).
  */
 async function completeInTransaction(
   tx: SqlExecutor,
-  documentId: number,
-  options: FinishOptions,
-): Promise<number[] | undefined> {
-  if (options.queue) {
-    const now = sqlTime();
-    const closed = await tx.run(
-      `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
-         updated_at = ? WHERE id = ? AND locked_by = ?`,
-      [now, now, options.queue.itemId, options.queue.worker],
-    );
-    if (closed.affectedRows === 0) return undefined;
-  }
-  await saveCheckpoints(tx, options.checkpoints ?? []);
-  if (options.completeDocument === false) return [];
-  // the row and its counts in one round trip (a statement costs a round trip to MariaDB)
-  const [doc] = await tx.query<{ metadata: string | null; source_path: string; version: number }>(
-    `SELECT d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d WHERE d.id = ?`,
-    [documentId],
-  );
-  if (!doc) return [];
-  const counts = countsOf(doc);
-  const metadata = { ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts };
+  jobs: readonly CompletionJob[],
+): Promise<Array<number[] | undefined>> {
+  const closed = await closeQueueItems(tx, jobs);
+  const held = jobs.map((job) => !job.options.queue || closed.has(job.options.queue.itemId));
+  const live = jobs.filter((_, i) => held[i]);
+  const checkpoints = live.flatMap((job) => job.options.checkpoints ?? []);
+  for (let start = 0; start < checkpoints.length; start += BATCH)
+    await saveCheckpoints(tx, checkpoints.slice(start, start + BATCH));
+  const completing = live
+    .filter((job) => job.options.completeDocument !== false)
+    .map((job) => job.documentId);
+  const docs = await documentsWithCounts(tx, [...new Set(completing)]);
   const now = sqlTime();
-  await tx.run(
-    `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = ?, page_count = COALESCE(page_count, ?),
-       processed_at = ?, updated_at = ? WHERE id = ?`,
-    [JSON.stringify(metadata), counts.pages || null, now, now, documentId],
-  );
+  await markDone(tx, [...docs.values()], now);
+  const out: Array<number[] | undefined> = [];
+  for (let i = 0; i < jobs.length; i++) {
+    const { documentId, options } = jobs[i]!;
+    const doc = docs.get(documentId);
+    if (!held[i]) out.push(undefined);
+    else if (options.completeDocument === false || !doc) out.push([]);
+    else out.push(await replaceOlder(tx, documentId, doc, now));
+  }
+  return out;
+}
+
+/** The documents' rows: their counts in the metadata, done, latest (one statement per slice of documents). */
+async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow & { id: number }>, now: string) {
+  for (let start = 0; start < docs.length; start += BATCH) {
+    const slice = docs.slice(start, start + BATCH);
+    const cases = slice.map(() => 'WHEN ? THEN ?').join(' ');
+    const metadata = slice.flatMap((doc) => [
+      Number(doc.id),
+      JSON.stringify({
+        ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}),
+        counts: countsOf(doc),
+      }),
+    ]);
+    const pages = slice.flatMap((doc) => [Number(doc.id), countsOf(doc).pages || null]);
+    await tx.run(
+      `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = CASE id ${cases} END,
+         page_count = COALESCE(page_count, CASE id ${cases} END), processed_at = ?, updated_at = ?
+       WHERE id IN (${slice.map(() => '?').join(', ')})`,
+      [...metadata, ...pages, now, now, ...slice.map((doc) => Number(doc.id))],
+    );
+  }
+}
+
+/** The older versions a completed document replaces are no longer latest; returns their ids. */
+async function replaceOlder(
+  tx: SqlExecutor,
+  documentId: number,
+  doc: CompletingRow,
+  now: string,
+): Promise<number[]> {
   // versions count from 1 (createDocumentVersion): the first version of a file has no older one to replace
-  const older =
-    Number(doc.version) > 1
-      ? await tx.query<{ id: number }>(
-          `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
-             AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
-          [doc.source_path, documentId, Number(doc.version)],
-        )
-      : [];
+  if (Number(doc.version) <= 1) return [];
+  const older = await tx.query<{ id: number }>(
+    `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
+       AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
+    [doc.source_path, documentId, Number(doc.version)],
+  );
   const ids = older.map((r) => Number(r.id));
   if (ids.length) {
     await tx.run(
@@ -130,14 +236,10 @@ export async function finishDocument(
 export async function finishDocuments(
   db: SqlExecutor,
   providers: Providers,
-  jobs: ReadonlyArray<{ documentId: number; options: FinishOptions }>,
+  jobs: readonly CompletionJob[],
 ): Promise<Array<boolean | Error>> {
   if (jobs.length === 0) return [];
-  const superseded = await db.transaction(async (tx) => {
-    const out: Array<number[] | undefined> = [];
-    for (const job of jobs) out.push(await completeInTransaction(tx, job.documentId, job.options));
-    return out;
-  });
+  const superseded = await db.transaction((tx) => completeInTransaction(tx, jobs));
   const results: Array<boolean | Error> = [];
   for (const ids of superseded) {
     try {

@@ -7,11 +7,18 @@ import {
   type ArchivedFile,
   archiveFile,
   findArchived,
+  findArchivedMany,
   readInlineArchive,
   storeInArchive,
 } from './archive.js';
 import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
-import { createDocumentVersion, getDocument, markPathDeleted, setDocumentStatus } from './documents.js';
+import {
+  createDocumentVersion,
+  createDocumentVersions,
+  getDocument,
+  markPathDeleted,
+  setDocumentStatus,
+} from './documents.js';
 import { type Engine, skippedCheckpointHash } from './engine.js';
 import { CompletionBatcher } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
@@ -296,20 +303,23 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   const claimBatch = (want: number) =>
     db.transaction(async (tx) => {
       const items = await claimQueueItems(tx, worker, want, leaseMs, options.onlyPaths);
-      for (const item of items) {
-        if (item.action === 'delete' || item.document_id) continue;
-        const archived = await findArchived(tx, engine.archiveDir, item.hash, item.path, item.file_size);
-        if (!archived) continue;
-        try {
-          const doc = await createDocumentVersion(
-            tx,
-            { ...archived, sourcePath: item.path },
-            { itemId: item.id, worker },
-          );
-          prepared.set(item.id, doc);
-        } catch {
-          /* processItem tries again and reports it for this item alone */
-        }
+      const fresh = items.filter((item) => item.action !== 'delete' && !item.document_id);
+      try {
+        const archived = await findArchivedMany(
+          tx,
+          engine.archiveDir,
+          fresh.map((item) => ({ hash: item.hash, sourcePath: item.path, size: item.file_size })),
+        );
+        const versions = fresh.flatMap((item, i) => {
+          const file = archived[i];
+          return file ? [{ file: { ...file, sourcePath: item.path }, itemId: item.id }] : [];
+        });
+        const docs = await createDocumentVersions(tx, versions, worker);
+        docs.forEach((doc, i) => {
+          if (!(doc instanceof Error)) prepared.set(versions[i]!.itemId, doc);
+        });
+      } catch {
+        /* processItem tries again and reports it for each item alone */
       }
       return items;
     });

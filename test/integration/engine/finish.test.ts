@@ -1,0 +1,145 @@
+import { expect } from 'chai';
+import type { SqlExecutor } from '../../../src/db/sql.js';
+import { createDocumentVersion } from '../../../src/engine/documents.js';
+import { finishDocuments } from '../../../src/engine/finish-document.js';
+import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
+import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
+
+/** A queued file claimed by `worker`, with its document row: what the runner holds while it processes a file. */
+async function claimedDocument(db: SqlExecutor, name: string, worker: string, version = 1) {
+  const path = `/finish/${name}.md`;
+  const hash = `${name}${version}`.padEnd(64, '0');
+  await enqueue(db, { path, hash, action: 'new', maxAttempts: 3 });
+  const [item] = await claimQueueItems(db, worker, 1, 60_000, [path]);
+  const doc = await createDocumentVersion(
+    db,
+    { hash, size: 10, path: `/archive/${hash}`, sourcePath: path },
+    { itemId: item!.id, worker },
+  );
+  return { itemId: item!.id, documentId: doc.id, path };
+}
+
+const checkpoint = (documentId: number, stepName: string) => ({
+  documentId,
+  pipelineId: 1,
+  stepName,
+  stepType: 'work',
+  hash: 'h1',
+  runId: 1,
+});
+
+for (const backend of testBackends()) {
+  describe(`completing documents in one transaction (${backend})`, function () {
+    this.timeout(60000);
+    let setup: TestSetup;
+    beforeEach(() => {
+      setup = createTestSetup(backend);
+    });
+    afterEach(async () => setup?.cleanup());
+
+    it('closes the items still held, skips a lost lease, and completes each held document with its checkpoints', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const a = await claimedDocument(db, 'a', 'w1');
+      const b = await claimedDocument(db, 'b', 'w1');
+      const lost = await claimedDocument(db, 'lost', 'w1');
+      const noQueue = await claimedDocument(db, 'plain', 'w1');
+      // another worker took `lost` over (its lease had expired)
+      await db.run('UPDATE pipeline_queue SET locked_by = ? WHERE id = ?', ['w2', lost.itemId]);
+      await db.run(
+        "INSERT INTO document_pages (document_id, page_number, content, created_at) VALUES (?, 1, 'x', '2026-01-01 00:00:00'), (?, 2, 'y', '2026-01-01 00:00:00')",
+        [a.documentId, a.documentId],
+      );
+
+      const results = await finishDocuments(db, engine.providers, [
+        {
+          documentId: a.documentId,
+          options: {
+            queue: { itemId: a.itemId, worker: 'w1' },
+            checkpoints: [checkpoint(a.documentId, 's1'), checkpoint(a.documentId, 's2')],
+          },
+        },
+        {
+          documentId: lost.documentId,
+          options: {
+            queue: { itemId: lost.itemId, worker: 'w1' },
+            checkpoints: [checkpoint(lost.documentId, 's1')],
+          },
+        },
+        {
+          documentId: b.documentId,
+          options: {
+            queue: { itemId: b.itemId, worker: 'w1' },
+            checkpoints: [checkpoint(b.documentId, 's1')],
+            completeDocument: false,
+          },
+        },
+        { documentId: noQueue.documentId, options: {} },
+      ]);
+      expect(results).to.deep.equal([true, false, true, true]);
+
+      const queue = await db.query<{ id: number; status: string; locked_by: string | null }>(
+        'SELECT id, status, locked_by FROM pipeline_queue ORDER BY id',
+      );
+      const byItem = new Map(queue.map((q) => [Number(q.id), q]));
+      expect(byItem.get(a.itemId)).to.include({ status: 'done', locked_by: null });
+      expect(byItem.get(b.itemId)).to.include({ status: 'done', locked_by: null });
+      expect(byItem.get(lost.itemId)).to.include({ status: 'processing', locked_by: 'w2' });
+      // the item of the job without a queue item is not touched
+      expect(byItem.get(noQueue.itemId)).to.include({ status: 'processing', locked_by: 'w1' });
+
+      const checkpoints = await db.query<{ document_id: number; step_name: string }>(
+        'SELECT document_id, step_name FROM step_checkpoints ORDER BY document_id, step_name',
+      );
+      expect(checkpoints.map((c) => `${Number(c.document_id)}:${c.step_name}`)).to.deep.equal([
+        `${a.documentId}:s1`,
+        `${a.documentId}:s2`,
+        `${b.documentId}:s1`,
+      ]);
+
+      const docs = await db.query<{
+        id: number;
+        status: string;
+        is_latest: number;
+        metadata: string | null;
+        page_count: number | null;
+      }>('SELECT id, status, is_latest, metadata, page_count FROM documents ORDER BY id');
+      const byDoc = new Map(docs.map((d) => [Number(d.id), d]));
+      expect(byDoc.get(a.documentId)).to.include({ status: 'done' });
+      expect(Number(byDoc.get(a.documentId)!.is_latest)).to.equal(1);
+      expect(Number(byDoc.get(a.documentId)!.page_count)).to.equal(2);
+      expect(JSON.parse(byDoc.get(a.documentId)!.metadata!).counts).to.include({ pages: 2, chunks: 0 });
+      expect(byDoc.get(noQueue.documentId)).to.include({ status: 'done' });
+      // lost lease: nothing written; completeDocument false: the row is left to whoever completed it
+      expect(byDoc.get(lost.documentId)).to.include({ status: 'processing' });
+      expect(byDoc.get(b.documentId)).to.include({ status: 'processing' });
+      await engine.close();
+    });
+
+    it('makes a new version latest and the one it replaces not, also when both complete in one batch', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const v1 = await claimedDocument(db, 'doc', 'w1', 1);
+      const [first] = await finishDocuments(db, engine.providers, [
+        { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
+      ]);
+      expect(first).to.equal(true);
+      const v2 = await claimedDocument(db, 'doc', 'w1', 2);
+      const other = await claimedDocument(db, 'other', 'w1');
+      const results = await finishDocuments(db, engine.providers, [
+        { documentId: other.documentId, options: { queue: { itemId: other.itemId, worker: 'w1' } } },
+        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
+      ]);
+      expect(results).to.deep.equal([true, true]);
+      const rows = await db.query<{ id: number; version: number; is_latest: number; status: string }>(
+        'SELECT id, version, is_latest, status FROM documents WHERE source_path = ? ORDER BY version',
+        [v1.path],
+      );
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest)])).to.deep.equal([
+        [1, 0],
+        [2, 1],
+      ]);
+      await engine.close();
+    });
+  });
+}
