@@ -34,6 +34,8 @@ export interface ArchivedFile {
   path: string;
   /** its document_archive row is known to exist (read or written just now): recordArchived has nothing to add */
   recorded?: boolean;
+  /** the bytes held in SQL, when they were read with the row (findArchivedMany's bytesUpTo) */
+  bytes?: Buffer;
 }
 
 /**
@@ -172,28 +174,41 @@ export async function findArchived(
   return found;
 }
 
-/** findArchived for many files: one statement per slice of hashes. */
+/**
+ * findArchived for many files: one statement per slice of hashes. With `bytesUpTo`, the bytes of files held in SQL
+ * up to that size come with their rows (`bytes`).
+ */
 export async function findArchivedMany(
   db: SqlExecutor,
   archiveDir: string,
   files: ReadonlyArray<{ hash: string; sourcePath: string; size: number | null }>,
+  options: { bytesUpTo?: number } = {},
 ): Promise<Array<ArchivedFile | undefined>> {
-  const rows = new Map<string, { byte_size: number; inline: number }>();
+  const rows = new Map<string, { byte_size: number; inline: number; bytes: Buffer | null }>();
   const hashes = [...new Set(files.map((f) => f.hash))];
   for (let start = 0; start < hashes.length; start += IN_BATCH) {
     const slice = hashes.slice(start, start + IN_BATCH);
-    const found = await db.query<{ content_hash: string; byte_size: number; inline: number }>(
-      `SELECT content_hash, byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline FROM document_archive
-       WHERE content_hash IN (${slice.map(() => '?').join(', ')})`,
-      slice,
+    const found = await db.query<{
+      content_hash: string;
+      byte_size: number;
+      inline: number;
+      bytes: Buffer | null;
+    }>(
+      `SELECT content_hash, byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline,
+         CASE WHEN byte_size <= ? THEN content END AS bytes
+       FROM document_archive WHERE content_hash IN (${slice.map(() => '?').join(', ')})`,
+      [options.bytesUpTo ?? -1, ...slice],
     );
     for (const row of found) rows.set(row.content_hash, row);
   }
   return files.map(({ hash, sourcePath, size }) => {
     const target = archivePathFor(archiveDir, hash, sourcePath);
     const row = rows.get(hash);
-    if (row && Number(row.inline) === 1 && (size === null || Number(row.byte_size) === size))
-      return { hash, size: Number(row.byte_size), path: target, recorded: true };
+    if (row && Number(row.inline) === 1 && (size === null || Number(row.byte_size) === size)) {
+      const found: ArchivedFile = { hash, size: Number(row.byte_size), path: target, recorded: true };
+      if (row.bytes !== null && row.bytes !== undefined) found.bytes = row.bytes;
+      return found;
+    }
     const info = statOrUndefined(target);
     if (!info?.isFile() || (size !== null && info.size !== size)) return undefined;
     return { hash, size: info.size, path: target, recorded: row !== undefined };

@@ -6,6 +6,7 @@ import {
   archiveFile,
   archivePathFor,
   findArchived,
+  findArchivedMany,
   INLINE_ARCHIVE_BYTES,
   readInlineArchive,
   storeInArchive,
@@ -134,6 +135,38 @@ for (const backend of testBackends()) {
         ...bigStored,
         recorded: false,
       });
+    });
+
+    it('finds many files in one lookup, with the bytes of small ones held in SQL when asked for', async () => {
+      const db = engine.dbs.content.sql;
+      const dir = engine.archiveDir;
+      const writer = new ArchiveWriter(db, dir);
+      const small = Buffer.from('# Klein\n\nÄrger über Öl.\n');
+      const larger = Buffer.alloc(5000, 'x');
+      writer.put(sha256(small), '/src/klein.md', small);
+      writer.put(sha256(larger), '/src/gross.md', larger);
+      await writer.flush();
+      const asFile = writeArchiveFile(dir, sha256(Buffer.from('file')), '/src/datei.md', Buffer.from('file'));
+      const files = [
+        { hash: sha256(small), sourcePath: '/src/klein.md', size: small.length },
+        { hash: sha256(larger), sourcePath: '/src/gross.md', size: larger.length },
+        { hash: asFile.hash, sourcePath: '/src/datei.md', size: 4 },
+        { hash: 'f'.repeat(64), sourcePath: '/src/fehlt.md', size: 1 },
+        { hash: sha256(small), sourcePath: '/src/klein.md', size: small.length + 1 },
+      ];
+      const found = await findArchivedMany(db, dir, files, { bytesUpTo: 1000 });
+      expect(found[0]!.bytes!.equals(small)).to.equal(true);
+      expect(found[0]).to.include({ recorded: true, size: small.length });
+      expect(found[1]).to.include({ recorded: true, size: larger.length });
+      expect(found[1]!.bytes, 'above bytesUpTo').to.equal(undefined);
+      expect(found[2]).to.deep.equal({ ...asFile, recorded: false });
+      expect(found[3], 'not archived').to.equal(undefined);
+      expect(found[4], 'another size').to.equal(undefined);
+      // without bytesUpTo no bytes come along; each answer is what findArchived gives for the file alone
+      const plain = await findArchivedMany(db, dir, files);
+      for (const [i, f] of files.entries())
+        expect(plain[i]).to.deep.equal(await findArchived(db, dir, f.hash, f.sourcePath, f.size));
+      expect(plain[0]!.bytes).to.equal(undefined);
     });
 
     it('writes a batch of inline rows larger than one statement takes', async () => {
