@@ -75,21 +75,19 @@ export function chunkPayload(
   };
 }
 
-async function loadDocument(db: SqlExecutor, documentId: number): Promise<DocumentRow> {
-  const [doc] = await db.query<DocumentRow>(
-    'SELECT id, title, filename, source_path, status, is_latest FROM documents WHERE id = ?',
+/** The document and the other versions of its source file, in one statement. */
+async function loadVersions(
+  db: SqlExecutor,
+  documentId: number,
+): Promise<{ doc: DocumentRow; others: DocumentRow[] }> {
+  const rows = await db.query<DocumentRow>(
+    `SELECT id, title, filename, source_path, status, is_latest FROM documents
+     WHERE source_path = (SELECT source_path FROM documents WHERE id = ?)`,
     [documentId],
   );
+  const doc = rows.find((r) => Number(r.id) === documentId);
   if (!doc) throw new CpeError(ErrorCodes.STEP_FAILED, `document ${documentId} not found in ki_content`);
-  return doc;
-}
-
-async function otherVersions(db: SqlExecutor, sourcePath: string, documentId: number): Promise<number[]> {
-  const rows = await db.query<{ id: number }>('SELECT id FROM documents WHERE source_path = ? AND id <> ?', [
-    sourcePath,
-    documentId,
-  ]);
-  return rows.map((r) => Number(r.id));
+  return { doc, others: rows.filter((r) => r !== doc) };
 }
 
 const IN_BATCH = 200;
@@ -169,7 +167,7 @@ export async function storeDocumentPoints(
   options: StorePointsOptions,
 ): Promise<StorePointsResult> {
   const { db } = services;
-  const doc = await loadDocument(db, documentId);
+  const { doc, others: otherRows } = await loadVersions(db, documentId);
   const index = await services.providers.vectors();
   if (doc.status === 'deleted') {
     const removed = await removeDocumentPoints(services, doc.source_path, options.collection);
@@ -182,9 +180,8 @@ export async function storeDocumentPoints(
   }
   // A version being processed is not latest yet (it becomes latest when done, see finishDocument); only a
   // newer version of the same file makes this one superseded.
-  const [newer] = await db.query<{ id: number }>(
-    "SELECT id FROM documents WHERE source_path = ? AND id <> ? AND status <> 'deleted' AND (is_latest = 1 AND id > ?) LIMIT 1",
-    [doc.source_path, doc.id, doc.id],
+  const newer = otherRows.some(
+    (o) => o.status !== 'deleted' && Number(o.is_latest) === 1 && Number(o.id) > Number(doc.id),
   );
   if (Number(doc.is_latest) !== 1 && newer) {
     await index.deleteByDocument(options.collection, doc.id);
@@ -254,7 +251,7 @@ export async function storeDocumentPoints(
   await index.upsert(options.collection, points);
   const keepIds = points.map((p) => p.id);
   await index.deleteByDocument(options.collection, doc.id, { keepIds });
-  const others = await otherVersions(db, doc.source_path, doc.id);
+  const others = otherRows.map((o) => Number(o.id));
   for (const other of others) await index.deleteByDocument(options.collection, other);
 
   const changes = pointIdChanges(rows, pointOf);

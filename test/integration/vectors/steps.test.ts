@@ -504,6 +504,33 @@ for (const backend of backends()) {
       expect(ctx.reports[0]).to.include({ versionsRemoved: 2 });
     });
 
+    it('an older version whose file has a newer latest version gets no points', async () => {
+      const ops: string[] = [];
+      const providers = makeProviders(createLocalEmbedder(), recordingIndex(index, ops));
+      const v1 = await insertDocument(t.db, { sourcePath: '/src/c.md', title: 'C', isLatest: false });
+      await insertChunks(t.db, v1, ['Alt eins.', 'Alt zwei.']);
+      await insertDocument(t.db, {
+        sourcePath: '/src/c.md',
+        title: 'C',
+        version: 2,
+        isLatest: true,
+        previousId: v1,
+      });
+      // another file's latest version does not count
+      await insertDocument(t.db, { sourcePath: '/src/d.md', title: 'D', version: 5, isLatest: true });
+      const ctx = makeCtx({
+        db: t.db,
+        providers,
+        config: embedConfig,
+        type: 'embed',
+        document: { id: v1, sourcePath: '/src/c.md', action: 'update' },
+      });
+      await embed.run(ctx);
+      expect(ops).to.deep.equal([`delete ${v1}`]);
+      expect(await index.count('documents')).to.equal(0);
+      expect(ctx.reports[0]).to.include({ pointsStored: 0, versionsRemoved: 1 });
+    });
+
     it('with a vector_store step, embed only embeds and vector_store stores', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
       const stepTypes = [
