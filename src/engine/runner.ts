@@ -149,7 +149,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     // awaited (and any failure thrown) where the first document is claimed, as a setup started there would be
     expectDocuments: () => void setUpDocumentSteps().catch(() => undefined),
   };
+  /**
+   * The documents this run finished, for its post steps (run-scoped, ctx.documents): kept only when the plan has
+   * post steps, and without their bytes (a document's archive file is written as it finishes instead), so that a
+   * run's memory does not grow with the number of documents.
+   */
   const processed: DocumentRef[] = [];
+  const keepProcessed = plan.steps.some((s) => s.phase === 'post');
   let runError: unknown;
   // Backpressure (scale-out): a document that failed for a retryable reason (Ollama or Qdrant down, the database
   // restarting) pauses this process's claims, longer with every such failure in a row, so an outage is not fed the
@@ -303,8 +309,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
 
   /**
    * Claims items and, in the same transaction, creates the document rows of new files whose bytes the scan
-   * archived already: one commit for a batch of items instead of two per item. Anything unusual (no archived
-   * copy, a failing insert) is left to processItem, which handles it per item.
+   * archived already: one commit for a batch of items instead of two per item, and the lookups and links shared
+   * by the batch (a row insert per item). Anything unusual (no archived copy, a failing insert) is left to
+   * processItem, which handles it per item.
    */
   const claimBatch = (want: number) =>
     db.transaction(async (tx) => {
@@ -536,7 +543,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       );
       return 'released';
     }
-    processed.push(ref);
+    // the spread reads archivePath: a file is written now for bytes held in SQL
+    if (keepProcessed) processed.push({ ...ref, archivedBytes: undefined });
     return 'done';
   };
 

@@ -93,6 +93,17 @@ for (const backend of testBackends()) {
       );
     });
 
+    it('gives post steps the documents of the run with their archive files, not their bytes', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'post', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract', dependsOn: ['detect'] },
+        { name: 'probe', type: 'documents_probe', dependsOn: ['extract'] },
+      ]);
+      const source = makeSourceFolder({ 'a.md': '# A\n\nEins.\n', 'b.txt': 'Zwei.\n' });
+      expect(await run('post', source)).to.deep.equal([{ documents: 2, paths_match: 2, with_bytes: 0 }]);
+    });
+
     it('finds bytes in SQL or in a file, and stores a small source in SQL even where a row without bytes exists', async () => {
       const db = engine.dbs.content.sql;
       const dir = engine.archiveDir;
