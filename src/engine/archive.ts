@@ -188,7 +188,7 @@ export async function findArchivedMany(
   const hashes = [...new Set(files.map((f) => f.hash))];
   for (let start = 0; start < hashes.length; start += IN_BATCH) {
     const slice = hashes.slice(start, start + IN_BATCH);
-    const found = await db.query<{
+    const sliceRows = await db.query<{
       content_hash: string;
       byte_size: number;
       inline: number;
@@ -199,7 +199,7 @@ export async function findArchivedMany(
        FROM document_archive WHERE content_hash IN (${slice.map(() => '?').join(', ')})`,
       [options.bytesUpTo ?? -1, ...slice],
     );
-    for (const row of found) rows.set(row.content_hash, row);
+    for (const row of sliceRows) rows.set(row.content_hash, row);
   }
   return files.map(({ hash, sourcePath, size }) => {
     const target = archivePathFor(archiveDir, hash, sourcePath);

@@ -58,9 +58,10 @@ export async function createDocumentVersion(
 const PATHS_PER_STATEMENT = 200;
 
 /**
- * createDocumentVersion for the items of one claim, inside the caller's transaction: the versions there are of
- * their paths in one statement, a row per version, and the items linked to their rows in one statement (each
- * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with.
+ * createDocumentVersion for the items of one claim, inside the caller's transaction: the existing versions of
+ * their files are read in one statement, a row is inserted per item, and the items are linked to their rows in
+ * one statement (each statement is a round trip to MariaDB). Per item the new row, or the error its insert ended
+ * with (the item is then left to processItem, which reports it).
  */
 export async function createDocumentVersions(
   tx: SqlExecutor,

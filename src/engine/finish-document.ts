@@ -53,8 +53,9 @@ export interface FinishOptions {
   completeDocument?: boolean;
 }
 
-/** A document's row as completion reads it: metadata, path, version and the DocumentCounts columns. */
+/** A document's row as completion reads it: id, metadata, path, version and the DocumentCounts columns. */
 type CompletingRow = Record<string, unknown> & {
+  id: number;
   metadata: string | null;
   source_path: string;
   version: number;
@@ -83,17 +84,18 @@ async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]):
     byWorker.set(options.queue.worker, ids);
   }
   const now = sqlTime();
+  const close = (ids: readonly number[], worker: string) =>
+    tx.run(
+      `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
+         updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')}) AND locked_by = ?`,
+      [now, now, ...ids, worker],
+    );
   for (const [worker, ids] of byWorker) {
     for (let start = 0; start < ids.length; start += BATCH) {
       const slice = ids.slice(start, start + BATCH);
+      // one item: the update says whether it was held
       if (slice.length === 1) {
-        // one item: the update says whether it was held
-        const { affectedRows } = await tx.run(
-          `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL,
-             finished_at = ?, updated_at = ? WHERE id = ? AND locked_by = ?`,
-          [now, now, slice[0], worker],
-        );
-        if (affectedRows > 0) closed.add(slice[0]!);
+        if ((await close(slice, worker)).affectedRows > 0) closed.add(slice[0]!);
         continue;
       }
       const held = await tx.query<{ id: number }>(
@@ -104,11 +106,7 @@ async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]):
       );
       const heldIds = held.map((r) => Number(r.id));
       if (heldIds.length === 0) continue;
-      await tx.run(
-        `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
-           updated_at = ? WHERE id IN (${heldIds.map(() => '?').join(', ')})`,
-        [now, now, ...heldIds],
-      );
+      await close(heldIds, worker);
       for (const id of heldIds) closed.add(id);
     }
   }
@@ -119,11 +117,11 @@ async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]):
 async function documentsWithCounts(
   tx: SqlExecutor,
   ids: readonly number[],
-): Promise<Map<number, CompletingRow & { id: number }>> {
-  const rows = new Map<number, CompletingRow & { id: number }>();
+): Promise<Map<number, CompletingRow>> {
+  const rows = new Map<number, CompletingRow>();
   for (let start = 0; start < ids.length; start += BATCH) {
     const slice = ids.slice(start, start + BATCH);
-    const found = await tx.query<CompletingRow & { id: number }>(
+    const found = await tx.query<CompletingRow>(
       `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d
        WHERE d.id IN (${slice.map(() => '?').join(', ')})`,
       [...slice],
@@ -136,9 +134,10 @@ async function documentsWithCounts(
 /**
  * Documents' completions inside one transaction: counts onto each row, status done, latest, the versions it
  * replaces no longer latest, its checkpoints, its queue item closed. The statements are shared by the documents
- * (queue items, checkpoints and counts in one statement each for all of them: each costs a round trip to
- * MariaDB); each document's row is updated on its own. Returns per document the ids of the replaced versions, or
- * undefined when its queue item's lease was lost (another worker owns it now; nothing is written for it).
+ * (queue items, checkpoints, counts and rows in one statement each for all of them: each costs a round trip to
+ * MariaDB); older versions are looked for per document, where there can be any. Returns per document the ids of
+ * the replaced versions, or undefined when its queue item's lease was lost (another worker owns it now; nothing
+ * is written for it).
  */
 async function completeInTransaction(
   tx: SqlExecutor,
@@ -168,18 +167,16 @@ async function completeInTransaction(
 }
 
 /** The documents' rows: their counts in the metadata, done, latest (one statement per slice of documents). */
-async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow & { id: number }>, now: string) {
+async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now: string) {
   for (let start = 0; start < docs.length; start += BATCH) {
     const slice = docs.slice(start, start + BATCH);
     const cases = slice.map(() => 'WHEN ? THEN ?').join(' ');
-    const metadata = slice.flatMap((doc) => [
+    const counts = slice.map(countsOf);
+    const metadata = slice.flatMap((doc, i) => [
       Number(doc.id),
-      JSON.stringify({
-        ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}),
-        counts: countsOf(doc),
-      }),
+      JSON.stringify({ ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts: counts[i] }),
     ]);
-    const pages = slice.flatMap((doc) => [Number(doc.id), countsOf(doc).pages || null]);
+    const pages = slice.flatMap((doc, i) => [Number(doc.id), counts[i]!.pages || null]);
     await tx.run(
       `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = CASE id ${cases} END,
          page_count = COALESCE(page_count, CASE id ${cases} END), processed_at = ?, updated_at = ?
