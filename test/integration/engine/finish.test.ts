@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import type { DocumentRow } from '../../../src/db/entities.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
-import { createDocumentVersion } from '../../../src/engine/documents.js';
+import { createDocumentVersion, createDocumentVersions } from '../../../src/engine/documents.js';
 import { finishDocuments } from '../../../src/engine/finish-document.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -113,6 +114,46 @@ for (const backend of testBackends()) {
       // lost lease: nothing written; completeDocument false: the row is left to whoever completed it
       expect(byDoc.get(lost.documentId)).to.include({ status: 'processing' });
       expect(byDoc.get(b.documentId)).to.include({ status: 'processing' });
+      await engine.close();
+    });
+
+    it('creates the versions of one claim together: numbered after the existing ones, each following the last', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const first = await claimedDocument(db, 'same', 'w1', 1);
+      await db.run("UPDATE documents SET status = 'deleted' WHERE id = ?", [first.documentId]);
+      const items: Array<{ id: number; hash: string; path: string }> = [];
+      for (const [name, version] of [
+        ['same', 2],
+        ['same', 3],
+        ['neu', 1],
+      ] as const) {
+        const path = `/finish/${name}.md`;
+        const hash = `${name}${version}`.padEnd(64, '0');
+        await enqueue(db, { path, hash, action: 'update', maxAttempts: 3 });
+        const [item] = await claimQueueItems(db, 'w1', 1, 60_000, [path]);
+        items.push({ id: item!.id, hash, path });
+      }
+      const rows = await db.transaction((tx) =>
+        createDocumentVersions(
+          tx,
+          items.map((item) => ({
+            file: { hash: item.hash, size: 10, path: `/archive/${item.hash}`, sourcePath: item.path },
+            itemId: item.id,
+          })),
+          'w1',
+        ),
+      );
+      const [second, third, other] = rows as DocumentRow[];
+      // the deleted first version still counts for the number, not as the version a new one follows
+      expect([second!.version, second!.previous_version_id]).to.deep.equal([2, null]);
+      expect([third!.version, third!.previous_version_id]).to.deep.equal([3, second!.id]);
+      expect([other!.version, other!.previous_version_id]).to.deep.equal([1, null]);
+      const linked = await db.query<{ id: number; document_id: number }>(
+        `SELECT id, document_id FROM pipeline_queue WHERE id IN (?, ?, ?) ORDER BY id`,
+        items.map((i) => i.id),
+      );
+      expect(linked.map((r) => Number(r.document_id))).to.deep.equal([second!.id, third!.id, other!.id]);
       await engine.close();
     });
 
