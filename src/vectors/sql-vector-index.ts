@@ -154,6 +154,12 @@ export class SqlVectorIndex implements VectorIndex {
   private readonly memory = new Map<string, PackedCollection>();
   private readonly loading = new Map<string, Promise<PackedCollection>>();
   private readonly creating = new Map<string, Promise<void>>();
+  /**
+   * Collections whose stamp this index found matching a spec (model|size|distance), as the Qdrant index keeps
+   * them: a document's points do not read the stamp again. A write's guard still checks the size, and forgets the
+   * collection when it is gone or rebuilt.
+   */
+  private readonly ensured = new Map<string, string>();
 
   private readonly loadPage: number;
 
@@ -167,6 +173,13 @@ export class SqlVectorIndex implements VectorIndex {
   }
 
   async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
+    const key = `${spec.model}|${spec.size}|${spec.distance}`;
+    if (this.ensured.get(name) === key) return;
+    await this.checkOrCreate(name, spec);
+    this.ensured.set(name, key);
+  }
+
+  private async checkOrCreate(name: string, spec: CollectionSpec): Promise<void> {
     const stamp = await readStamp(this.db, 'embedded', name);
     if (stamp) return checkStamp(stamp, spec);
     // documents processed concurrently all find the collection missing: one of them creates it
@@ -239,8 +252,10 @@ export class SqlVectorIndex implements VectorIndex {
         }`,
         dimensions === undefined ? [collection] : [collection, dimensions],
       );
-      if (bumped.affectedRows === 0 && dimensions !== undefined)
+      if (bumped.affectedRows === 0 && dimensions !== undefined) {
+        this.ensured.delete(collection); // dropped or rebuilt by someone else: the next ensureCollection looks again
         throw await this.stampProblem(tx, collection, dimensions);
+      }
       if (!this.memory.has(collection)) return undefined;
       const [row] = await tx.query<{ revision: number }>(
         `SELECT revision FROM vector_collections WHERE backend = 'embedded' AND name = ?`,
@@ -514,6 +529,7 @@ export class SqlVectorIndex implements VectorIndex {
       await deleteStamp(tx, 'embedded', name);
     });
     this.memory.delete(name);
+    this.ensured.delete(name);
   }
 
   async close(): Promise<void> {

@@ -220,6 +220,11 @@ for (const backend of backends()) {
       );
       expect((missing as Error).message).to.include("collection 'documents' does not exist");
       expect(await index.count('documents')).to.equal(0);
+      // the index checked the collection once; the failed write makes it look again, and create it
+      await index.ensureCollection('documents', spec);
+      await index.upsert('documents', [point(1, 1, v(0, 1, 0, 0))]);
+      expect(await index.count('documents')).to.equal(1);
+      expect(await index.describeCollection('documents')).to.include({ model: 'test-model', dimensions: 4 });
     });
   });
 }
