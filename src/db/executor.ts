@@ -31,7 +31,10 @@ const runResult = (header: { affectedRows?: number; insertId?: number } | undefi
  */
 class OneConnectionExecutor implements SqlExecutor {
   readonly dialect = 'mysql' as const;
-  constructor(private readonly send: (sql: string, params: readonly unknown[]) => Promise<unknown>) {}
+  constructor(
+    private readonly send: (sql: string, params: readonly unknown[]) => Promise<unknown>,
+    readonly insertReturning = false,
+  ) {}
 
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
     return (await this.send(sql, params)) as T[];
@@ -69,6 +72,7 @@ const bindable = (params: readonly unknown[]) =>
  */
 class DirectSqlite implements SqlExecutor {
   readonly dialect = 'sqlite' as const;
+  readonly insertReturning = true;
   private readonly statements = new Map<string, BetterSqliteStatement>();
 
   constructor(private readonly connection: BetterSqliteConnection) {}
@@ -114,6 +118,7 @@ class DirectSqlite implements SqlExecutor {
  */
 export class SqliteExecutor implements SqlExecutor {
   readonly dialect = 'sqlite' as const;
+  readonly insertReturning = true;
   private readonly mutex = new Mutex();
   private readonly inner: DirectSqlite;
 
@@ -238,6 +243,16 @@ const READ_ONLY = /^\s*(SELECT|WITH|SHOW|EXPLAIN|DESCRIBE)\b/i;
 export interface MysqlExecutorOptions {
   /** how long a statement waits for the server to accept connections again (default 30000 ms) */
   reconnectMs?: number;
+  /** the server takes INSERT ... RETURNING (MariaDB; see mysqlServerReturns) */
+  insertReturning?: boolean;
+}
+
+/** Whether the server takes INSERT ... RETURNING: MariaDB 10.5+ does, MySQL does not. */
+export async function mysqlServerReturns(dataSource: DataSource): Promise<boolean> {
+  const [row] = (await dataSource.query('SELECT VERSION() AS v')) as Array<{ v: string }>;
+  const version = String(row?.v ?? '');
+  const [major = 0, minor = 0] = (/^(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number);
+  return /mariadb/i.test(version) && (major > 10 || (major === 10 && minor >= 5));
 }
 
 /** The part of mysql2's callback API used here. */
@@ -275,12 +290,14 @@ export class MysqlExecutor implements SqlExecutor {
   readonly dialect = 'mysql' as const;
   private readonly configured = new WeakSet<object>();
   private readonly reconnectMs: number;
+  readonly insertReturning: boolean;
 
   constructor(
     readonly dataSource: DataSource,
     options: MysqlExecutorOptions = {},
   ) {
     this.reconnectMs = options.reconnectMs ?? 30_000;
+    this.insertReturning = options.insertReturning ?? false;
   }
 
   /** the pool TypeORM opened with the data source (it is gone once the data source is destroyed) */
@@ -370,7 +387,9 @@ export class MysqlExecutor implements SqlExecutor {
     try {
       await send(connection, 'START TRANSACTION', []);
       try {
-        const result = await fn(new OneConnectionExecutor((sql, params) => send(connection, sql, params)));
+        const result = await fn(
+          new OneConnectionExecutor((sql, params) => send(connection, sql, params), this.insertReturning),
+        );
         await send(connection, 'COMMIT', []);
         return result;
       } catch (error) {

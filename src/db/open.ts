@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DataSource } from 'typeorm';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { entitySchemas } from './entities.js';
-import { MysqlExecutor, SqliteExecutor } from './executor.js';
+import { MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
 import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
@@ -99,7 +99,7 @@ async function openOne(
       extra: { connectTimeout: 10000 },
     } as any);
     await dataSource.initialize();
-    const sql = new MysqlExecutor(dataSource);
+    const sql = new MysqlExecutor(dataSource, { insertReturning: await mysqlServerReturns(dataSource) });
     const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
     return { role, sql, dataSource, location: maskUrl(url), applied };
   }

@@ -12,6 +12,8 @@ export interface RunResult {
 
 export interface SqlExecutor {
   readonly dialect: Dialect;
+  /** `INSERT ... RETURNING` works here: SQLite and MariaDB 10.5+, not MySQL (unset: it does not) */
+  readonly insertReturning?: boolean;
   /** SELECT: rows as plain objects */
   query<T = Record<string, any>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   /** INSERT/UPDATE/DELETE/DDL */

@@ -59,9 +59,10 @@ const PATHS_PER_STATEMENT = 200;
 
 /**
  * createDocumentVersion for the items of one claim, inside the caller's transaction: the existing versions of
- * their files are read in one statement, a row is inserted per item, and the items are linked to their rows in
- * one statement (each statement is a round trip to MariaDB). Per item the new row, or the error its insert ended
- * with (the item is then left to processItem, which reports it).
+ * their files are read in one statement, the rows inserted (in one statement where the files differ and the
+ * database returns inserted rows, else one per item), and the items linked to their rows in one statement (each
+ * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with (the item is
+ * then left to processItem, which reports it).
  */
 export async function createDocumentVersions(
   tx: SqlExecutor,
@@ -69,9 +70,46 @@ export async function createDocumentVersions(
   worker: string,
 ): Promise<Array<DocumentRow | Error>> {
   for (const { file } of versions) if (!file.recorded) await recordArchived(tx, file);
-  // per path: the newest version number, and the newest version not deleted (the one a new version follows)
-  const newest = new Map<string, { top: number; previous: number | null }>();
   const paths = [...new Set(versions.map((v) => v.file.sourcePath))];
+  const newest = await newestVersions(tx, paths);
+  const now = sqlTime();
+  const files = versions.map((v) => v.file);
+  // files that all differ, where the database returns inserted rows: one statement; should it fail, every item is
+  // left to processItem, which inserts its row alone and reports its own error
+  const rows =
+    tx.insertReturning && paths.length === versions.length && versions.length > 1
+      ? await insertAll(tx, files, newest, now).catch((error: unknown) => {
+          const failed = error instanceof Error ? error : new Error(String(error));
+          return files.map(() => failed);
+        })
+      : await insertEach(tx, files, newest, now);
+  const links = rows.flatMap((row, i) =>
+    row instanceof Error ? [] : [[versions[i]!.itemId, row.id] as const],
+  );
+  for (let start = 0; start < links.length; start += PATHS_PER_STATEMENT) {
+    const slice = links.slice(start, start + PATHS_PER_STATEMENT);
+    await tx.run(
+      `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
+       WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?`,
+      [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
+    );
+  }
+  return rows;
+}
+
+interface NewestVersion {
+  /** the highest version number of the path */
+  top: number;
+  /** the newest version not deleted: the one a new version follows */
+  previous: number | null;
+}
+
+/** Per path its NewestVersion, a statement per slice of paths. */
+async function newestVersions(
+  tx: SqlExecutor,
+  paths: readonly string[],
+): Promise<Map<string, NewestVersion>> {
+  const newest = new Map<string, NewestVersion>();
   for (let start = 0; start < paths.length; start += PATHS_PER_STATEMENT) {
     const slice = paths.slice(start, start + PATHS_PER_STATEMENT);
     const rows = await tx.query<{ id: number; source_path: string; version: number; status: string }>(
@@ -86,66 +124,103 @@ export async function createDocumentVersions(
       newest.set(row.source_path, state);
     }
   }
-  const now = sqlTime();
+  return newest;
+}
+
+const INSERT_COLUMNS =
+  'filename, source_path, file_size, content_hash, mime_type, status, version, previous_version_id, is_latest, created_at, updated_at';
+
+/** The row of a new version of `file` after `newest` (id 0 until inserted). */
+function versionRow(
+  file: ArchivedFile & { sourcePath: string },
+  newest: NewestVersion | undefined,
+  now: string,
+) {
+  const row: DocumentRow = {
+    id: 0,
+    filename: path.basename(file.sourcePath),
+    source_path: file.sourcePath,
+    file_size: file.size,
+    content_hash: file.hash,
+    mime_type: mimeTypeFor(file.sourcePath),
+    page_count: null,
+    title: null,
+    language: null,
+    status: 'processing',
+    version: (newest?.top ?? 0) + 1,
+    previous_version_id: newest?.previous ?? null,
+    is_latest: 0,
+    metadata: null,
+    error: null,
+    created_at: now,
+    updated_at: now,
+    processed_at: null,
+  };
+  const values = [
+    row.filename,
+    row.source_path,
+    row.file_size,
+    row.content_hash,
+    row.mime_type,
+    'processing',
+    row.version,
+    row.previous_version_id,
+    0,
+    now,
+    now,
+  ];
+  return { row, values };
+}
+
+/** One row per statement; a second version of a file in the batch follows the first. */
+async function insertEach(
+  tx: SqlExecutor,
+  files: ReadonlyArray<ArchivedFile & { sourcePath: string }>,
+  newest: Map<string, NewestVersion>,
+  now: string,
+): Promise<Array<DocumentRow | Error>> {
   const out: Array<DocumentRow | Error> = [];
-  const links: Array<[number, number]> = [];
-  for (const { file, itemId } of versions) {
-    const state = newest.get(file.sourcePath) ?? { top: 0, previous: null };
-    const row: DocumentRow = {
-      id: 0,
-      filename: path.basename(file.sourcePath),
-      source_path: file.sourcePath,
-      file_size: file.size,
-      content_hash: file.hash,
-      mime_type: mimeTypeFor(file.sourcePath),
-      page_count: null,
-      title: null,
-      language: null,
-      status: 'processing',
-      version: state.top + 1,
-      previous_version_id: state.previous,
-      is_latest: 0,
-      metadata: null,
-      error: null,
-      created_at: now,
-      updated_at: now,
-      processed_at: null,
-    };
+  for (const file of files) {
+    const { row, values } = versionRow(file, newest.get(file.sourcePath), now);
     try {
       const { insertId } = await tx.run(
-        `INSERT INTO documents (filename, source_path, file_size, content_hash, mime_type, status, version, previous_version_id,
-           is_latest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'processing', ?, ?, 0, ?, ?)`,
-        [
-          row.filename,
-          row.source_path,
-          row.file_size,
-          row.content_hash,
-          row.mime_type,
-          row.version,
-          row.previous_version_id,
-          now,
-          now,
-        ],
+        `INSERT INTO documents (${INSERT_COLUMNS}) VALUES (${values.map(() => '?').join(', ')})`,
+        values,
       );
       row.id = insertId;
     } catch (error) {
       out.push(error instanceof Error ? error : new Error(String(error)));
       continue;
     }
-    // a second version of the same path in this batch follows this one
     newest.set(file.sourcePath, { top: row.version, previous: row.id });
-    links.push([itemId, row.id]);
     out.push(row);
   }
-  for (let start = 0; start < links.length; start += PATHS_PER_STATEMENT) {
-    const slice = links.slice(start, start + PATHS_PER_STATEMENT);
-    await tx.run(
-      `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
-       WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?`,
-      [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
-    );
-  }
   return out;
+}
+
+/** The rows of files that all differ in one INSERT ... RETURNING (SQLite, MariaDB), a statement per slice. */
+async function insertAll(
+  tx: SqlExecutor,
+  files: ReadonlyArray<ArchivedFile & { sourcePath: string }>,
+  newest: ReadonlyMap<string, NewestVersion>,
+  now: string,
+): Promise<DocumentRow[]> {
+  const built = files.map((file) => versionRow(file, newest.get(file.sourcePath), now));
+  for (let start = 0; start < built.length; start += PATHS_PER_STATEMENT) {
+    const slice = built.slice(start, start + PATHS_PER_STATEMENT);
+    const groups = slice.map(({ values }) => `(${values.map(() => '?').join(', ')})`).join(', ');
+    // the order of returned rows is not defined (SQLite): they are matched by path, unique in the batch
+    const returned = await tx.query<{ id: number; source_path: string }>(
+      `INSERT INTO documents (${INSERT_COLUMNS}) VALUES ${groups} RETURNING id, source_path`,
+      slice.flatMap(({ values }) => values),
+    );
+    const ids = new Map(returned.map((r) => [r.source_path, Number(r.id)]));
+    for (const { row } of slice) {
+      row.id = ids.get(row.source_path) ?? 0;
+      if (!row.id) throw new Error(`the insert returned no row for ${row.source_path}`);
+    }
+  }
+  return built.map(({ row }) => row);
 }
 
 export async function setDocumentStatus(

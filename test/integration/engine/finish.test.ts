@@ -157,6 +157,54 @@ for (const backend of testBackends()) {
       await engine.close();
     });
 
+    it('creates the versions of distinct files of one claim in one insert, each row matched to its file', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const old = await claimedDocument(db, 'b', 'w1', 1);
+      const items: Array<{ id: number; hash: string; path: string }> = [];
+      for (const name of ['c', 'b', 'a']) {
+        const path = `/finish/${name}.md`;
+        const hash = `${name}9`.padEnd(64, '0');
+        await enqueue(db, { path, hash, action: 'update', maxAttempts: 3 });
+        const [item] = await claimQueueItems(db, 'w1', 1, 60_000, [path]);
+        items.push({ id: item!.id, hash, path });
+      }
+      const rows = (await db.transaction((tx) =>
+        createDocumentVersions(
+          tx,
+          items.map((item) => ({
+            file: { hash: item.hash, size: 10, path: `/archive/${item.hash}`, sourcePath: item.path },
+            itemId: item.id,
+          })),
+          'w1',
+        ),
+      )) as DocumentRow[];
+      const stored = await db.query<{
+        id: number;
+        source_path: string;
+        content_hash: string;
+        version: number;
+      }>(
+        'SELECT id, source_path, content_hash, version, previous_version_id FROM documents WHERE id IN (?, ?, ?)',
+        rows.map((r) => r.id),
+      );
+      for (const [i, row] of rows.entries()) {
+        const match = stored.find((d) => Number(d.id) === row.id)!;
+        expect([match.source_path, match.content_hash]).to.deep.equal([items[i]!.path, items[i]!.hash]);
+      }
+      expect(rows.map((r) => [r.version, r.previous_version_id])).to.deep.equal([
+        [1, null],
+        [2, old.documentId],
+        [1, null],
+      ]);
+      const linked = await db.query<{ document_id: number }>(
+        'SELECT document_id FROM pipeline_queue WHERE id IN (?, ?, ?) ORDER BY id',
+        items.map((i) => i.id),
+      );
+      expect(linked.map((r) => Number(r.document_id))).to.deep.equal(rows.map((r) => r.id));
+      await engine.close();
+    });
+
     it('makes a new version latest and the one it replaces not, also when both complete in one batch', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
