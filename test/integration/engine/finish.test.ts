@@ -6,18 +6,50 @@ import { finishDocuments } from '../../../src/engine/finish-document.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 
-/** A queued file claimed by `worker`, with its document row: what the runner holds while it processes a file. */
-async function claimedDocument(db: SqlExecutor, name: string, worker: string, version = 1) {
-  const path = `/finish/${name}.md`;
-  const hash = `${name}${version}`.padEnd(64, '0');
-  await enqueue(db, { path, hash, action: 'new', maxAttempts: 3 });
-  const [item] = await claimQueueItems(db, worker, 1, 60_000, [path]);
+/** Queued and claimed items (by worker w1) for new versions of files (name, hash suffix), as one claim holds them. */
+async function claimItems(db: SqlExecutor, files: ReadonlyArray<readonly [string, string | number]>) {
+  const items: Array<{ id: number; hash: string; path: string }> = [];
+  for (const [name, suffix] of files) {
+    const path = `/finish/${name}.md`;
+    const hash = `${name}${suffix}`.padEnd(64, '0');
+    await enqueue(db, { path, hash, action: 'update', maxAttempts: 3 });
+    const [item] = await claimQueueItems(db, 'w1', 1, 60_000, [path]);
+    items.push({ id: item!.id, hash, path });
+  }
+  return items;
+}
+
+/** A queued file claimed by w1, with its document row: what the runner holds while it processes a file. */
+async function claimedDocument(db: SqlExecutor, name: string, version = 1) {
+  const [item] = await claimItems(db, [[name, version]]);
   const doc = await createDocumentVersion(
     db,
-    { hash, size: 10, path: `/archive/${hash}`, sourcePath: path },
-    { itemId: item!.id, worker },
+    { hash: item!.hash, size: 10, path: `/archive/${item!.hash}`, sourcePath: item!.path },
+    { itemId: item!.id, worker: 'w1' },
   );
-  return { itemId: item!.id, documentId: doc.id, path };
+  return { itemId: item!.id, documentId: doc.id, path: item!.path };
+}
+
+/** createDocumentVersions for claimed items, in one transaction as a claim does; the rows and the items' links. */
+async function createVersions(
+  db: SqlExecutor,
+  items: ReadonlyArray<{ id: number; hash: string; path: string }>,
+) {
+  const rows = (await db.transaction((tx) =>
+    createDocumentVersions(
+      tx,
+      items.map((item) => ({
+        file: { hash: item.hash, size: 10, path: `/archive/${item.hash}`, sourcePath: item.path },
+        itemId: item.id,
+      })),
+      'w1',
+    ),
+  )) as DocumentRow[];
+  const linked = await db.query<{ document_id: number }>(
+    `SELECT document_id FROM pipeline_queue WHERE id IN (${items.map(() => '?').join(', ')}) ORDER BY id`,
+    items.map((i) => i.id),
+  );
+  return { rows, linked: linked.map((r) => Number(r.document_id)) };
 }
 
 const checkpoint = (documentId: number, stepName: string) => ({
@@ -41,10 +73,10 @@ for (const backend of testBackends()) {
     it('closes the items still held, skips a lost lease, and completes each held document with its checkpoints', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
-      const a = await claimedDocument(db, 'a', 'w1');
-      const b = await claimedDocument(db, 'b', 'w1');
-      const lost = await claimedDocument(db, 'lost', 'w1');
-      const noQueue = await claimedDocument(db, 'plain', 'w1');
+      const a = await claimedDocument(db, 'a');
+      const b = await claimedDocument(db, 'b');
+      const lost = await claimedDocument(db, 'lost');
+      const noQueue = await claimedDocument(db, 'plain');
       // another worker took `lost` over (its lease had expired)
       await db.run('UPDATE pipeline_queue SET locked_by = ? WHERE id = ?', ['w2', lost.itemId]);
       await db.run(
@@ -120,72 +152,35 @@ for (const backend of testBackends()) {
     it('creates the versions of one claim together: numbered after the existing ones, each following the last', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
-      const first = await claimedDocument(db, 'same', 'w1', 1);
+      const first = await claimedDocument(db, 'same', 1);
       await db.run("UPDATE documents SET status = 'deleted' WHERE id = ?", [first.documentId]);
-      const items: Array<{ id: number; hash: string; path: string }> = [];
-      for (const [name, version] of [
+      const items = await claimItems(db, [
         ['same', 2],
         ['same', 3],
         ['neu', 1],
-      ] as const) {
-        const path = `/finish/${name}.md`;
-        const hash = `${name}${version}`.padEnd(64, '0');
-        await enqueue(db, { path, hash, action: 'update', maxAttempts: 3 });
-        const [item] = await claimQueueItems(db, 'w1', 1, 60_000, [path]);
-        items.push({ id: item!.id, hash, path });
-      }
-      const rows = await db.transaction((tx) =>
-        createDocumentVersions(
-          tx,
-          items.map((item) => ({
-            file: { hash: item.hash, size: 10, path: `/archive/${item.hash}`, sourcePath: item.path },
-            itemId: item.id,
-          })),
-          'w1',
-        ),
-      );
-      const [second, third, other] = rows as DocumentRow[];
+      ]);
+      const { rows, linked } = await createVersions(db, items);
+      const [second, third, other] = rows;
       // the deleted first version still counts for the number, not as the version a new one follows
       expect([second!.version, second!.previous_version_id]).to.deep.equal([2, null]);
       expect([third!.version, third!.previous_version_id]).to.deep.equal([3, second!.id]);
       expect([other!.version, other!.previous_version_id]).to.deep.equal([1, null]);
-      const linked = await db.query<{ id: number; document_id: number }>(
-        `SELECT id, document_id FROM pipeline_queue WHERE id IN (?, ?, ?) ORDER BY id`,
-        items.map((i) => i.id),
-      );
-      expect(linked.map((r) => Number(r.document_id))).to.deep.equal([second!.id, third!.id, other!.id]);
+      expect(linked).to.deep.equal([second!.id, third!.id, other!.id]);
       await engine.close();
     });
 
     it('creates the versions of distinct files of one claim in one insert, each row matched to its file', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
-      const old = await claimedDocument(db, 'b', 'w1', 1);
-      const items: Array<{ id: number; hash: string; path: string }> = [];
-      for (const name of ['c', 'b', 'a']) {
-        const path = `/finish/${name}.md`;
-        const hash = `${name}9`.padEnd(64, '0');
-        await enqueue(db, { path, hash, action: 'update', maxAttempts: 3 });
-        const [item] = await claimQueueItems(db, 'w1', 1, 60_000, [path]);
-        items.push({ id: item!.id, hash, path });
-      }
-      const rows = (await db.transaction((tx) =>
-        createDocumentVersions(
-          tx,
-          items.map((item) => ({
-            file: { hash: item.hash, size: 10, path: `/archive/${item.hash}`, sourcePath: item.path },
-            itemId: item.id,
-          })),
-          'w1',
-        ),
-      )) as DocumentRow[];
-      const stored = await db.query<{
-        id: number;
-        source_path: string;
-        content_hash: string;
-        version: number;
-      }>(
-        'SELECT id, source_path, content_hash, version, previous_version_id FROM documents WHERE id IN (?, ?, ?)',
+      const old = await claimedDocument(db, 'b', 1);
+      const items = await claimItems(db, [
+        ['c', 9],
+        ['b', 9],
+        ['a', 9],
+      ]);
+      const { rows, linked } = await createVersions(db, items);
+      const stored = await db.query<{ id: number; source_path: string; content_hash: string }>(
+        `SELECT id, source_path, content_hash FROM documents WHERE id IN (${rows.map(() => '?').join(', ')})`,
         rows.map((r) => r.id),
       );
       for (const [i, row] of rows.entries()) {
@@ -197,24 +192,20 @@ for (const backend of testBackends()) {
         [2, old.documentId],
         [1, null],
       ]);
-      const linked = await db.query<{ document_id: number }>(
-        'SELECT document_id FROM pipeline_queue WHERE id IN (?, ?, ?) ORDER BY id',
-        items.map((i) => i.id),
-      );
-      expect(linked.map((r) => Number(r.document_id))).to.deep.equal(rows.map((r) => r.id));
+      expect(linked).to.deep.equal(rows.map((r) => r.id));
       await engine.close();
     });
 
     it('makes a new version latest and the one it replaces not, also when both complete in one batch', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
-      const v1 = await claimedDocument(db, 'doc', 'w1', 1);
+      const v1 = await claimedDocument(db, 'doc', 1);
       const [first] = await finishDocuments(db, engine.providers, [
         { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
       ]);
       expect(first).to.equal(true);
-      const v2 = await claimedDocument(db, 'doc', 'w1', 2);
-      const other = await claimedDocument(db, 'other', 'w1');
+      const v2 = await claimedDocument(db, 'doc', 2);
+      const other = await claimedDocument(db, 'other');
       const results = await finishDocuments(db, engine.providers, [
         { documentId: other.documentId, options: { queue: { itemId: other.itemId, worker: 'w1' } } },
         { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
