@@ -61,7 +61,8 @@ const tempName = (archiveDir: string) =>
  * Copies a source file into the content-addressed archive, hashing the bytes as they are copied, so the
  * archive holds exactly the bytes that were hashed (the source may change at any time). Returns the hash of
  * what was copied; the caller compares it with the hash it expected and records the archive row. The file
- * lands under its final name by an atomic rename, so a crash never leaves a half-written archive file.
+ * lands under its final name by an atomic rename, so a crash never leaves a half-written archive file. A file of
+ * up to INLINE_ARCHIVE_BYTES is archived in SQL instead, and its bytes come back with it (`bytes`).
  */
 export async function storeInArchive(
   db: SqlExecutor,
@@ -77,7 +78,7 @@ export async function storeInArchive(
       if (bytes.length > INLINE_ARCHIVE_BYTES) return writeArchiveFile(archiveDir, hash, source, bytes);
       const file = { hash, size: bytes.length, path: archivePathFor(archiveDir, hash, source) };
       await putInlineRows(db, [{ file, bytes }]);
-      return { ...file, recorded: true };
+      return { ...file, recorded: true, bytes };
     }
     return await streamIntoArchive(archiveDir, source, input);
   } finally {
@@ -169,8 +170,9 @@ export async function findArchived(
   hash: string,
   sourcePath: string,
   size: number | null,
+  options: { bytesUpTo?: number } = {},
 ): Promise<ArchivedFile | undefined> {
-  const [found] = await findArchivedMany(db, archiveDir, [{ hash, sourcePath, size }]);
+  const [found] = await findArchivedMany(db, archiveDir, [{ hash, sourcePath, size }], options);
   return found;
 }
 

@@ -8,6 +8,7 @@ import {
   archiveFile,
   findArchived,
   findArchivedMany,
+  INLINE_ARCHIVE_BYTES,
   readInlineArchive,
   storeInArchive,
 } from './archive.js';
@@ -361,6 +362,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
 
     const claimed = prepared.get(item.id);
     let doc: DocumentRow | undefined = claimed?.doc;
+    /** the bytes held in SQL, when this item got them already (with its claim, its lookup or its archiving) */
+    let bytes = claimed?.bytes;
     prepared.delete(item.id);
     if (!doc && item.document_id) doc = await getDocument(db, item.document_id);
     if (!doc) {
@@ -371,6 +374,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         item.hash,
         item.path,
         item.file_size,
+        { bytesUpTo: INLINE_ARCHIVE_BYTES },
       );
       try {
         archived ??= await storeInArchive(db, engine.archiveDir, item.path);
@@ -395,12 +399,13 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         { ...archived, sourcePath: item.path },
         { itemId: item.id, worker },
       );
+      bytes = archived.bytes;
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
     }
-    // bytes archived in SQL (read with the claim, or now): the steps take them from memory, and a step that asks
-    // for a file path gets the file written from them then
-    const archivedBytes = claimed?.bytes ?? (await readInlineArchive(db, doc.content_hash));
+    // bytes archived in SQL (got above, or read now): the steps take them from memory, and a step that asks for a
+    // file path gets the file written from them then
+    const archivedBytes = bytes ?? (await readInlineArchive(db, doc.content_hash));
     const archivePath = archiveFile(engine.archivePathFor(doc.content_hash, doc.source_path), archivedBytes);
     const ref: DocumentRef = {
       id: doc.id,

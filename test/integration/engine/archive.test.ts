@@ -130,10 +130,14 @@ for (const backend of testBackends()) {
         size,
         path: archivePathFor(dir, smallHash, small),
         recorded: true,
+        bytes: readFileSync(small),
       });
       expect(existsSync(stored.path)).to.equal(false);
       expect((await readInlineArchive(db, smallHash))!.toString()).to.equal('# X\n\nText.\n');
-      expect(await findArchived(db, dir, smallHash, small, size)).to.deep.equal(stored);
+      // found again as stored: with its bytes when asked for them
+      expect(await findArchived(db, dir, smallHash, small, size, { bytesUpTo: size })).to.deep.equal(stored);
+      const { bytes: _bytes, ...withoutBytes } = stored;
+      expect(await findArchived(db, dir, smallHash, small, size)).to.deep.equal(withoutBytes);
       expect(await findArchived(db, dir, smallHash, small, size + 1), 'another size').to.equal(undefined);
 
       // above the limit: a file, found by its file
