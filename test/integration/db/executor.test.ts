@@ -100,5 +100,14 @@ for (const backend of testBackends()) {
         Array.from({ length: 20 }, (_, i) => `p${i}`),
       );
     });
+
+    if (backend === 'sqlite') {
+      it('keeps statement journals in memory on both connections, not in temporary files', async () => {
+        for (const sql of [engine.dbs.content.sql, engine.dbs.log.sql]) {
+          const [row] = await sql.query<{ temp_store: number }>('PRAGMA temp_store');
+          expect(row!.temp_store, 'PRAGMA temp_store (2 = memory)').to.equal(2);
+        }
+      });
+    }
   });
 }
