@@ -119,6 +119,8 @@ async function openOne(
       // A multi-row INSERT inside a transaction keeps a statement journal (what to undo if it fails halfway);
       // past 64 KiB SQLite spills it to a temporary file, created, written and deleted per statement: 48 MB of
       // writes and ~450 files per 1,000 small documents. In memory it is the size of what the statement changed.
+      // (Sorts too large for the page cache and temporary tables also stay in memory: cpe's queries sort small
+      // sets, a document's, a run's or a search's rows, or read in key order.)
       // Small documents -9% wall time (bench/ingest.ts scaling corpus, package copies A/B), the corpus -2%.
       db.pragma('temp_store = MEMORY');
       // ki_content takes the bulk of the writes: its log is copied back on a thread of its own
