@@ -62,7 +62,8 @@ const PATHS_PER_STATEMENT = 200;
  * their files are read in one statement, the rows inserted (in one statement where the files differ and the
  * database returns inserted rows, else one per item), and the items linked to their rows in one statement (each
  * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with (the item is
- * then left to processItem, which reports it).
+ * then left to processItem, which reports it). A failing lookup or link throws, possibly after rows were
+ * inserted: a caller that goes on with its transaction then keeps rows no item points to.
  */
 export async function createDocumentVersions(
   tx: SqlExecutor,
@@ -74,14 +75,10 @@ export async function createDocumentVersions(
   const newest = await newestVersions(tx, paths);
   const now = sqlTime();
   const files = versions.map((v) => v.file);
-  // files that all differ, where the database returns inserted rows: one statement; should it fail, every item is
-  // left to processItem, which inserts its row alone and reports its own error
+  // files that all differ, where the database returns inserted rows: one statement per slice
   const rows =
     tx.insertReturning && paths.length === versions.length && versions.length > 1
-      ? await insertAll(tx, files, newest, now).catch((error: unknown) => {
-          const failed = error instanceof Error ? error : new Error(String(error));
-          return files.map(() => failed);
-        })
+      ? await insertAll(tx, files, newest, now)
       : await insertEach(tx, files, newest, now);
   const links = rows.flatMap((row, i) =>
     row instanceof Error ? [] : [[versions[i]!.itemId, row.id] as const],
@@ -198,29 +195,43 @@ async function insertEach(
   return out;
 }
 
-/** The rows of files that all differ in one INSERT ... RETURNING (SQLite, MariaDB), a statement per slice. */
+/**
+ * The rows of files that all differ in one INSERT ... RETURNING per slice (SQLite, MariaDB). A slice whose
+ * statement fails inserted nothing (a statement is undone as a whole): its items get the error and are left to
+ * processItem, which inserts each row alone and reports its own error; the other slices' rows stand.
+ */
 async function insertAll(
   tx: SqlExecutor,
   files: ReadonlyArray<ArchivedFile & { sourcePath: string }>,
   newest: ReadonlyMap<string, NewestVersion>,
   now: string,
-): Promise<DocumentRow[]> {
-  const built = files.map((file) => versionRow(file, newest.get(file.sourcePath), now));
-  for (let start = 0; start < built.length; start += PATHS_PER_STATEMENT) {
-    const slice = built.slice(start, start + PATHS_PER_STATEMENT);
+): Promise<Array<DocumentRow | Error>> {
+  const out: Array<DocumentRow | Error> = [];
+  for (let start = 0; start < files.length; start += PATHS_PER_STATEMENT) {
+    const slice = files
+      .slice(start, start + PATHS_PER_STATEMENT)
+      .map((file) => versionRow(file, newest.get(file.sourcePath), now));
     const groups = slice.map(({ values }) => `(${values.map(() => '?').join(', ')})`).join(', ');
+    let returned: Array<{ id: number; source_path: string }>;
+    try {
+      returned = await tx.query(
+        `INSERT INTO documents (${INSERT_COLUMNS}) VALUES ${groups} RETURNING id, source_path`,
+        slice.flatMap(({ values }) => values),
+      );
+    } catch (error) {
+      const failed = error instanceof Error ? error : new Error(String(error));
+      out.push(...slice.map(() => failed));
+      continue;
+    }
     // the order of returned rows is not defined (SQLite): they are matched by path, unique in the batch
-    const returned = await tx.query<{ id: number; source_path: string }>(
-      `INSERT INTO documents (${INSERT_COLUMNS}) VALUES ${groups} RETURNING id, source_path`,
-      slice.flatMap(({ values }) => values),
-    );
     const ids = new Map(returned.map((r) => [r.source_path, Number(r.id)]));
     for (const { row } of slice) {
       row.id = ids.get(row.source_path) ?? 0;
       if (!row.id) throw new Error(`the insert returned no row for ${row.source_path}`);
+      out.push(row);
     }
   }
-  return built.map(({ row }) => row);
+  return out;
 }
 
 export async function setDocumentStatus(

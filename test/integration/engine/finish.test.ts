@@ -196,6 +196,50 @@ for (const backend of testBackends()) {
       await engine.close();
     });
 
+    it('keeps the rows of the slices of a claim that went in when a later slice fails, and links only those', async function () {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      if (!db.insertReturning) this.skip(); // row by row there: each insert fails alone
+      const items = await claimItems(
+        db,
+        Array.from({ length: 203 }, (_, i) => [`s${i}`, 1] as const),
+      );
+      // the second statement (rows 200-202) fails: a content hash is missing
+      const rows = await db.transaction((tx) =>
+        createDocumentVersions(
+          tx,
+          items.map((item, i) => ({
+            file: {
+              hash: i === 201 ? (null as unknown as string) : item.hash,
+              size: 10,
+              path: `/archive/${item.hash}`,
+              sourcePath: item.path,
+              recorded: true,
+            },
+            itemId: item.id,
+          })),
+          'w1',
+        ),
+      );
+      expect(rows.slice(0, 200).filter((r) => r instanceof Error)).to.have.length(0);
+      expect(rows.slice(200).filter((r) => r instanceof Error)).to.have.length(3);
+      const [{ n }] = await db.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM documents WHERE source_path LIKE '/finish/s%'",
+      );
+      expect(Number(n)).to.equal(200);
+      const linked = await db.query<{ document_id: number | null }>(
+        `SELECT document_id FROM pipeline_queue WHERE id IN (${items.map(() => '?').join(', ')}) ORDER BY id`,
+        items.map((i) => i.id),
+      );
+      expect(linked.map((r) => (r.document_id === null ? null : Number(r.document_id)))).to.deep.equal([
+        ...rows.slice(0, 200).map((r) => (r as DocumentRow).id),
+        null,
+        null,
+        null,
+      ]);
+      await engine.close();
+    });
+
     it('makes a new version latest and the one it replaces not, also when both complete in one batch', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
