@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
+import { classifyMysqlError } from '../db/executor.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
@@ -334,8 +335,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           if (!(doc instanceof Error))
             prepared.set(versions[i]!.itemId, { doc, bytes: versions[i]!.file.bytes });
         });
-      } catch {
-        /* processItem tries again and reports it for each item alone */
+      } catch (error) {
+        // a deadlock or a lost connection ends the whole transaction (MariaDB rolls it back), the claim with it:
+        // the claim fails and is tried again, instead of going on with items this worker no longer holds
+        if (isRetryable(error) || classifyMysqlError(error) !== undefined) throw error;
+        /* anything else: processItem tries again and reports it for each item alone */
       }
       return items;
     });

@@ -1,9 +1,11 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { parseSqlTime } from '../../../src/util/time.js';
 import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -260,6 +262,62 @@ for (const backend of testBackends()) {
         "SELECT COUNT(*) AS n FROM documents WHERE is_latest = 1 AND status = 'done'",
       );
       expect(Number(left[0]!.n)).to.equal(1);
+    });
+
+    it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'plain', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double', config: { value: 1 } },
+      ]);
+      const db = engine.dbs.content.sql;
+      // the first claim's link of its items to their new rows fails as MariaDB reports a deadlock inside a
+      // transaction (on SQLite, which has none, as its executor would report a conflict)
+      const deadlock = () =>
+        backend === 'mysql'
+          ? Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
+              errno: 1213,
+              code: 'ER_LOCK_DEADLOCK',
+            })
+          : new CpeError(ErrorCodes.DATABASE_CONFLICT, 'database lock conflict', { retryable: true });
+      let failed = 0;
+      const transaction = db.transaction.bind(db);
+      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
+        transaction((tx) =>
+          fn(
+            new Proxy(tx, {
+              get(target, prop) {
+                const value = Reflect.get(target, prop);
+                if (prop !== 'run') return typeof value === 'function' ? value.bind(target) : value;
+                return async (sql: string, params?: unknown[]) => {
+                  if (failed === 0 && /SET document_id = CASE/.test(sql)) {
+                    failed++;
+                    throw deadlock();
+                  }
+                  return target.run(sql, params);
+                };
+              },
+            }),
+          ),
+        );
+      const summary = await runPipeline(engine, {
+        plan: await plan('plain'),
+        sourceDir: makeSourceFolder(generatedDocuments(6)),
+        concurrency: 2,
+      });
+      expect(failed).to.equal(1);
+      expect(summary).to.include({ status: 'ok', docsTotal: 6, docsDone: 6, docsFailed: 0 });
+      const docs = await db.query<{ id: number; status: string; version: number }>(
+        'SELECT id, status, version FROM documents ORDER BY id',
+      );
+      expect(docs.map((d) => [d.status, Number(d.version)])).to.deep.equal(
+        Array.from({ length: 6 }, () => ['done', 1]),
+      );
+      const items = await db.query<{ status: string; document_id: number }>(
+        'SELECT status, document_id FROM pipeline_queue ORDER BY document_id',
+      );
+      expect(items.map((i) => [i.status, Number(i.document_id)])).to.deep.equal(
+        docs.map((d) => ['done', Number(d.id)]),
+      );
     });
 
     it('stops cleanly when cancelled: run cancelled, claimed items released, nothing left processing', async () => {
