@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import type { ChunkDraft } from '../text/chunk.js';
 import { sha256 } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
@@ -63,8 +64,6 @@ export function chunkRowValues(
 
 /** Rows per INSERT statement. */
 const INSERT_ROWS = 100;
-/** Ids per IN list. */
-const IN_BATCH = 200;
 
 /** A chunk's text as the chunk step wrote it, and the content_hash it was written with. */
 export interface WrittenChunk {
@@ -89,14 +88,13 @@ export async function replaceChunks(
   lineage: ChunkLineage,
 ): Promise<WrittenChunks> {
   const now = sqlTime();
-  const group = `(${CHUNK_COLUMNS.map(() => '?').join(', ')})`;
+  const group = `(${marks(CHUNK_COLUMNS.length)})`;
   const written = new Map<number, WrittenChunk>();
   for (const chunk of chunks)
     written.set(chunk.index, { content: chunk.content, contentHash: sha256(chunk.content) });
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM chunks WHERE document_id = ?', [documentId]);
-    for (let i = 0; i < chunks.length; i += INSERT_ROWS) {
-      const slice = chunks.slice(i, i + INSERT_ROWS);
+    for (const slice of rowSlices(tx.dialect, chunks, INSERT_ROWS)) {
       await tx.run(
         `INSERT INTO chunks (${CHUNK_COLUMNS.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
         slice.flatMap((c) => chunkRowValues(documentId, c, lineage, now, written.get(c.index)!.contentHash)),
@@ -145,11 +143,10 @@ export async function readChunkTexts(
 ): Promise<Map<number, string>> {
   const texts = new Map<number, string>();
   const column = prefixChars === undefined ? 'content' : 'substr(content, 1, ?) AS content';
-  for (let start = 0; start < ids.length; start += IN_BATCH) {
-    const slice = ids.slice(start, start + IN_BATCH);
+  for (const list of inLists(ids)) {
     const found = await db.query<{ id: number; content: string }>(
-      `SELECT id, ${column} FROM chunks WHERE id IN (${slice.map(() => '?').join(',')})`,
-      prefixChars === undefined ? slice : [prefixChars, ...slice],
+      `SELECT id, ${column} FROM chunks WHERE id IN (${list.marks})`,
+      prefixChars === undefined ? list.values : [prefixChars, ...list.values],
     );
     for (const row of found) texts.set(Number(row.id), row.content);
   }

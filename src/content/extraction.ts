@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
+import { rowSlices } from '../db/statement-shapes.js';
 import type { StepContext } from '../engine/plugin.js';
 import { CpeError, ErrorCodes, FileError, renameFileError } from '../errors.js';
 import { extractIsolated } from '../extract/isolate.js';
@@ -236,8 +237,7 @@ export async function savePages(
   const now = sqlTime();
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_pages WHERE document_id = ?', [documentId]);
-    for (let i = 0; i < doc.pages.length; i += 200) {
-      const slice = doc.pages.slice(i, i + 200);
+    for (const slice of rowSlices(tx.dialect, doc.pages, 200)) {
       await tx.run(
         `INSERT INTO document_pages (document_id, page_number, content, metadata, created_at) VALUES ${slice.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
         slice.flatMap((page) => [

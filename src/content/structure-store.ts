@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { marks, rowSlices } from '../db/statement-shapes.js';
 import type { Segment } from '../text/segment.js';
 import type { Section } from '../text/structure.js';
 import { parseJsonColumn } from '../util/json.js';
@@ -12,9 +13,8 @@ async function replaceRows(
 ) {
   await db.transaction(async (tx) => {
     await tx.run(`DELETE FROM ${table} WHERE document_id = ?`, [documentId]);
-    const group = `(${columns.map(() => '?').join(', ')})`;
-    for (let i = 0; i < rows.length; i += 200) {
-      const slice = rows.slice(i, i + 200);
+    const group = `(${marks(columns.length)})`;
+    for (const slice of rowSlices(tx.dialect, rows, 200)) {
       await tx.run(
         `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${slice.map(() => group).join(', ')}`,
         slice.flat(),

@@ -1,12 +1,13 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
 import { blobToVector, vectorToBlob } from './vector-blob.js';
 
 /** The cache key of a prepared text. */
 export const textHash = (preparedText: string): string => sha256(preparedText);
 
-/** IN lists and multi-row INSERTs are cut at this many rows (SQLite's variable limit, MySQL's packet size). */
-const SQL_BATCH = 200;
+/** Multi-row INSERTs are cut at this many rows (MySQL's packet size: a 1024-dim vector is 4 KB). */
+const ROWS_PER_STATEMENT = 200;
 
 /**
  * Vectors by (model, SHA-256 of the prepared text) in ki_content.embedding_cache: a rerun, an unchanged chunk
@@ -25,11 +26,10 @@ export class EmbeddingCache {
   ): Promise<Map<string, Float32Array>> {
     const found = new Map<string, Float32Array>();
     const unique = [...new Set(hashes)];
-    for (let start = 0; start < unique.length; start += SQL_BATCH) {
-      const slice = unique.slice(start, start + SQL_BATCH);
+    for (const list of inLists(unique)) {
       const rows = await this.db.query<{ text_hash: string; dimensions: number; vector: Uint8Array }>(
-        `SELECT text_hash, dimensions, vector FROM embedding_cache WHERE model = ? AND text_hash IN (${slice.map(() => '?').join(',')})`,
-        [model, ...slice],
+        `SELECT text_hash, dimensions, vector FROM embedding_cache WHERE model = ? AND text_hash IN (${list.marks})`,
+        [model, ...list.values],
       );
       for (const row of rows) {
         if (dimensions !== undefined && Number(row.dimensions) !== dimensions) continue;
@@ -47,8 +47,7 @@ export class EmbeddingCache {
   ) {
     const exec = db ?? this.db;
     const unique = [...new Map(entries.map((e) => [e.hash, e])).values()];
-    for (let start = 0; start < unique.length; start += SQL_BATCH) {
-      const slice = unique.slice(start, start + SQL_BATCH);
+    for (const slice of rowSlices(exec.dialect, unique, ROWS_PER_STATEMENT)) {
       const values = slice.map(() => '(?, ?, ?, ?)').join(', ');
       const params = slice.flatMap((e) => [model, e.hash, e.vector.length, vectorToBlob(e.vector)]);
       const upsert =

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, rowSlices } from '../db/statement-shapes.js';
 import type { Logger } from '../engine/plugin.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
@@ -46,7 +47,8 @@ export interface EmbedChunksResult {
   vectors: Map<string, Float32Array>;
 }
 
-const IN_BATCH = 200;
+/** Rows per multi-row INSERT. */
+const ROWS_PER_STATEMENT = 200;
 
 interface Prepared {
   chunk: ChunkRow;
@@ -59,8 +61,7 @@ interface Prepared {
 /** chunk_vectors: which cached vector each chunk has for the model (one multi-row upsert per slice). */
 async function linkVectors(tx: SqlExecutor, model: string, rows: readonly Prepared[]): Promise<void> {
   const now = sqlTime();
-  for (let start = 0; start < rows.length; start += IN_BATCH) {
-    const slice = rows.slice(start, start + IN_BATCH);
+  for (const slice of rowSlices(tx.dialect, rows, ROWS_PER_STATEMENT)) {
     const values = slice.map(() => '(?, ?, ?, ?)').join(', ');
     const params = slice.flatMap((p) => [p.chunk.id, model, p.hash, now]);
     await tx.run(
@@ -81,16 +82,14 @@ async function setStatus(
   status: 'embedded' | 'failed',
   model?: string,
 ): Promise<void> {
-  for (let start = 0; start < ids.length; start += IN_BATCH) {
-    const slice = ids.slice(start, start + IN_BATCH);
-    const list = slice.map(() => '?').join(',');
+  for (const list of inLists(ids)) {
     if (status === 'embedded') {
-      await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id IN (${list})`, [
+      await tx.run(`UPDATE chunks SET status = 'embedded', embedding_model = ? WHERE id IN (${list.marks})`, [
         model,
-        ...slice,
+        ...list.values,
       ]);
     } else {
-      await tx.run(`UPDATE chunks SET status = 'failed' WHERE id IN (${list})`, [...slice]);
+      await tx.run(`UPDATE chunks SET status = 'failed' WHERE id IN (${list.marks})`, list.values);
     }
   }
 }
@@ -104,12 +103,11 @@ export function chunkContextOf(row: { heading_path: unknown; title: string | nul
 /** Title and heading path of each chunk, from SQL, so every caller embeds exactly the same text for a chunk. */
 async function loadContexts(db: SqlExecutor, ids: readonly number[]): Promise<Map<number, ChunkContext>> {
   const contexts = new Map<number, ChunkContext>();
-  for (let start = 0; start < ids.length; start += IN_BATCH) {
-    const slice = ids.slice(start, start + IN_BATCH);
+  for (const list of inLists(ids)) {
     const rows = await db.query<{ id: number; heading_path: unknown; title: string | null }>(
       `SELECT c.id, c.heading_path, d.title FROM chunks c JOIN documents d ON d.id = c.document_id
-       WHERE c.id IN (${slice.map(() => '?').join(',')})`,
-      [...slice],
+       WHERE c.id IN (${list.marks})`,
+      list.values,
     );
     for (const row of rows) contexts.set(Number(row.id), chunkContextOf(row));
   }
@@ -123,13 +121,12 @@ async function linkedHashes(
   chunks: readonly ChunkRow[],
 ): Promise<Map<number, string>> {
   const linked = new Map<number, string>();
-  for (let start = 0; start < chunks.length; start += IN_BATCH) {
-    const ids = chunks.slice(start, start + IN_BATCH).map((c) => c.id);
+  for (const list of inLists(chunks.map((c) => c.id))) {
     const rows = await db.query<{ chunk_id: number; text_hash: string }>(
       `SELECT cv.chunk_id, cv.text_hash FROM chunk_vectors cv
        JOIN embedding_cache ec ON ec.model = cv.model AND ec.text_hash = cv.text_hash AND ec.dimensions = ?
-       WHERE cv.model = ? AND cv.chunk_id IN (${ids.map(() => '?').join(',')})`,
-      [embedder.dimensions, embedder.model, ...ids],
+       WHERE cv.model = ? AND cv.chunk_id IN (${list.marks})`,
+      [embedder.dimensions, embedder.model, ...list.values],
     );
     for (const row of rows) linked.set(Number(row.chunk_id), row.text_hash);
   }

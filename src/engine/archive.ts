@@ -3,6 +3,7 @@ import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 
@@ -19,8 +20,6 @@ export const INLINE_ARCHIVE_BYTES = 1024 * 1024;
 /** Inline rows the scan collects before it writes them (one transaction): bounds its memory. */
 const INLINE_FLUSH_BYTES = 4 * 1024 * 1024;
 const INLINE_FLUSH_ROWS = 200;
-/** Hashes looked up per statement (findArchivedMany). */
-const IN_BATCH = 200;
 /**
  * Bytes per INSERT of inline rows (a row of up to INLINE_ARCHIVE_BYTES alone is larger): well under a MariaDB
  * server's max_allowed_packet (16 MB by default, 4 MB on older servers).
@@ -188,8 +187,7 @@ export async function findArchivedMany(
 ): Promise<Array<ArchivedFile | undefined>> {
   const rows = new Map<string, { byte_size: number; inline: number; bytes: Buffer | null }>();
   const hashes = [...new Set(files.map((f) => f.hash))];
-  for (let start = 0; start < hashes.length; start += IN_BATCH) {
-    const slice = hashes.slice(start, start + IN_BATCH);
+  for (const list of inLists(hashes)) {
     const sliceRows = await db.query<{
       content_hash: string;
       byte_size: number;
@@ -198,8 +196,8 @@ export async function findArchivedMany(
     }>(
       `SELECT content_hash, byte_size, CASE WHEN content IS NULL THEN 0 ELSE 1 END AS inline,
          CASE WHEN byte_size <= ? THEN content END AS bytes
-       FROM document_archive WHERE content_hash IN (${slice.map(() => '?').join(', ')})`,
-      [options.bytesUpTo ?? -1, ...slice],
+       FROM document_archive WHERE content_hash IN (${list.marks})`,
+      [options.bytesUpTo ?? -1, ...list.values],
     );
     for (const row of sliceRows) rows.set(row.content_hash, row);
   }

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { rowSlices } from '../db/statement-shapes.js';
 import { sqlTime } from '../util/time.js';
 
 export interface CheckpointRow {
@@ -24,31 +25,30 @@ export async function loadCheckpoints(
   return new Map(rows.map((r) => [r.step_name, r.config_hash]));
 }
 
-/** Records finished steps (one statement for all of them); a step finished again replaces its row. */
+/** Checkpoint rows per statement. */
+const ROWS_PER_STATEMENT = 200;
+
+/** Records finished steps (one statement per slice of rows); a step finished again replaces its row. */
 export async function saveCheckpoints(db: SqlExecutor, rows: readonly CheckpointRow[]): Promise<void> {
-  if (rows.length === 0) return;
   const now = sqlTime();
-  const values = rows.flatMap((r) => [
-    r.documentId,
-    r.pipelineId,
-    r.stepName,
-    r.stepType,
-    r.hash,
-    r.runId,
-    now,
-  ]);
-  const groups = rows.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
-  const insert = `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at) VALUES ${groups}`;
-  if (db.dialect === 'mysql') {
+  for (const slice of rowSlices(db.dialect, rows, ROWS_PER_STATEMENT)) {
+    const values = slice.flatMap((r) => [
+      r.documentId,
+      r.pipelineId,
+      r.stepName,
+      r.stepType,
+      r.hash,
+      r.runId,
+      now,
+    ]);
+    const groups = slice.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const insert = `INSERT INTO step_checkpoints (document_id, pipeline_id, step_name, step_type, config_hash, run_id, created_at) VALUES ${groups}`;
     await db.run(
-      `${insert} ON DUPLICATE KEY UPDATE step_type = VALUES(step_type), config_hash = VALUES(config_hash),
-       run_id = VALUES(run_id), created_at = VALUES(created_at)`,
-      values,
-    );
-  } else {
-    await db.run(
-      `${insert} ON CONFLICT (document_id, pipeline_id, step_name) DO UPDATE SET step_type = excluded.step_type,
-       config_hash = excluded.config_hash, run_id = excluded.run_id, created_at = excluded.created_at`,
+      db.dialect === 'mysql'
+        ? `${insert} ON DUPLICATE KEY UPDATE step_type = VALUES(step_type), config_hash = VALUES(config_hash),
+           run_id = VALUES(run_id), created_at = VALUES(created_at)`
+        : `${insert} ON CONFLICT (document_id, pipeline_id, step_name) DO UPDATE SET step_type = excluded.step_type,
+           config_hash = excluded.config_hash, run_id = excluded.run_id, created_at = excluded.created_at`,
       values,
     );
   }

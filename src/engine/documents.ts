@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { sqlTime } from '../util/time.js';
 import { type ArchivedFile, recordArchived } from './archive.js';
 
@@ -83,11 +84,10 @@ export async function createDocumentVersions(
   const links = rows.flatMap((row, i) =>
     row instanceof Error ? [] : [[versions[i]!.itemId, row.id] as const],
   );
-  for (let start = 0; start < links.length; start += PATHS_PER_STATEMENT) {
-    const slice = links.slice(start, start + PATHS_PER_STATEMENT);
+  for (const slice of rowSlices(tx.dialect, links, PATHS_PER_STATEMENT)) {
     await tx.run(
       `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
-       WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?`,
+       WHERE id IN (${marks(slice.length)}) AND locked_by = ?`,
       [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
     );
   }
@@ -107,12 +107,11 @@ async function newestVersions(
   paths: readonly string[],
 ): Promise<Map<string, NewestVersion>> {
   const newest = new Map<string, NewestVersion>();
-  for (let start = 0; start < paths.length; start += PATHS_PER_STATEMENT) {
-    const slice = paths.slice(start, start + PATHS_PER_STATEMENT);
+  for (const list of inLists(paths, PATHS_PER_STATEMENT)) {
     const rows = await tx.query<{ id: number; source_path: string; version: number; status: string }>(
-      `SELECT id, source_path, version, status FROM documents WHERE source_path IN (${slice.map(() => '?').join(', ')})
+      `SELECT id, source_path, version, status FROM documents WHERE source_path IN (${list.marks})
        ORDER BY version`,
-      slice,
+      list.values,
     );
     for (const row of rows) {
       const state = newest.get(row.source_path) ?? { top: 0, previous: null };
@@ -181,7 +180,7 @@ async function insertEach(
     const { row, values } = versionRow(file, newest.get(file.sourcePath), now);
     try {
       const { insertId } = await tx.run(
-        `INSERT INTO documents (${INSERT_COLUMNS}) VALUES (${values.map(() => '?').join(', ')})`,
+        `INSERT INTO documents (${INSERT_COLUMNS}) VALUES (${marks(values.length)})`,
         values,
       );
       row.id = insertId;
@@ -207,11 +206,9 @@ async function insertAll(
   now: string,
 ): Promise<Array<DocumentRow | Error>> {
   const out: Array<DocumentRow | Error> = [];
-  for (let start = 0; start < files.length; start += PATHS_PER_STATEMENT) {
-    const slice = files
-      .slice(start, start + PATHS_PER_STATEMENT)
-      .map((file) => versionRow(file, newest.get(file.sourcePath), now));
-    const groups = slice.map(({ values }) => `(${values.map(() => '?').join(', ')})`).join(', ');
+  for (const sliceFiles of rowSlices(tx.dialect, files, PATHS_PER_STATEMENT)) {
+    const slice = sliceFiles.map((file) => versionRow(file, newest.get(file.sourcePath), now));
+    const groups = slice.map(({ values }) => `(${marks(values.length)})`).join(', ');
     let returned: Array<{ id: number; source_path: string }>;
     try {
       returned = await tx.query(
@@ -258,7 +255,7 @@ export async function markPathDeleted(db: SqlExecutor, sourcePath: string): Prom
     const ids = rows.map((r) => Number(r.id));
     if (ids.length) {
       await tx.run(
-        `UPDATE documents SET status = 'deleted', is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`,
+        `UPDATE documents SET status = 'deleted', is_latest = 0, updated_at = ? WHERE id IN (${marks(ids.length)})`,
         [sqlTime(), ...ids],
       );
     }

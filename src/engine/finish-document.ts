@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inList, inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import { type CheckpointRow, saveCheckpoints } from './checkpoints.js';
@@ -66,7 +67,7 @@ interface CompletionJob {
   options: FinishOptions;
 }
 
-/** Statements of at most this many documents (or checkpoint rows): well inside every server's limits. */
+/** Statements of at most this many documents: well inside every server's limits. */
 const BATCH = 200;
 
 /**
@@ -84,12 +85,14 @@ async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]):
     byWorker.set(options.queue.worker, ids);
   }
   const now = sqlTime();
-  const close = (ids: readonly number[], worker: string) =>
-    tx.run(
+  const close = (ids: readonly number[], worker: string) => {
+    const list = inList(ids);
+    return tx.run(
       `UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, finished_at = ?,
-         updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')}) AND locked_by = ?`,
-      [now, now, ...ids, worker],
+         updated_at = ? WHERE id IN (${list.marks}) AND locked_by = ?`,
+      [now, now, ...list.values, worker],
     );
+  };
   for (const [worker, ids] of byWorker) {
     for (let start = 0; start < ids.length; start += BATCH) {
       const slice = ids.slice(start, start + BATCH);
@@ -98,11 +101,12 @@ async function closeQueueItems(tx: SqlExecutor, jobs: readonly CompletionJob[]):
         if ((await close(slice, worker)).affectedRows > 0) closed.add(slice[0]!);
         continue;
       }
+      const list = inList(slice);
       const held = await tx.query<{ id: number }>(
-        `SELECT id FROM pipeline_queue WHERE id IN (${slice.map(() => '?').join(', ')}) AND locked_by = ?${
+        `SELECT id FROM pipeline_queue WHERE id IN (${list.marks}) AND locked_by = ?${
           tx.dialect === 'mysql' ? ' FOR UPDATE' : ''
         }`,
-        [...slice, worker],
+        [...list.values, worker],
       );
       const heldIds = held.map((r) => Number(r.id));
       if (heldIds.length === 0) continue;
@@ -119,12 +123,11 @@ async function documentsWithCounts(
   ids: readonly number[],
 ): Promise<Map<number, CompletingRow>> {
   const rows = new Map<number, CompletingRow>();
-  for (let start = 0; start < ids.length; start += BATCH) {
-    const slice = ids.slice(start, start + BATCH);
+  for (const list of inLists(ids, BATCH)) {
     const found = await tx.query<CompletingRow>(
       `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d
-       WHERE d.id IN (${slice.map(() => '?').join(', ')})`,
-      [...slice],
+       WHERE d.id IN (${list.marks})`,
+      list.values,
     );
     for (const row of found) rows.set(Number(row.id), row);
   }
@@ -147,8 +150,7 @@ async function completeInTransaction(
   const held = jobs.map((job) => !job.options.queue || closed.has(job.options.queue.itemId));
   const live = jobs.filter((_, i) => held[i]);
   const checkpoints = live.flatMap((job) => job.options.checkpoints ?? []);
-  for (let start = 0; start < checkpoints.length; start += BATCH)
-    await saveCheckpoints(tx, checkpoints.slice(start, start + BATCH));
+  await saveCheckpoints(tx, checkpoints);
   const completing = live
     .filter((job) => job.options.completeDocument !== false)
     .map((job) => job.documentId);
@@ -168,8 +170,7 @@ async function completeInTransaction(
 
 /** The documents' rows: their counts in the metadata, done, latest (one statement per slice of documents). */
 async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now: string) {
-  for (let start = 0; start < docs.length; start += BATCH) {
-    const slice = docs.slice(start, start + BATCH);
+  for (const slice of rowSlices(tx.dialect, docs, BATCH)) {
     const cases = slice.map(() => 'WHEN ? THEN ?').join(' ');
     const counts = slice.map(countsOf);
     const metadata = slice.flatMap((doc, i) => [
@@ -180,7 +181,7 @@ async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now
     await tx.run(
       `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = CASE id ${cases} END,
          page_count = COALESCE(page_count, CASE id ${cases} END), processed_at = ?, updated_at = ?
-       WHERE id IN (${slice.map(() => '?').join(', ')})`,
+       WHERE id IN (${marks(slice.length)})`,
       [...metadata, ...pages, now, now, ...slice.map((doc) => Number(doc.id))],
     );
   }
@@ -202,10 +203,10 @@ async function replaceOlder(
   );
   const ids = older.map((r) => Number(r.id));
   if (ids.length) {
-    await tx.run(
-      `UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${ids.map(() => '?').join(', ')})`,
-      [now, ...ids],
-    );
+    await tx.run(`UPDATE documents SET is_latest = 0, updated_at = ? WHERE id IN (${marks(ids.length)})`, [
+      now,
+      ...ids,
+    ]);
   }
   return ids;
 }

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { marks, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 
@@ -50,8 +51,7 @@ export async function enqueue(db: SqlExecutor, item: EnqueueItem): Promise<void>
 /** enqueue for many files: multi-row statements of up to 100 rows (call it inside a transaction). */
 export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]): Promise<void> {
   const now = sqlTime();
-  for (let start = 0; start < items.length; start += 100) {
-    const slice = items.slice(start, start + 100);
+  for (const slice of rowSlices(db.dialect, items, 100)) {
     const rows = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
     const values = slice.flatMap((item) => [
       item.path,
@@ -113,7 +113,7 @@ export async function claimQueueItems(
 ): Promise<QueueItem[]> {
   const now = sqlTime();
   const until = sqlTime(Date.now() + leaseMs);
-  const pathFilter = onlyPaths?.length ? ` AND path_hash IN (${onlyPaths.map(() => '?').join(', ')})` : '';
+  const pathFilter = onlyPaths?.length ? ` AND path_hash IN (${marks(onlyPaths.length)})` : '';
   const take = Math.max(1, Math.floor(limit));
   const pathParams = (onlyPaths ?? []).map((p) => sha256(p));
   // Three index-friendly arms instead of one OR (which made every claim scan the whole queue): pending items,
@@ -150,14 +150,14 @@ export async function claimQueueItems(
       ids.push(...rows.map((r) => Number(r.id)));
     }
     if (ids.length === 0) return [];
-    const marks = ids.map(() => '?').join(', ');
+    const list = marks(ids.length);
     await tx.run(
       `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id IN (${marks})`,
+       WHERE id IN (${list})`,
       [worker, until, now, ...ids],
     );
     const items = await tx.query<QueueItem>(
-      `SELECT * FROM pipeline_queue WHERE id IN (${marks}) ORDER BY id`,
+      `SELECT * FROM pipeline_queue WHERE id IN (${list}) ORDER BY id`,
       ids,
     );
     return items.map(numeric);
@@ -172,13 +172,13 @@ export async function heartbeat(
   leaseMs: number,
 ): Promise<number[]> {
   if (ids.length === 0) return [];
-  const marks = ids.map(() => '?').join(', ');
+  const list = marks(ids.length);
   await db.run(
-    `UPDATE pipeline_queue SET locked_until = ? WHERE id IN (${marks}) AND locked_by = ? AND status = 'processing'`,
+    `UPDATE pipeline_queue SET locked_until = ? WHERE id IN (${list}) AND locked_by = ? AND status = 'processing'`,
     [sqlTime(Date.now() + leaseMs), ...ids, worker],
   );
   const held = await db.query<{ id: number }>(
-    `SELECT id FROM pipeline_queue WHERE id IN (${marks}) AND locked_by = ? AND status = 'processing'`,
+    `SELECT id FROM pipeline_queue WHERE id IN (${list}) AND locked_by = ? AND status = 'processing'`,
     [...ids, worker],
   );
   const heldIds = new Set(held.map((r) => Number(r.id)));

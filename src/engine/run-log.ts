@@ -1,5 +1,6 @@
 import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
+import { marks, rowSlices } from '../db/statement-shapes.js';
 import { describeError } from '../errors.js';
 import { sqlTime } from '../util/time.js';
 import type { Logger, StepCounts } from './plugin.js';
@@ -201,11 +202,9 @@ export class RunLog {
 
 async function insertMany(db: SqlExecutor, table: string, columns: string, rows: unknown[][]): Promise<void> {
   if (rows.length === 0) return;
-  const width = rows[0]!.length;
-  const group = `(${new Array(width).fill('?').join(', ')})`;
-  // keep statements well under driver placeholder limits
-  for (let i = 0; i < rows.length; i += 100) {
-    const slice = rows.slice(i, i + 100);
+  const group = `(${marks(rows[0]!.length)})`;
+  // well under the drivers' placeholder limits
+  for (const slice of rowSlices(db.dialect, rows, 100)) {
     await db.run(
       `INSERT INTO ${table} (${columns}) VALUES ${slice.map(() => group).join(', ')}`,
       slice.flat(),

@@ -9,6 +9,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { sha256, sha256File } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
@@ -324,19 +325,14 @@ export async function recordSourceFiles(db: SqlExecutor, entries: readonly ScanE
          ON CONFLICT (path_hash) DO UPDATE SET path = excluded.path, stat_key = excluded.stat_key,
          content_hash = excluded.content_hash, checked_at = excluded.checked_at`;
   await db.transaction(async (tx) => {
-    for (let i = 0; i < keep.length; i += 200) {
-      const slice = keep.slice(i, i + 200);
+    for (const slice of rowSlices(tx.dialect, keep, 200)) {
       await tx.run(
         upsert.replace('%s', slice.map(() => '(?, ?, ?, ?, ?)').join(', ')),
         slice.flatMap((e) => [sha256(e.path), e.path, e.statKey, e.hash, now]),
       );
     }
-    for (let i = 0; i < gone.length; i += 200) {
-      const slice = gone.slice(i, i + 200);
-      await tx.run(
-        `DELETE FROM source_files WHERE path_hash IN (${slice.map(() => '?').join(', ')})`,
-        slice.map((e) => sha256(e.path)),
-      );
+    for (const list of inLists(gone.map((e) => sha256(e.path)))) {
+      await tx.run(`DELETE FROM source_files WHERE path_hash IN (${list.marks})`, list.values);
     }
   });
 }

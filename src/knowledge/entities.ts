@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists } from '../db/statement-shapes.js';
 import { describeError } from '../errors.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { pointIdFromKey } from '../vectors/point-id.js';
@@ -221,13 +222,12 @@ export async function embedEntities(
       type: string;
       description: string | null;
     }> = [];
-    for (let i = 0; i < entityIds.length; i += 500) {
-      const part = entityIds.slice(i, i + 500);
+    for (const list of inLists(entityIds)) {
       rows.push(
         ...(await ctx.db.query<(typeof rows)[number]>(
           `SELECT id, name, normalized_name, type, description FROM entities
-            WHERE qdrant_id IS NULL AND id IN (${part.map(() => '?').join(', ')})`,
-          part,
+            WHERE qdrant_id IS NULL AND id IN (${list.marks})`,
+          list.values,
         )),
       );
     }

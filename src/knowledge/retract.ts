@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists } from '../db/statement-shapes.js';
 
 /** Name of the vector collection that holds one point per entity. */
 export const ENTITY_COLLECTION = 'entities';
@@ -12,13 +13,9 @@ export interface RetractResult {
   deletedTerms: number;
 }
 
-const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
-
 async function deleteByIds(db: SqlExecutor, table: string, ids: readonly number[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) {
-    const part = ids.slice(i, i + 500);
-    await db.run(`DELETE FROM ${table} WHERE id IN (${placeholders(part.length)})`, part);
-  }
+  for (const list of inLists(ids))
+    await db.run(`DELETE FROM ${table} WHERE id IN (${list.marks})`, list.values);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists } from '../db/statement-shapes.js';
 import { DEFAULT_MAX_EMBED_CHARS, prepareEmbedText } from '../embed/prepare.js';
 import type { Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
@@ -87,15 +88,14 @@ async function joinWithSql(
   ];
   if (documentIds.length === 0) return [];
   const rows: any[] = [];
-  for (let start = 0; start < documentIds.length; start += 200) {
-    const slice = documentIds.slice(start, start + 200);
+  for (const list of inLists(documentIds)) {
     rows.push(
       ...(await db.query(
         `SELECT c.id, c.document_id, c.chunk_index, c.content, c.heading_path, c.page_start,
                 d.title, d.filename, d.source_path
          FROM chunks c JOIN documents d ON d.id = c.document_id
-         WHERE c.document_id IN (${slice.map(() => '?').join(',')}) AND d.is_latest = 1 AND d.status <> 'deleted'`,
-        slice,
+         WHERE c.document_id IN (${list.marks}) AND d.is_latest = 1 AND d.status <> 'deleted'`,
+        list.values,
       )),
     );
   }

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { normalizeVector, unitVector, vectorToBlob } from '../embed/vector-blob.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
@@ -16,7 +17,6 @@ import type {
 const WRITE_BATCH = 100;
 const POINT_COLUMNS =
   'collection, point_id, document_id, chunk_id, vector, vector_model, text_hash, payload, content_chars';
-const IN_BATCH = 200;
 const LOAD_PAGE = 5000;
 
 /**
@@ -311,8 +311,7 @@ export class SqlVectorIndex implements VectorIndex {
     await this.write(
       collection,
       async (tx) => {
-        for (let start = 0; start < rows.length; start += WRITE_BATCH) {
-          const slice = rows.slice(start, start + WRITE_BATCH);
+        for (const slice of rowSlices(tx.dialect, rows, WRITE_BATCH)) {
           const values = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
           const params = slice.flatMap((r) => [
             collection,
@@ -367,12 +366,11 @@ export class SqlVectorIndex implements VectorIndex {
     await this.write(
       collection,
       async (tx) => {
-        for (let start = 0; start < ids.length; start += IN_BATCH) {
-          const slice = ids.slice(start, start + IN_BATCH);
-          await tx.run(
-            `DELETE FROM vector_points WHERE collection = ? AND point_id IN (${slice.map(() => '?').join(',')})`,
-            [collection, ...slice],
-          );
+        for (const list of inLists(ids)) {
+          await tx.run(`DELETE FROM vector_points WHERE collection = ? AND point_id IN (${list.marks})`, [
+            collection,
+            ...list.values,
+          ]);
         }
       },
       (packed) => {
@@ -456,17 +454,22 @@ export class SqlVectorIndex implements VectorIndex {
     const best = packed.top(normalizeVector(vector), options.limit, allowed);
     if (best.length === 0) return [];
     const ids = best.map((b) => packed.ids[b.row]);
-    const rows = await this.db.query<{
+    const rows: Array<{
       point_id: string;
       payload: string;
       content_chars: number | null;
       chunk_content: string | null;
-    }>(
-      `SELECT vp.point_id, vp.payload, vp.content_chars, c.content AS chunk_content
-       FROM vector_points vp LEFT JOIN chunks c ON c.id = vp.chunk_id AND vp.content_chars IS NOT NULL
-       WHERE vp.collection = ? AND vp.point_id IN (${ids.map(() => '?').join(',')})`,
-      [collection, ...ids],
-    );
+    }> = [];
+    for (const list of inLists(ids)) {
+      rows.push(
+        ...(await this.db.query<(typeof rows)[number]>(
+          `SELECT vp.point_id, vp.payload, vp.content_chars, c.content AS chunk_content
+           FROM vector_points vp LEFT JOIN chunks c ON c.id = vp.chunk_id AND vp.content_chars IS NOT NULL
+           WHERE vp.collection = ? AND vp.point_id IN (${list.marks})`,
+          [collection, ...list.values],
+        )),
+      );
+    }
     const payloads = new Map(
       rows.map((r) => {
         const payload = parseJsonColumn<Record<string, unknown>>(r.payload, {});

@@ -1,5 +1,6 @@
 import { readChunkTexts } from '../content/chunk-store.js';
 import type { SqlExecutor } from '../db/sql.js';
+import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { EmbeddingCache } from '../embed/cache.js';
 import type { Logger, Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
@@ -90,15 +91,15 @@ async function loadVersions(
   return { doc, others: rows.filter((r) => r !== doc) };
 }
 
-const IN_BATCH = 200;
+/** Chunks per `CASE id WHEN ... END` update. */
+const CASE_ROWS = 200;
 
 /** chunks.qdrant_id = NULL for the chunks of these documents that still name a point. */
 async function clearPointIds(db: SqlExecutor, documentIds: readonly number[]): Promise<void> {
-  for (let start = 0; start < documentIds.length; start += IN_BATCH) {
-    const slice = documentIds.slice(start, start + IN_BATCH);
+  for (const list of inLists(documentIds)) {
     await db.run(
-      `UPDATE chunks SET qdrant_id = NULL WHERE document_id IN (${slice.map(() => '?').join(',')}) AND qdrant_id IS NOT NULL`,
-      [...slice],
+      `UPDATE chunks SET qdrant_id = NULL WHERE document_id IN (${list.marks}) AND qdrant_id IS NOT NULL`,
+      list.values,
     );
   }
 }
@@ -129,17 +130,15 @@ async function writePointIds(
   db: SqlExecutor,
   { set, clear }: { set: ReadonlyArray<[number, string]>; clear: readonly number[] },
 ): Promise<void> {
-  for (let start = 0; start < set.length; start += IN_BATCH) {
-    const slice = set.slice(start, start + IN_BATCH);
+  for (const slice of rowSlices(db.dialect, set, CASE_ROWS)) {
     await db.run(
       `UPDATE chunks SET qdrant_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
-       WHERE id IN (${slice.map(() => '?').join(',')})`,
+       WHERE id IN (${marks(slice.length)})`,
       [...slice.flat(), ...slice.map(([id]) => id)],
     );
   }
-  for (let start = 0; start < clear.length; start += IN_BATCH) {
-    const slice = clear.slice(start, start + IN_BATCH);
-    await db.run(`UPDATE chunks SET qdrant_id = NULL WHERE id IN (${slice.map(() => '?').join(',')})`, slice);
+  for (const list of inLists(clear)) {
+    await db.run(`UPDATE chunks SET qdrant_id = NULL WHERE id IN (${list.marks})`, list.values);
   }
 }
 
