@@ -63,8 +63,9 @@ const PATHS_PER_STATEMENT = 200;
  * their files are read in one statement, the rows inserted (in one statement where the files differ and the
  * database returns inserted rows, else one per item), and the items linked to their rows in one statement (each
  * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with (the item is
- * then left to processItem, which reports it). A failing lookup or link throws, possibly after rows were
- * inserted: a caller that goes on with its transaction then keeps rows no item points to.
+ * then left to processItem, which reports it). A failing lookup throws before any row goes in; a failing link
+ * takes the inserted rows out again before it throws, so that a caller going on with its transaction keeps no
+ * row without its item (processItem would create the same version a second time).
  */
 export async function createDocumentVersions(
   tx: SqlExecutor,
@@ -84,14 +85,35 @@ export async function createDocumentVersions(
   const links = rows.flatMap((row, i) =>
     row instanceof Error ? [] : [[versions[i]!.itemId, row.id] as const],
   );
-  for (const slice of rowSlices(tx.dialect, links, PATHS_PER_STATEMENT)) {
-    await tx.run(
-      `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
-       WHERE id IN (${marks(slice.length)}) AND locked_by = ?`,
-      [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
+  try {
+    for (const slice of rowSlices(tx.dialect, links, PATHS_PER_STATEMENT)) {
+      await tx.run(
+        `UPDATE pipeline_queue SET document_id = CASE id ${slice.map(() => 'WHEN ? THEN ?').join(' ')} END
+         WHERE id IN (${marks(slice.length)}) AND locked_by = ?`,
+        [...slice.flat(), ...slice.map(([itemId]) => itemId), worker],
+      );
+    }
+  } catch (error) {
+    // the rows are in and their items not (all) linked: take the rows out again (if that fails too, its error
+    // is the one thrown: the transaction is in trouble, and the caller rolls it back when it is retryable)
+    await deleteDocumentRows(
+      tx,
+      links.map(([, documentId]) => documentId),
     );
+    throw error;
   }
   return rows;
+}
+
+/** Deletes document rows this call created, by id, and the links of queue items to them that went in. */
+async function deleteDocumentRows(tx: SqlExecutor, ids: readonly number[]): Promise<void> {
+  for (const list of inLists(ids)) {
+    await tx.run(
+      `UPDATE pipeline_queue SET document_id = NULL WHERE document_id IN (${list.marks})`,
+      list.values,
+    );
+    await tx.run(`DELETE FROM documents WHERE id IN (${list.marks})`, list.values);
+  }
 }
 
 interface NewestVersion {
@@ -222,9 +244,20 @@ async function insertAll(
     }
     // the order of returned rows is not defined (SQLite): they are matched by path, unique in the batch
     const ids = new Map(returned.map((r) => [r.source_path, Number(r.id)]));
+    const unmatched = slice.find(({ row }) => !ids.get(row.source_path));
+    if (unmatched) {
+      // a path the database stored otherwise than given (cut to the column's size, say): the slice fails as a
+      // whole, and its rows go again, so that processItem does not create them a second time
+      await deleteDocumentRows(
+        tx,
+        returned.map((r) => Number(r.id)),
+      );
+      const failed = new Error(`the insert returned no row for ${unmatched.row.source_path}`);
+      out.push(...slice.map(() => failed));
+      continue;
+    }
     for (const { row } of slice) {
-      row.id = ids.get(row.source_path) ?? 0;
-      if (!row.id) throw new Error(`the insert returned no row for ${row.source_path}`);
+      row.id = ids.get(row.source_path)!;
       out.push(row);
     }
   }

@@ -196,6 +196,57 @@ for (const backend of testBackends()) {
       await engine.close();
     });
 
+    it('fails a slice whose insert returns a row it cannot match to a file, and takes its rows out again', async function () {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      if (!db.insertReturning) this.skip(); // row by row there: each insert names its row by id
+      const items = await claimItems(db, [
+        ['p', 1],
+        ['q', 1],
+        ['r', 1],
+      ]);
+      // as a database that stored a path otherwise than given (cut to the column's size) would answer
+      const rows = await db.transaction((tx) =>
+        createDocumentVersions(
+          new Proxy(tx, {
+            get(target, prop) {
+              const value = Reflect.get(target, prop);
+              if (prop !== 'query') return typeof value === 'function' ? value.bind(target) : value;
+              return async (sql: string, params?: unknown[]) => {
+                const result = await target.query<Record<string, unknown>>(sql, params);
+                if (/RETURNING/.test(sql)) result[0]!.source_path = '/finish/cut';
+                return result;
+              };
+            },
+          }),
+          items.map((item) => ({
+            file: {
+              hash: item.hash,
+              size: 10,
+              path: `/archive/${item.hash}`,
+              sourcePath: item.path,
+              recorded: true,
+            },
+            itemId: item.id,
+          })),
+          'w1',
+        ),
+      );
+      // the slice's items all get the error (the order of returned rows is not defined: any of the three)
+      expect(rows.every((r) => r instanceof Error && r === rows[0])).to.equal(true);
+      expect((rows[0] as Error).message).to.match(/^the insert returned no row for \/finish\/[pqr]\.md$/);
+      const [{ n }] = await db.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM documents WHERE source_path LIKE '/finish/%'",
+      );
+      expect(Number(n)).to.equal(0);
+      const linked = await db.query<{ document_id: number | null }>(
+        `SELECT document_id FROM pipeline_queue WHERE id IN (${items.map(() => '?').join(', ')})`,
+        items.map((i) => i.id),
+      );
+      expect(linked.map((r) => r.document_id)).to.deep.equal([null, null, null]);
+      await engine.close();
+    });
+
     it('keeps the rows of the slices of a claim that went in when a later slice fails, and links only those', async function () {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;

@@ -264,21 +264,16 @@ for (const backend of testBackends()) {
       expect(Number(left[0]!.n)).to.equal(1);
     });
 
-    it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
+    /**
+     * Runs 6 new files while the first claim's link of its items to their new rows fails with `error()`, and
+     * checks that every file ends with one version, done, and its item linked to it.
+     */
+    const runWithFailingFirstLink = async (error: () => Error) => {
       await insertPipeline(engine.dbs.content.sql, 'plain', [
         { name: 'detect', type: 'detect' },
         { name: 'double', type: 'double', config: { value: 1 } },
       ]);
       const db = engine.dbs.content.sql;
-      // the first claim's link of its items to their new rows fails as MariaDB reports a deadlock inside a
-      // transaction (on SQLite, which has none, as its executor would report a conflict)
-      const deadlock = () =>
-        backend === 'mysql'
-          ? Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
-              errno: 1213,
-              code: 'ER_LOCK_DEADLOCK',
-            })
-          : new CpeError(ErrorCodes.DATABASE_CONFLICT, 'database lock conflict', { retryable: true });
       let failed = 0;
       const transaction = db.transaction.bind(db);
       db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
@@ -291,7 +286,7 @@ for (const backend of testBackends()) {
                 return async (sql: string, params?: unknown[]) => {
                   if (failed === 0 && /SET document_id = CASE/.test(sql)) {
                     failed++;
-                    throw deadlock();
+                    throw error();
                   }
                   return target.run(sql, params);
                 };
@@ -318,6 +313,24 @@ for (const backend of testBackends()) {
       expect(items.map((i) => [i.status, Number(i.document_id)])).to.deep.equal(
         docs.map((d) => ['done', Number(d.id)]),
       );
+    };
+
+    it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
+      // as MariaDB reports a deadlock inside a transaction (on SQLite, which has none, as its executor reports a
+      // conflict): the claim fails and is tried again
+      await runWithFailingFirstLink(() =>
+        backend === 'mysql'
+          ? Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
+              errno: 1213,
+              code: 'ER_LOCK_DEADLOCK',
+            })
+          : new CpeError(ErrorCodes.DATABASE_CONFLICT, 'database lock conflict', { retryable: true }),
+      );
+    });
+
+    it('takes the rows of a claim out again when linking its items fails for good: processItem creates each version once', async () => {
+      // not retryable: the claim keeps its items, and processItem creates their documents one by one
+      await runWithFailingFirstLink(() => new Error('link failed'));
     });
 
     it('stops cleanly when cancelled: run cancelled, claimed items released, nothing left processing', async () => {
