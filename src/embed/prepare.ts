@@ -5,6 +5,13 @@ import type { Embedder } from './types.js';
 export const DEFAULT_MAX_EMBED_CHARS = 800;
 
 /**
+ * What `/\s+/g` replaced by one space changes: a run of two or more whitespace characters, or one that is not a
+ * plain space. The single spaces between words, most matches of `\s+`, are left alone: the replace then copies
+ * long stretches instead of splicing at every word (half the time over the shared corpus, the same output).
+ */
+const WHITESPACE_TO_COLLAPSE = /\s{2,}|[^\S ]/g;
+
+/**
  * The text that is embedded for a chunk, as the original embed.py prepared it: runs of dots (table-of-contents
  * leaders, "Kapitel 3 ........ 12") carry no meaning but use up the model's context, so they collapse to one
  * "..."; whitespace runs collapse to one space; the result is capped at maxChars (Infinity: no cap).
@@ -13,7 +20,7 @@ export function prepareEmbedText(text: string, maxChars: number = DEFAULT_MAX_EM
   const collapsed = text
     .replace(/(?:\.\s?){4,}/g, '... ')
     .replace(/[…]{2,}/g, '…')
-    .replace(/\s+/g, ' ')
+    .replace(WHITESPACE_TO_COLLAPSE, ' ')
     .trim();
   if (collapsed.length <= maxChars) return collapsed;
   // do not cut a surrogate pair in half

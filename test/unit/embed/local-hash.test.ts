@@ -179,6 +179,25 @@ describe('prepareEmbedText', () => {
     expect(prepareEmbedText('a'.repeat(1000), 800)).to.have.length(800);
   });
 
+  it('collapses every whitespace run to one space, as /\\s+/ would', () => {
+    const spaces = [' ', '\t', '\n', '\r', '\v', '\f', '\u00a0', '\u2003', '\u2028', '\u3000', '\ufeff'];
+    const pieces = ['a', 'Wort', '.', '…', 'ü', ...spaces];
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const text = Array.from({ length: 1 + (next() % 40) }, () => pieces[next() % pieces.length]).join('');
+      const expected = text
+        .replace(/(?:\.\s?){4,}/g, '... ')
+        .replace(/[…]{2,}/g, '…')
+        .replace(/\s+/g, ' ')
+        .trim();
+      expect(prepareEmbedText(text, Number.POSITIVE_INFINITY), JSON.stringify(text)).to.equal(expected);
+    }
+  });
+
   it('does not cut a surrogate pair in half', () => {
     const text = `${'a'.repeat(9)}😀rest`;
     expect(prepareEmbedText(text, 10)).to.equal('a'.repeat(9));
