@@ -5,6 +5,7 @@ import { createDocumentVersion, createDocumentVersions } from '../../../src/engi
 import { finishDocuments } from '../../../src/engine/finish-document.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { interceptSql } from '../../helpers/sql.js';
 
 /** Queued and claimed items (by worker w1) for new versions of files (name, hash suffix), as one claim holds them. */
 async function claimItems(db: SqlExecutor, files: ReadonlyArray<readonly [string, string | number]>) {
@@ -51,6 +52,22 @@ async function createVersions(
   );
   return { rows, linked: linked.map((r) => Number(r.document_id)) };
 }
+
+/** createDocumentVersions' input for claimed items whose bytes are archived already; `noHash(i)`: item i has none. */
+const recordedVersions = (
+  items: ReadonlyArray<{ id: number; hash: string; path: string }>,
+  noHash: (index: number) => boolean = () => false,
+) =>
+  items.map((item, i) => ({
+    file: {
+      hash: noHash(i) ? (null as unknown as string) : item.hash,
+      size: 10,
+      path: `/archive/${item.hash}`,
+      sourcePath: item.path,
+      recorded: true,
+    },
+    itemId: item.id,
+  }));
 
 const checkpoint = (documentId: number, stepName: string) => ({
   documentId,
@@ -208,27 +225,12 @@ for (const backend of testBackends()) {
       // as a database that stored a path otherwise than given (cut to the column's size) would answer
       const rows = await db.transaction((tx) =>
         createDocumentVersions(
-          new Proxy(tx, {
-            get(target, prop) {
-              const value = Reflect.get(target, prop);
-              if (prop !== 'query') return typeof value === 'function' ? value.bind(target) : value;
-              return async (sql: string, params?: unknown[]) => {
-                const result = await target.query<Record<string, unknown>>(sql, params);
-                if (/RETURNING/.test(sql)) result[0]!.source_path = '/finish/cut';
-                return result;
-              };
-            },
+          interceptSql(tx, async (sql, _params, next) => {
+            const result = (await next()) as Array<Record<string, unknown>>;
+            if (/RETURNING/.test(sql)) result[0]!.source_path = '/finish/cut';
+            return result;
           }),
-          items.map((item) => ({
-            file: {
-              hash: item.hash,
-              size: 10,
-              path: `/archive/${item.hash}`,
-              sourcePath: item.path,
-              recorded: true,
-            },
-            itemId: item.id,
-          })),
+          recordedVersions(items),
           'w1',
         ),
       );
@@ -259,16 +261,7 @@ for (const backend of testBackends()) {
       const rows = await db.transaction((tx) =>
         createDocumentVersions(
           tx,
-          items.map((item, i) => ({
-            file: {
-              hash: i === 201 ? (null as unknown as string) : item.hash,
-              size: 10,
-              path: `/archive/${item.hash}`,
-              sourcePath: item.path,
-              recorded: true,
-            },
-            itemId: item.id,
-          })),
+          recordedVersions(items, (i) => i === 201),
           'w1',
         ),
       );

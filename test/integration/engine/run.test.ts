@@ -11,6 +11,7 @@ import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
+import { interceptSql } from '../../helpers/sql.js';
 
 for (const backend of testBackends()) {
   describe(`running pipelines (${backend})`, () => {
@@ -279,18 +280,12 @@ for (const backend of testBackends()) {
       db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
         transaction((tx) =>
           fn(
-            new Proxy(tx, {
-              get(target, prop) {
-                const value = Reflect.get(target, prop);
-                if (prop !== 'run') return typeof value === 'function' ? value.bind(target) : value;
-                return async (sql: string, params?: unknown[]) => {
-                  if (failed === 0 && /SET document_id = CASE/.test(sql)) {
-                    failed++;
-                    throw error();
-                  }
-                  return target.run(sql, params);
-                };
-              },
+            interceptSql(tx, async (sql, _params, next) => {
+              if (failed === 0 && /SET document_id = CASE/.test(sql)) {
+                failed++;
+                throw error();
+              }
+              return next();
             }),
           ),
         );
