@@ -26,7 +26,7 @@ export interface IngestBenchOptions {
   rounds?: number;
   /** generated corpus sizes for the scaling rows (default 1000 and 5000 documents, quick 200 and 500) */
   scaleDocs?: number[];
-  /** rounds per scaling size (default 1) */
+  /** interleaved rounds per scaling size (default 3, quick 1) */
   scaleRounds?: number;
   /** which cpe: the compiled package (default) or the TypeScript sources */
   build?: CpeBuild;
@@ -151,7 +151,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
       : isQuick()
         ? [200, 500]
         : [1000, 5000]);
-  const scaleRounds = opts.scaleRounds ?? envNumber('BENCH_SCALE_ROUNDS', 1, 1);
+  const scaleRounds = opts.scaleRounds ?? envNumber('BENCH_SCALE_ROUNDS', 3, 1);
   const build = opts.build ?? (process.env.BENCH_CPE_BUILD as CpeBuild | undefined) ?? 'dist';
   const skipLlamaIndex = opts.skipLlamaIndex ?? process.env.BENCH_SKIP_LLAMAINDEX === '1';
   if (build === 'dist') ensureBuilt(log);
@@ -242,7 +242,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
     }
     sections.push(
       [
-        `**Case 2b — scaling**: generated German Markdown (4-12 KB per document), ${scaleRounds} round(s) per size; peak RSS should stay flat as the corpus grows.`,
+        `**Case 2b — scaling**: generated German Markdown (4-12 KB per document), ${scaleRounds} interleaved round(s) per size (medians); peak RSS should stay flat as the corpus grows.`,
         '',
         table(
           [
