@@ -563,14 +563,21 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
     }
 
-    // The document phase: keep `concurrency` items in flight and up to 16 more claimed ahead (one claim, with the
-    // items' document rows, for several items: bench/engine.ts measured 4 ahead at ~11% overhead, 16 at ~9%);
-    // heartbeat the leases of all of them.
+    // The document phase: keep `concurrency` items in flight and one to two claims' worth more claimed ahead (one
+    // claim, with the items' document rows, for several items: bench/engine.ts measured 4 ahead at ~11% overhead,
+    // 16 at ~9%); heartbeat the leases of all of them. A claim grows while items go faster than claims come back:
+    // on MariaDB a claim is a transaction of several round trips (~10 ms with 16 items on a local server, longer
+    // than 16 no-op documents take), so there 1,000 no-op documents took 0.82-0.91 s with claims of 16 and
+    // 0.62-0.65 s with claims of 64. It shrinks again when a claim came back in time, so that a worker does not
+    // hold many slow items that other workers could take.
     const active = new Map<
       number,
       { item: QueueItem; controller: AbortController; promise?: Promise<void>; heldUntil: number }
     >();
-    const aheadTarget = Math.min(32, Math.max(16, options.concurrency));
+    const baseClaim = Math.min(32, Math.max(16, options.concurrency));
+    let claimSize = baseClaim;
+    /** a slot sat idle for want of a claimed item while a claim was out */
+    let starved = false;
     const waiting: number[] = []; // claimed, not started, oldest first
     let running = 0; // items holding a slot
     const beat = setInterval(
@@ -666,62 +673,99 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           wake?.();
         });
     };
+    /**
+     * One claim at a time, beside the items in flight: it starts while a claim's worth of items still waits, so
+     * that on MariaDB (a claim is a transaction of several round trips) the slots are not idle until it returns.
+     * Its items join `waiting` once the document steps are set up; it wakes the loop when it ends.
+     */
+    let claiming: Promise<void> | undefined;
+    /** false after a claim found nothing: the loop waits for a slot or a moment before it looks again */
+    let look = true;
+    /** what ends the document phase early: a claim failure that is not retryable, or a failing setup */
+    let fatal: { error: unknown } | undefined;
+    const claimAhead = async (want: number) => {
+      const claimedAt = Date.now();
+      let items: QueueItem[];
+      try {
+        items = await claimBatch(want);
+        claimFailures = 0;
+      } catch (error) {
+        // a claim that fails for a retryable reason (database restarting, deadlock) does not end the run or the
+        // worker: back off (capped) and claim again; `cpe run` gives up after a few minutes, `cpe worker` never
+        claimFailures++;
+        if (!isRetryable(error) || (!options.keepPolling && claimFailures > 10)) {
+          fatal = { error };
+          return;
+        }
+        const delay = backoffMs(claimFailures, 500, 15_000);
+        if (claimFailures === 1 || claimFailures % 10 === 0) {
+          process.stderr.write(
+            `cpe: claiming queue items failed (${claimFailures}x), trying again in ${delay} ms: ${describeError(error, 300)}\n`,
+          );
+        }
+        await abortableSleep(delay, runController.signal).catch(() => undefined);
+        return;
+      }
+      look = items.length > 0;
+      // slots that ran dry while a full claim was out: claims are too small for how fast items go (a short claim
+      // means the queue ran dry instead)
+      const tooSmall = starved && items.length === want;
+      claimSize = tooSmall ? Math.min(8 * baseClaim, 2 * claimSize) : Math.max(baseClaim, claimSize / 2);
+      starved = false;
+      for (const item of items) {
+        claimed++;
+        totals.docsTotal++;
+        active.set(item.id, { item, controller: new AbortController(), heldUntil: claimedAt + leaseMs });
+      }
+      if (items.length === 0) return;
+      try {
+        await setUpDocumentSteps();
+      } catch (error) {
+        fatal = { error };
+      }
+      // after a failed setup they wait only to be handed back below
+      for (const item of items) waiting.push(item.id);
+    };
     try {
-      while (!runController.signal.aborted) {
+      while (!runController.signal.aborted && !fatal) {
         while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
         const queued = running + waiting.length;
-        let items: QueueItem[] = [];
-        // claim when the items claimed ahead are about to run out, enough for the free slots and a few ahead
-        const want = Math.min(options.concurrency + aheadTarget - queued, limit - claimed);
-        if (queued <= options.concurrency && want > 0 && Date.now() >= backpressure.pausedUntil) {
-          // a claim that fails for a retryable reason (database restarting, deadlock) does not end the run or the
-          // worker: back off (capped) and claim again; `cpe run` gives up after a few minutes, `cpe worker` never
-          try {
-            const claimedAt = Date.now();
-            items = await claimBatch(want);
-            claimFailures = 0;
-            for (const item of items) {
-              claimed++;
-              totals.docsTotal++;
-              active.set(item.id, {
-                item,
-                controller: new AbortController(),
-                heldUntil: claimedAt + leaseMs,
-              });
-              waiting.push(item.id);
-            }
-          } catch (error) {
-            claimFailures++;
-            if (!isRetryable(error) || (!options.keepPolling && claimFailures > 10)) throw error;
-            const delay = backoffMs(claimFailures, 500, 15_000);
-            if (claimFailures === 1 || claimFailures % 10 === 0) {
-              process.stderr.write(
-                `cpe: claiming queue items failed (${claimFailures}x), trying again in ${delay} ms: ${describeError(error, 300)}\n`,
+        // claim while a claim's worth still waits: enough for the free slots and up to two claims ahead
+        const want = Math.min(options.concurrency + 2 * claimSize - queued, limit - claimed);
+        if (
+          look &&
+          !claiming &&
+          queued <= options.concurrency + claimSize &&
+          want > 0 &&
+          Date.now() >= backpressure.pausedUntil
+        ) {
+          claiming = claimAhead(want).finally(() => {
+            claiming = undefined;
+            wake?.();
+          });
+        }
+        if (!claiming) {
+          // nothing to start: commit the completions that wait for company
+          if (waiting.length === 0) void completions.flush();
+          if (active.size === 0) {
+            if (backpressure.pausedUntil > Date.now() && claimed < limit) {
+              await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
+                () => undefined,
               );
+              look = true;
+              continue;
             }
-            await abortableSleep(delay, runController.signal).catch(() => undefined);
+            if (!options.keepPolling || claimed >= limit) break;
+            await abortableSleep(1000, runController.signal).catch(() => undefined);
+            look = true;
             continue;
           }
         }
-        if (items.length > 0) {
-          await setUpDocumentSteps();
-          continue; // start them
-        }
-        // nothing more to claim now: commit the completions that wait for company
-        if (waiting.length === 0) void completions.flush();
-        if (active.size === 0) {
-          if (backpressure.pausedUntil > Date.now() && claimed < limit) {
-            await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
-              () => undefined,
-            );
-            continue;
-          }
-          if (!options.keepPolling || claimed >= limit) break;
-          await abortableSleep(1000, runController.signal).catch(() => undefined);
-          continue;
-        }
-        // wait for a slot to free up (or poll again shortly when slots are free but the queue was empty)
-        const pollSoon = running + waiting.length < options.concurrency && claimed < limit;
+        // wait for a slot to free up or the claim to end (or poll again shortly when slots are free but the
+        // queue was empty)
+        const pollSoon = !look && running + waiting.length < options.concurrency && claimed < limit;
+        const claimOut = claiming !== undefined;
+        if (claimOut && claimed > 0 && waiting.length === 0 && running < options.concurrency) starved = true;
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
@@ -733,7 +777,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           runController.signal.addEventListener('abort', done, { once: true });
         });
         wake = undefined;
+        // a slot or a moment later the queue may hold items again (a claim that ended says so itself)
+        if (!claimOut) look = true;
       }
+      // a claim still out adds its items to `waiting` first
+      await claiming;
       // items claimed ahead that a cancelled run never started go back to the queue untouched
       await Promise.allSettled(
         waiting.splice(0).map((id) => {
@@ -745,6 +793,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       await completions.flush();
       await Promise.allSettled([...active.values()].map((a) => a.promise));
       await completions.flush();
+      if (fatal) throw fatal.error;
     } finally {
       clearInterval(beat);
       clearInterval(fence);

@@ -310,6 +310,61 @@ for (const backend of testBackends()) {
       );
     };
 
+    /**
+     * Runs `documents` new files with claims delayed by `claimDelayMs` and returns how many items each claim asked
+     * for (its LIMIT).
+     */
+    const claimSizes = async (pipeline: string, documents: number, claimDelayMs: number) => {
+      const db = engine.dbs.content.sql;
+      const sizes: number[] = [];
+      const transaction = db.transaction.bind(db);
+      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
+        transaction((tx) =>
+          fn(
+            interceptSql(tx, async (sql, _params, next) => {
+              // SQLite claims in one UPDATE, MariaDB selects the items first (its first arm asks for them all)
+              const claim =
+                /^UPDATE pipeline_queue SET status = 'processing'[\s\S]*LIMIT (\d+)\)/.exec(sql) ??
+                /^SELECT id FROM pipeline_queue WHERE status = 'pending' ORDER BY id LIMIT (\d+) FOR UPDATE/.exec(
+                  sql,
+                );
+              if (claim) {
+                sizes.push(Number(claim[1]));
+                await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
+              }
+              return next();
+            }),
+          ),
+        );
+      const summary = await runPipeline(engine, {
+        plan: await plan(pipeline),
+        sourceDir: makeSourceFolder(generatedDocuments(documents)),
+        concurrency: 2,
+      });
+      expect(summary).to.include({ status: 'ok', docsDone: documents });
+      return sizes;
+    };
+
+    it('claims more items at once while items finish before a claim comes back, and few while they are slow', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'quick', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double', config: { value: 1 } },
+      ]);
+      await insertPipeline(engine.dbs.content.sql, 'slow', [
+        { name: 'detect', type: 'detect' },
+        { name: 'nap', type: 'sleep', config: { ms: 60 } },
+      ]);
+      // quick items, slow claims (as on a server far away): the slots run dry while a claim is out, claims grow
+      const growing = await claimSizes('quick', 300, 300);
+      expect(growing[0]).to.equal(2 + 2 * 16);
+      expect(Math.max(...growing)).to.be.above(2 + 2 * 16);
+      expect(Math.max(...growing)).to.be.at.most(2 + 2 * 8 * 16);
+      // slow items: every claim comes back in time, claims stay at one or two times 16 ahead
+      const steady = await claimSizes('slow', 40, 0);
+      expect(steady.length).to.be.above(1);
+      expect(Math.max(...steady)).to.be.at.most(2 + 2 * 16);
+    });
+
     it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
       // as MariaDB reports a deadlock inside a transaction (on SQLite, which has none, as its executor reports a
       // conflict): the claim fails and is tried again
