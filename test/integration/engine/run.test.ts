@@ -311,6 +311,19 @@ for (const backend of testBackends()) {
     };
 
     /**
+     * The number of items a claim statement asks for, or undefined for any other statement: SQLite claims in one
+     * UPDATE, MariaDB selects the items first (its first arm asks for them all).
+     */
+    const claimLimit = (sql: string): number | undefined => {
+      const claim =
+        /^UPDATE pipeline_queue SET status = 'processing'[\s\S]*LIMIT (\d+)\)\s*RETURNING/.exec(sql) ??
+        /^SELECT id FROM pipeline_queue WHERE status = 'pending' ORDER BY id LIMIT (\d+) FOR UPDATE/.exec(
+          sql,
+        );
+      return claim ? Number(claim[1]) : undefined;
+    };
+
+    /**
      * Runs `documents` new files with claims delayed by `claimDelayMs` and returns how many items each claim asked
      * for (its LIMIT).
      */
@@ -322,14 +335,9 @@ for (const backend of testBackends()) {
         transaction((tx) =>
           fn(
             interceptSql(tx, async (sql, _params, next) => {
-              // SQLite claims in one UPDATE, MariaDB selects the items first (its first arm asks for them all)
-              const claim =
-                /^UPDATE pipeline_queue SET status = 'processing'[\s\S]*LIMIT (\d+)\)/.exec(sql) ??
-                /^SELECT id FROM pipeline_queue WHERE status = 'pending' ORDER BY id LIMIT (\d+) FOR UPDATE/.exec(
-                  sql,
-                );
-              if (claim) {
-                sizes.push(Number(claim[1]));
+              const limit = claimLimit(sql);
+              if (limit !== undefined) {
+                sizes.push(limit);
                 await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
               }
               return next();
@@ -363,6 +371,46 @@ for (const backend of testBackends()) {
       const steady = await claimSizes('slow', 40, 0);
       expect(steady.length).to.be.above(1);
       expect(Math.max(...steady)).to.be.at.most(2 + 2 * 16);
+    });
+
+    it('a claim that fails for good ends the run once the items in flight are done, handing back the unstarted ones', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'quick', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double', config: { value: 1 } },
+      ]);
+      const db = engine.dbs.content.sql;
+      let claims = 0;
+      const transaction = db.transaction.bind(db);
+      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
+        transaction((tx) =>
+          fn(
+            interceptSql(tx, async (sql, _params, next) => {
+              if (claimLimit(sql) !== undefined) {
+                claims++;
+                if (claims === 2) throw new Error('claim refused');
+              }
+              return next();
+            }),
+          ),
+        );
+      const error = await runPipeline(engine, {
+        plan: await plan('quick'),
+        sourceDir: makeSourceFolder(generatedDocuments(40)),
+        concurrency: 2,
+      }).catch((e) => e);
+      expect(error).to.be.instanceOf(Error);
+      expect((error as Error).message).to.equal('claim refused');
+      expect(claims).to.equal(2);
+      const items = await db.query<{ status: string; n: number }>(
+        'SELECT status, COUNT(*) AS n FROM pipeline_queue GROUP BY status ORDER BY status',
+      );
+      const byStatus = Object.fromEntries(items.map((i) => [i.status, Number(i.n)]));
+      // the first claim's 34 items: the started ones finished, the rest went back; nothing stays locked
+      expect(byStatus.processing).to.equal(undefined);
+      expect(byStatus.done).to.be.at.least(16);
+      expect((byStatus.done ?? 0) + (byStatus.pending ?? 0)).to.equal(40);
+      const docs = await db.query<{ n: number }>("SELECT COUNT(*) AS n FROM documents WHERE status = 'done'");
+      expect(Number(docs[0]!.n)).to.equal(byStatus.done);
     });
 
     it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
