@@ -23,3 +23,13 @@ export function interceptSql(db: SqlExecutor, around: Around): SqlExecutor {
     },
   });
 }
+
+/**
+ * Every transaction `db` opens from now on (the engine's claims, step writes) runs on an intercepted view of its
+ * connection (see interceptSql); statements outside a transaction are left alone.
+ */
+export function interceptTransactions(db: SqlExecutor, around: Around): void {
+  const transaction = db.transaction.bind(db);
+  db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
+    transaction((tx) => fn(interceptSql(tx, around)));
+}

@@ -1,7 +1,6 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
@@ -11,7 +10,7 @@ import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
-import { interceptSql } from '../../helpers/sql.js';
+import { interceptTransactions } from '../../helpers/sql.js';
 
 for (const backend of testBackends()) {
   describe(`running pipelines (${backend})`, () => {
@@ -265,32 +264,30 @@ for (const backend of testBackends()) {
       expect(Number(left[0]!.n)).to.equal(1);
     });
 
+    /** A pipeline 'quick' of two steps that take no time: detect, then double. */
+    const insertQuickPipeline = () =>
+      insertPipeline(engine.dbs.content.sql, 'quick', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double', config: { value: 1 } },
+      ]);
+
     /**
      * Runs 6 new files while the first claim's link of its items to their new rows fails with `error()`, and
      * checks that every file ends with one version, done, and its item linked to it.
      */
     const runWithFailingFirstLink = async (error: () => Error) => {
-      await insertPipeline(engine.dbs.content.sql, 'plain', [
-        { name: 'detect', type: 'detect' },
-        { name: 'double', type: 'double', config: { value: 1 } },
-      ]);
+      await insertQuickPipeline();
       const db = engine.dbs.content.sql;
       let failed = 0;
-      const transaction = db.transaction.bind(db);
-      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
-        transaction((tx) =>
-          fn(
-            interceptSql(tx, async (sql, _params, next) => {
-              if (failed === 0 && /SET document_id = CASE/.test(sql)) {
-                failed++;
-                throw error();
-              }
-              return next();
-            }),
-          ),
-        );
+      interceptTransactions(db, async (sql, _params, next) => {
+        if (failed === 0 && /SET document_id = CASE/.test(sql)) {
+          failed++;
+          throw error();
+        }
+        return next();
+      });
       const summary = await runPipeline(engine, {
-        plan: await plan('plain'),
+        plan: await plan('quick'),
         sourceDir: makeSourceFolder(generatedDocuments(6)),
         concurrency: 2,
       });
@@ -330,20 +327,14 @@ for (const backend of testBackends()) {
     const claimSizes = async (pipeline: string, documents: number, claimDelayMs: number) => {
       const db = engine.dbs.content.sql;
       const sizes: number[] = [];
-      const transaction = db.transaction.bind(db);
-      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
-        transaction((tx) =>
-          fn(
-            interceptSql(tx, async (sql, _params, next) => {
-              const limit = claimLimit(sql);
-              if (limit !== undefined) {
-                sizes.push(limit);
-                await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
-              }
-              return next();
-            }),
-          ),
-        );
+      interceptTransactions(db, async (sql, _params, next) => {
+        const limit = claimLimit(sql);
+        if (limit !== undefined) {
+          sizes.push(limit);
+          await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
+        }
+        return next();
+      });
       const summary = await runPipeline(engine, {
         plan: await plan(pipeline),
         sourceDir: makeSourceFolder(generatedDocuments(documents)),
@@ -354,10 +345,7 @@ for (const backend of testBackends()) {
     };
 
     it('claims more items at once while items finish before a claim comes back, and few while they are slow', async () => {
-      await insertPipeline(engine.dbs.content.sql, 'quick', [
-        { name: 'detect', type: 'detect' },
-        { name: 'double', type: 'double', config: { value: 1 } },
-      ]);
+      await insertQuickPipeline();
       await insertPipeline(engine.dbs.content.sql, 'slow', [
         { name: 'detect', type: 'detect' },
         { name: 'nap', type: 'sleep', config: { ms: 60 } },
@@ -374,25 +362,16 @@ for (const backend of testBackends()) {
     });
 
     it('a claim that fails for good ends the run once the items in flight are done, handing back the unstarted ones', async () => {
-      await insertPipeline(engine.dbs.content.sql, 'quick', [
-        { name: 'detect', type: 'detect' },
-        { name: 'double', type: 'double', config: { value: 1 } },
-      ]);
+      await insertQuickPipeline();
       const db = engine.dbs.content.sql;
       let claims = 0;
-      const transaction = db.transaction.bind(db);
-      db.transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>) =>
-        transaction((tx) =>
-          fn(
-            interceptSql(tx, async (sql, _params, next) => {
-              if (claimLimit(sql) !== undefined) {
-                claims++;
-                if (claims === 2) throw new Error('claim refused');
-              }
-              return next();
-            }),
-          ),
-        );
+      interceptTransactions(db, async (sql, _params, next) => {
+        if (claimLimit(sql) !== undefined) {
+          claims++;
+          if (claims === 2) throw new Error('claim refused');
+        }
+        return next();
+      });
       const error = await runPipeline(engine, {
         plan: await plan('quick'),
         sourceDir: makeSourceFolder(generatedDocuments(40)),
