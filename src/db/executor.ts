@@ -27,7 +27,8 @@ const runResult = (header: { affectedRows?: number; insertId?: number } | undefi
 /**
  * Statements on one MariaDB/MySQL connection through `send`, which answers as mysql2 does (rows for a read, a
  * ResultSetHeader for a write): a transaction's pooled connection, or the migrator's query runner, which holds a
- * named lock on its connection.
+ * named lock on its connection. Its errors are reported as the pool's statements report them (mapMysqlError): a
+ * lost connection or a deadlock inside a transaction reaches the caller as a retryable CpeError.
  */
 class OneConnectionExecutor implements SqlExecutor {
   readonly dialect = 'mysql' as const;
@@ -36,12 +37,20 @@ class OneConnectionExecutor implements SqlExecutor {
     readonly insertReturning = false,
   ) {}
 
+  private async exec(sql: string, params: readonly unknown[]): Promise<unknown> {
+    try {
+      return await this.send(sql, params);
+    } catch (error) {
+      throw mapMysqlError(error);
+    }
+  }
+
   async query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    return (await this.send(sql, params)) as T[];
+    return (await this.exec(sql, params)) as T[];
   }
 
   async run(sql: string, params: readonly unknown[] = []): Promise<RunResult> {
-    return runResult((await this.send(sql, params)) as Parameters<typeof runResult>[0]);
+    return runResult((await this.exec(sql, params)) as Parameters<typeof runResult>[0]);
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {

@@ -1,6 +1,5 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
-import { classifyMysqlError } from '../db/executor.js';
 import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
@@ -338,7 +337,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       } catch (error) {
         // a deadlock or a lost connection ends the whole transaction (MariaDB rolls it back), the claim with it:
         // the claim fails and is tried again, instead of going on with items this worker no longer holds
-        if (isRetryable(error) || classifyMysqlError(error) !== undefined) throw error;
+        if (isRetryable(error)) throw error;
         /* anything else: processItem tries again and reports it for each item alone */
       }
       return items;

@@ -1,6 +1,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { mapMysqlError } from '../../../src/db/executor.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
@@ -393,14 +394,16 @@ for (const backend of testBackends()) {
     });
 
     it('claims again when a deadlock ends the transaction that creates the claimed documents: one version per file, each linked', async () => {
-      // as MariaDB reports a deadlock inside a transaction (on SQLite, which has none, as its executor reports a
-      // conflict): the claim fails and is tried again
+      // as a transaction's executor reports MariaDB's deadlock (on SQLite, which has none, a conflict): the claim
+      // fails and is tried again
       await runWithFailingFirstLink(() =>
         backend === 'mysql'
-          ? Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
-              errno: 1213,
-              code: 'ER_LOCK_DEADLOCK',
-            })
+          ? (mapMysqlError(
+              Object.assign(new Error('Deadlock found when trying to get lock; try restarting transaction'), {
+                errno: 1213,
+                code: 'ER_LOCK_DEADLOCK',
+              }),
+            ) as Error)
           : new CpeError(ErrorCodes.DATABASE_CONFLICT, 'database lock conflict', { retryable: true }),
       );
     });
