@@ -3,7 +3,7 @@ import type { PipelineConfigRow, PipelineStepRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { shortHash } from '../util/hash.js';
-import { configValidator } from './config-validator.js';
+import { configSchemaProblem, configValidator } from './config-validator.js';
 import type { StepPlugin, StepScope } from './plugin.js';
 import type { PluginRegistry } from './registry.js';
 
@@ -150,10 +150,15 @@ export function buildPlan(
     let effective: Record<string, unknown> = {};
     if (registered && rawConfig !== undefined) {
       effective = structuredClone(rawConfig as Record<string, unknown>);
-      const validate = configValidator(registered.plugin.configSchema);
-      if (!validate(effective)) {
-        for (const error of validate.errors ?? [])
-          problems.push(`${label(row)}: ${describeConfigError(error)}`);
+      const schemaProblem = configSchemaProblem(registered.plugin.configSchema);
+      if (schemaProblem) {
+        problems.push(`${label(row)}: step plugin ${registered.file}: ${schemaProblem}`);
+      } else {
+        const validate = configValidator(registered.plugin.configSchema);
+        if (!validate(effective)) {
+          for (const error of validate.errors ?? [])
+            problems.push(`${label(row)}: ${describeConfigError(error)}`);
+        }
       }
     }
 

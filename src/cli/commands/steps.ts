@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import { schemaProblems } from '../../engine/registry.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { printJson } from '../table.js';
@@ -9,6 +10,8 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
   builder: (y) => globalOptions(y).option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
+      // broken modules, and the schemas that do not compile (loading the plugins does not compile them)
+      const problems = [...engine.registry.problems, ...schemaProblems(engine.registry)];
       const steps = engine.registry.all().map((r) => ({
         type: r.plugin.type,
         scope: r.plugin.scope,
@@ -17,7 +20,7 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
         configSchema: r.plugin.configSchema,
       }));
       if (args.json) {
-        printJson({ steps, problems: engine.registry.problems });
+        printJson({ steps, problems });
       } else {
         for (const step of steps) {
           process.stdout.write(`${step.type}  (${step.scope}, ${step.source})\n  ${step.description}\n`);
@@ -32,9 +35,9 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
             );
           }
         }
-        for (const problem of engine.registry.problems) process.stderr.write(`cpe: ${problem}\n`);
+        for (const problem of problems) process.stderr.write(`cpe: ${problem}\n`);
       }
-      return engine.registry.problems.length ? EXIT_USAGE : EXIT_OK;
+      return problems.length ? EXIT_USAGE : EXIT_OK;
     });
   },
 };

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
-import { loadPluginRegistry } from '../../../src/engine/registry.js';
+import { loadPluginRegistry, schemaProblems } from '../../../src/engine/registry.js';
 import { ConfigError } from '../../../src/errors.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
@@ -167,9 +167,22 @@ describe('plugin registry', () => {
     );
   });
 
+  it('compiles config schemas when they are needed: a broken one is named by schemaProblems, not by loading', async () => {
+    const folder = path.join(fixtures, 'bad-schema-plugins');
+    const registry = await loadPluginRegistry([folder]);
+    expect(registry.problems).to.deep.equal([]);
+    expect(registry.get('bad_schema')!.source).to.equal(path.join(folder, 'bad_schema.ts'));
+    const problems = schemaProblems(registry);
+    expect(problems).to.have.length(1);
+    expect(problems[0]).to.contain(path.join(folder, 'bad_schema.ts'));
+    expect(problems[0]).to.contain('configSchema does not compile');
+    expect(problems[0]).to.contain('#/definitions/missing');
+  });
+
   it('loads built-ins from steps/ with type = basename, and fixture plugins with their file as source', async () => {
     const registry = await loadPluginRegistry([fixturePlugins]);
     expect(registry.problems).to.deep.equal([]);
+    expect(schemaProblems(registry)).to.deep.equal([]); // every built-in and fixture schema compiles
     expect(registry.get('detect')!.source).to.equal('builtin');
     expect(registry.get('double')!.source).to.equal(path.join(fixturePlugins, 'double.ts'));
   });

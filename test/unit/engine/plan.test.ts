@@ -134,6 +134,20 @@ describe('planning (pure)', () => {
     }
   });
 
+  it('names the row and the plugin file when a step type has a config schema that does not compile', () => {
+    const broken = plugin('broken');
+    broken.configSchema = { type: 'object', properties: { size: { $ref: '#/definitions/missing' } } };
+    try {
+      buildPlan(config, [row('b', 'broken', { id: 31 })], registry(broken));
+      expect.fail('planned');
+    } catch (error) {
+      expect((error as Error).message).to.contain(
+        "pipeline_steps id=31 'b': step plugin broken.ts: configSchema does not compile",
+      );
+      expect((error as Error).message).to.contain('#/definitions/missing');
+    }
+  });
+
   it('refuses an archived pipeline', () => {
     expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
       /status is 'archived'/,
