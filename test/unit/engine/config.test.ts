@@ -1,13 +1,21 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Ajv } from 'ajv';
 import { expect } from 'chai';
 import { describeConfig, loadConfig } from '../../../src/config/load.js';
+import { configSchema } from '../../../src/config/schema.js';
 import { ConfigError } from '../../../src/errors.js';
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
 
 describe('configuration', () => {
+  it('has a schema that is valid JSON Schema and passes the strict mode of ajv (loadConfig does not check it)', () => {
+    const ajv = new Ajv({ allErrors: true, strict: true });
+    expect(ajv.validateSchema(configSchema), ajv.errorsText()).to.equal(true);
+    expect(() => ajv.compile(configSchema)).to.not.throw();
+  });
+
   it('takes flags over environment over the config file over defaults', () => {
     const cwd = dir();
     writeFileSync(
