@@ -150,7 +150,9 @@ export function buildPlan(
     let effective: Record<string, unknown> = {};
     if (registered && rawConfig !== undefined) {
       effective = structuredClone(rawConfig as Record<string, unknown>);
-      const schemaProblem = configSchemaProblem(registered.plugin.configSchema);
+      const schemaProblem = configSchemaProblem(registered.plugin.configSchema, {
+        againstMetaSchema: registered.source !== 'builtin',
+      });
       if (schemaProblem) {
         problems.push(`${label(row)}: step plugin ${registered.file}: ${schemaProblem}`);
       } else {

@@ -148,6 +148,20 @@ describe('planning (pure)', () => {
     }
   });
 
+  it("checks a custom plugin's config schema against JSON Schema's meta-schema", () => {
+    const custom = plugin('custom');
+    custom.configSchema = { type: 'object', properties: { size: { type: 'integr' } } };
+    const file = '/plugins/custom.ts';
+    const reg: PluginRegistry = {
+      get: (t) => (t === 'custom' ? { plugin: custom, source: file, file } : undefined),
+      all: () => [{ plugin: custom, source: file, file }],
+      problems: [],
+    };
+    expect(() => buildPlan(config, [row('c', 'custom', { id: 32 })], reg)).to.throw(
+      /pipeline_steps id=32 'c': step plugin \/plugins\/custom\.ts: configSchema is not valid JSON Schema: .*type/,
+    );
+  });
+
   it('refuses an archived pipeline', () => {
     expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
       /status is 'archived'/,
