@@ -128,9 +128,8 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
 }
 
 /**
- * Every plugin whose config schema does not compile, one message each naming its file. Loading does not compile
- * the schemas (25 built-in ones took ~150 ms of every command's start); planning compiles those its rows use,
- * and `cpe steps` all of them through this.
+ * Every plugin whose config schema is not valid JSON Schema or does not compile, one message each naming its
+ * file: what `cpe steps` reports (loading the plugins does not compile their schemas, see config-validator.ts).
  */
 export function schemaProblems(registry: PluginRegistry): string[] {
   return registry.all().flatMap((r) => {
