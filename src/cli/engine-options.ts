@@ -22,10 +22,12 @@ export async function withEngine<R>(
   args: GlobalArgs,
   flags: Partial<AppConfig>,
   fn: (engine: Engine) => Promise<R>,
+  { stepPlugins = true }: { stepPlugins?: boolean } = {},
 ): Promise<R> {
   const engine = await openEngine({
     configPath: args.config,
     flags: { dataDir: args['data-dir'], ...flags },
+    stepPlugins,
   });
   try {
     return await fn(engine);
@@ -33,3 +35,7 @@ export async function withEngine<R>(
     await engine.close();
   }
 }
+
+/** withEngine for a command that runs no steps (status, runs, retry, search, ...): the step plugins stay unloaded. */
+export const withEngineWithoutSteps = <R>(args: GlobalArgs, fn: (engine: Engine) => Promise<R>): Promise<R> =>
+  withEngine(args, {}, fn, { stepPlugins: false });

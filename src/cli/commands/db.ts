@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { seedDatabase } from '../../db/seed.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 
 const migrate: CommandModule<object, GlobalArgs> = {
@@ -8,7 +8,7 @@ const migrate: CommandModule<object, GlobalArgs> = {
   describe: 'create both databases if needed and apply pending numbered migrations',
   builder: (y) => globalOptions(y) as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       for (const db of [engine.dbs.content, engine.dbs.log]) {
         const applied = db.applied.length
           ? `applied ${db.applied.map((v) => String(v).padStart(4, '0')).join(', ')}`
@@ -28,7 +28,7 @@ const seed: CommandModule<object, GlobalArgs> = {
     'insert the seeded pipelines (Standard, Schulungsunterlagen) where missing; never overwrites edits',
   builder: (y) => globalOptions(y) as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const { files, inserted } = await seedDatabase(engine.dbs.content.sql);
       process.stdout.write(`seeded ${files.join(', ')}: ${inserted} row(s) inserted\n`);
       return EXIT_OK;

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { exportGraph, type GraphFormat } from '../../knowledge/graph-export.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 
 interface GraphArgs extends GlobalArgs {
@@ -21,7 +21,7 @@ const exportCommand: CommandModule<object, GraphArgs> = {
         describe: 'file to write (default: standard output)',
       }) as unknown as Argv<GraphArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const text = await exportGraph(engine.dbs.content.sql, args.format);
       if (args.output) await writeFile(args.output, text);
       else process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);

@@ -10,7 +10,7 @@ import {
 } from '../../retrieval/format.js';
 import { searchChunks } from '../../retrieval/search.js';
 import { verifyIndex } from '../../retrieval/verify.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
@@ -31,7 +31,7 @@ export const searchModule: CommandModule<object, QueryArgs> = {
   builder: (y) =>
     queryOptions(y).option('limit', { type: 'number', default: 10 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const hits = await searchChunks(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
@@ -50,7 +50,7 @@ export const contextModule: CommandModule<object, QueryArgs> = {
   builder: (y) =>
     queryOptions(y).option('max-tokens', { type: 'number', default: 3000 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
@@ -92,7 +92,7 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
       QueryArgs & { provider?: string; model?: string }
     >,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
@@ -148,7 +148,7 @@ export const verifyModule: CommandModule<object, GlobalArgs & { repair?: boolean
       .option('repair', { type: 'boolean', describe: 'make the index agree with SQL' })
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { repair?: boolean }>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const report = await verifyIndex(
         { db: engine.dbs.content.sql, providers: engine.providers },
         { repair: args.repair },

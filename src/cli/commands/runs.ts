@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
@@ -13,7 +13,7 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
       .option('last', { type: 'number', default: 10, describe: 'how many' })
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { last: number }>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const runs = await engine.dbs.log.sql.query<Record<string, any>>(
         `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(args.last))}`,
       );
@@ -66,7 +66,7 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> =
       .positional('run-id', { type: 'number', demandOption: true })
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { runId: number }>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const log = engine.dbs.log.sql;
       const [run] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [
         args.runId,

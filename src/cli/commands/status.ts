@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { documentStatus, statusReport } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
@@ -20,7 +20,7 @@ export const statusModule: CommandModule<object, StatusArgs> = {
       describe: 'one document: its id or source path',
     }) as unknown as Argv<StatusArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, {}, async (engine) => {
+    process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       if (args.doc !== undefined) {
         const report = await documentStatus(engine, String(args.doc));
         if (!report) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.doc}`);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import type { Engine } from '../../../src/engine/engine.js';
+import { type Engine, openEngine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { loadPluginRegistry, schemaProblems } from '../../../src/engine/registry.js';
 import { ConfigError } from '../../../src/errors.js';
@@ -177,6 +177,19 @@ describe('plugin registry', () => {
     expect(problems[0]).to.contain(path.join(folder, 'bad_schema.ts'));
     expect(problems[0]).to.contain('configSchema does not compile');
     expect(problems[0]).to.contain('#/definitions/missing');
+  });
+
+  it('is not loaded for an engine opened without step plugins, which says so when the registry is used', async () => {
+    const setup = createTestSetup('sqlite');
+    const engine = await openEngine({ flags: setup.flags, cwd: setup.dataDir, stepPlugins: false });
+    try {
+      expect(() => engine.registry.get('detect')).to.throw(/opened without its step plugins/);
+      expect(() => engine.registry.problems).to.throw(/opened without its step plugins/);
+      await engine.dbs.content.sql.query('SELECT 1 AS one'); // the rest of the engine works
+    } finally {
+      await engine.close();
+      await setup.cleanup();
+    }
   });
 
   it('loads built-ins from steps/ with type = basename, and fixture plugins with their file as source', async () => {
