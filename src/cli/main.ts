@@ -17,8 +17,22 @@ import { workerModule } from './commands/worker.js';
 import { EXIT_USAGE } from './exit-codes.js';
 import { printError } from './print-error.js';
 
+/**
+ * `cpe runs | head`: when the reader of the output goes away, the rest of the output is dropped and the command
+ * finishes its work (a run is not cut short because nobody reads its lines). Node reports the closed pipe as an
+ * 'error' event on the stream, which would end the process with a stack trace.
+ */
+function dropOutputOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    stream.write = () => true;
+  });
+}
+
 /** The `cpe` command line. Each command module parses, calls src/, prints; errors go through printError. */
 export async function main(argv: string[] = hideBin(process.argv)): Promise<void> {
+  dropOutputOnClosedPipe(process.stdout);
+  dropOutputOnClosedPipe(process.stderr);
   let usageError = false;
   try {
     await yargs(argv)

@@ -214,5 +214,17 @@ for (const backend of testBackends()) {
       expect(doc.stdout).to.match(/document 1: .*\.md/);
       expect(doc.stdout).to.match(/nap\s+ok/);
     });
+
+    it('finishes quietly when the reader of its output goes away (cpe status | head)', async () => {
+      const child = spawnCli(['status'], setup.env);
+      child.stdout.destroy(); // the reader is gone before the first line
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(stderr).to.not.contain('EPIPE');
+      expect(code).to.equal(0);
+    });
   });
 }
