@@ -196,7 +196,8 @@ async function embedRound(
       const raw = got[i];
       if (!raw) return;
       // unit length in the cache: the embedded index then refers to the cached vector instead of a copy
-      const vector = unitVector(raw);
+      // (prepareAndEmbed's vectors are unit length already: see PreparedVectors)
+      const vector = computed ? raw : unitVector(raw);
       vectors.set(hash, vector);
       fresh.push({ hash, vector });
     });

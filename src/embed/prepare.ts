@@ -55,9 +55,9 @@ export interface ChunkContext {
  */
 export function chunkContextLine(context: ChunkContext): string {
   const headings = (context.headingPath ?? [])
-    .map((h) => h.replace(/\s+/g, ' ').trim())
+    .map((h) => h.replace(WHITESPACE_TO_COLLAPSE, ' ').trim())
     .filter((h) => h !== '');
-  const title = (context.title ?? '').replace(/\s+/g, ' ').trim();
+  const title = (context.title ?? '').replace(WHITESPACE_TO_COLLAPSE, ' ').trim();
   const parts =
     title !== '' && !(headings.length > 0 && headings[0]!.toLowerCase().startsWith(title.toLowerCase()))
       ? [title, ...headings]

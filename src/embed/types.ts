@@ -24,7 +24,10 @@ export interface Embedder {
   warmUp?(): void;
 }
 
-/** Cache keys of prepared texts and their vectors, in the order of the inputs (see Embedder.prepareAndEmbed). */
+/**
+ * Cache keys of prepared texts and their vectors, in the order of the inputs (see Embedder.prepareAndEmbed). The
+ * vectors are unit length (a text without words: all zeros), so that callers need not check them.
+ */
 export interface PreparedVectors {
   hashes: string[];
   vectors: Float32Array[];

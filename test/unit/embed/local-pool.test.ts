@@ -94,7 +94,7 @@ describe('local-hash-v2 on worker threads', function () {
         headingPath: ['§ 3'],
       }),
     );
-    inputs.push(chunkEmbedInput('ohne Kontext', {}));
+    inputs.push(chunkEmbedInput('ohne Kontext', {}), chunkEmbedInput('— … —', {}));
     for (const maxChars of [800, Number.POSITIVE_INFINITY]) {
       const texts = inputs.map((input) => prepareEmbedText(input, maxChars));
       const want = {
@@ -105,6 +105,10 @@ describe('local-hash-v2 on worker threads', function () {
         const got = await createLocalEmbedder({ threads }).prepareAndEmbed!(inputs, maxChars);
         expect(got.hashes, `threads ${threads}, cap ${maxChars}`).to.deep.equal(want.hashes);
         expect(got.vectors.map((v) => bytes(v).toString('base64'))).to.deep.equal(want.vectors);
+        // unit length, or all zeros for a text without words: the embed step relies on it (PreparedVectors)
+        const squaredLengths = got.vectors.map((v) => v.reduce((sum, x) => sum + x * x, 0));
+        expect(squaredLengths.at(-1)).to.equal(0);
+        for (const squared of squaredLengths.slice(0, -1)) expect(squared).to.be.closeTo(1, 1e-6);
       }
     }
     expect(sharedLocalEmbedPool(2).threads).to.equal(2);
