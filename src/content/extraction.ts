@@ -6,7 +6,7 @@ import type { StepContext } from '../engine/plugin.js';
 import { CpeError, ErrorCodes, FileError, renameFileError } from '../errors.js';
 import { extractIsolated } from '../extract/isolate.js';
 import { extractMarkdown } from '../extract/markdown.js';
-import { sniffFormat } from '../extract/sniff.js';
+import { checkFileSize, sniffFormat } from '../extract/sniff.js';
 import { extractTxt } from '../extract/txt.js';
 import {
   defaultExtractOptions,
@@ -113,14 +113,7 @@ async function extractTextInProcess(
   file: string,
   options: ExtractOptions,
 ): Promise<ExtractedDocument> {
-  if (bytes.length > options.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      file,
-      `file is too large (${bytes.length} bytes, limit ${options.maxFileBytes})`,
-      { details: { size: bytes.length, limit: options.maxFileBytes } },
-    );
-  }
+  checkFileSize(file, bytes.length, options.maxFileBytes);
   const { format } = sniffFormat(bytes, path.extname(file), file);
   try {
     return format === 'md'

@@ -25,7 +25,7 @@ import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { readCoreProperties } from './office-metadata.js';
-import { sniffFormat } from './sniff.js';
+import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
 import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
 import { openZip, type ZipArchive } from './zip.js';
@@ -319,13 +319,7 @@ export async function extractDocx(
   file: string,
   options: ExtractOptions,
 ): Promise<ExtractedDocument> {
-  if (bytes.length > options.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      file,
-      `file is too large (${bytes.length} bytes, limit ${options.maxFileBytes})`,
-    );
-  }
+  checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'docx', file);
   const zip = openZip(bytes, file, options);
   const cleanPackage = buildCleanPackage(zip);

@@ -11,7 +11,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { CpeError, ErrorCodes, FileError } from '../errors.js';
 import { extractMarkdown } from './markdown.js';
-import { sniffFormat } from './sniff.js';
+import { checkFileSize, sniffFormat } from './sniff.js';
 import { extractTxt } from './txt.js';
 import {
   type DocumentFormat,
@@ -63,14 +63,7 @@ export async function extractFile(
     throw error instanceof FileError ? error : unreadable(path, error);
   }
   if (size === 0) throw new FileError(ErrorCodes.FILE_EMPTY, path, 'empty file');
-  if (size > settings.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      path,
-      `file is too large (${size} bytes, limit ${settings.maxFileBytes})`,
-      { details: { size, limit: settings.maxFileBytes } },
-    );
-  }
+  checkFileSize(path, size, settings.maxFileBytes);
   let bytes: Uint8Array;
   try {
     bytes = await readFile(path);

@@ -22,7 +22,7 @@
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { type Relationship, readCoreProperties, readRelationships } from './office-metadata.js';
-import { sniffFormat } from './sniff.js';
+import { checkFileSize, sniffFormat } from './sniff.js';
 import type { BlockType, ExtractedDocument, ExtractOptions } from './types.js';
 import {
   attr,
@@ -315,13 +315,7 @@ export async function extractPptx(
   file: string,
   options: ExtractOptions,
 ): Promise<ExtractedDocument> {
-  if (bytes.length > options.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      file,
-      `file is too large (${bytes.length} bytes, limit ${options.maxFileBytes})`,
-    );
-  }
+  checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'pptx', file);
   const zip = openZip(bytes, file, options);
   const builder = new DocumentBuilder('pptx');

@@ -271,14 +271,20 @@ export function validateBytes(
 function checkNameAndSize(name: string, size: number, options: ValidateOptions): void {
   const ext = extname(name).slice(1);
   if (!SUPPORTED_EXTENSIONS[ext.toLowerCase()]) sniffFormat(new Uint8Array(0), ext, name);
-  if (size > options.maxFileBytes) {
-    throw new FileError(
-      ErrorCodes.FILE_TOO_LARGE,
-      name,
-      `file is too large (${size} bytes, limit ${options.maxFileBytes})`,
-      { details: { size, limit: options.maxFileBytes } },
-    );
-  }
+  checkFileSize(name, size, options.maxFileBytes);
+}
+
+/** A FILE_TOO_LARGE error naming the file, its size and the limit, when `size` is over `maxFileBytes`. */
+export function checkFileSize(file: string, size: number, maxFileBytes: number): void {
+  if (size <= maxFileBytes) return;
+  throw new FileError(
+    ErrorCodes.FILE_TOO_LARGE,
+    file,
+    `file is too large (${size} bytes, limit ${maxFileBytes})`,
+    {
+      details: { size, limit: maxFileBytes },
+    },
+  );
 }
 
 /** The format the bytes are (matching the extension), and for DOCX and PPTX a ZIP that is safe to open. */

@@ -166,8 +166,13 @@ describe('extract/docx', () => {
     await extractError(buildZip(entries), ErrorCodes.ARCHIVE_BOMB);
   });
 
-  it('refuses more pages than allowed', async () => {
+  it('refuses more pages than allowed, and a file over the size limit with its size and the limit', async () => {
     await extractError(docx, ErrorCodes.TOO_MANY_PAGES, { ...extractOptions, maxPages: 1 });
+    const tooLarge = await extractError(docx, ErrorCodes.FILE_TOO_LARGE, {
+      ...extractOptions,
+      maxFileBytes: 100,
+    });
+    expect(tooLarge.details).to.deep.equal({ size: docx.length, limit: 100 });
   });
 
   it('reports a broken document.xml as CORRUPT_FILE', async () => {

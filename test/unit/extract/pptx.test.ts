@@ -165,6 +165,11 @@ describe('extract/pptx', () => {
 
   it('refuses more slides than allowed and non-PowerPoint content', async () => {
     await extractError(pptx, ErrorCodes.TOO_MANY_PAGES, { ...extractOptions, maxPages: 2 });
+    const tooLarge = await extractError(pptx, ErrorCodes.FILE_TOO_LARGE, {
+      ...extractOptions,
+      maxFileBytes: 100,
+    });
+    expect(tooLarge.details).to.deep.equal({ size: pptx.length, limit: 100 });
     await extractError(new TextEncoder().encode('%PDF-1.4\n'), ErrorCodes.FORMAT_MISMATCH);
     await extractError(pptx.subarray(0, 1000), ErrorCodes.CORRUPT_FILE);
   });
