@@ -114,6 +114,8 @@ interface Summary {
   ms: number;
   /** median CPU time of the process per pass (every thread) */
   cpuMs: number;
+  /** median CPU time of the main thread per pass (Linux), undefined where unknown */
+  mainCpuMs?: number;
   docsPerS: number;
   mbPerS: number;
   rssMb: number;
@@ -130,6 +132,9 @@ function summarize(corpus: CorpusFolder, runs: Measured[]): Summary {
   return {
     ms,
     cpuMs: median(runs.map((r) => r.result.cpuMs)),
+    mainCpuMs: runs.every((r) => r.result.mainCpuMs !== undefined)
+      ? median(runs.map((r) => r.result.mainCpuMs!))
+      : undefined,
     docsPerS: corpus.files / (ms / 1000),
     mbPerS: corpus.bytes / MB / (ms / 1000),
     rssMb: median(runs.map((r) => r.maxRssMb)),
@@ -181,6 +186,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         fmt(x.docsPerS),
         fmt(x.mbPerS),
         fmt(x.cpuMs / 1000),
+        x.mainCpuMs === undefined ? '-' : fmt(x.mainCpuMs / 1000),
         fmt(x.cpuMs / x.ms),
         c === READ_HASH ? '-' : fmt(x.rssMb),
         c === READ_HASH ? '-' : String(x.chunks),
@@ -198,6 +204,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
             'documents/s',
             'MB/s',
             'CPU per pass (s)',
+            'of it main thread (s)',
             'cores busy',
             'peak RSS (MB)',
             'chunks',
@@ -208,7 +215,7 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
         ),
         '',
         ...[CPE, ...peers].map((c) => `- ${c.name}: ${s.get(c.name)!.notes ?? ''}`),
-        "- CPU per pass: user + system time of the whole process in the timed pass (every thread: cpe's embedding threads, V8's compiler and collector); cores busy = CPU per pass / wall time.",
+        "- CPU per pass: user + system time of the whole process in the timed pass (every thread: cpe's embedding threads, V8's compiler and collector); of it main thread: the main thread's time on a core (Linux schedstat), the rest is the other threads'; cores busy = CPU per pass / wall time.",
         `- parallelism of the machine (bench/lib/parallelism.ts): ${parallelBefore.threads} equal pieces of CPU work on ${parallelBefore.threads} threads ran ${fmt(parallelBefore.speedup)}x as fast as one after the other before this case, ${fmt(parallelAfter.speedup)}x after it (${fmt(parallelBefore.threads)} = free cores). cpe spreads its pass over the cores, the peers run on one, so the ratios above move with this figure.`,
       ].join('\n'),
     );

@@ -12,7 +12,7 @@ import { timed } from './timed.js';
 export async function readAndHash(args: IngestArgs): Promise<IngestResult> {
   let documents = 0;
   let bytes = 0;
-  const { ms, cpuMs } = await timed(async () => {
+  const { ms, cpuMs, mainCpuMs } = await timed(async () => {
     for (const entry of await readdir(args.source, { withFileTypes: true, recursive: true })) {
       if (!entry.isFile() || !/\.(md|txt)$/i.test(entry.name)) continue;
       const data = await readFile(path.join(entry.parentPath, entry.name));
@@ -24,6 +24,7 @@ export async function readAndHash(args: IngestArgs): Promise<IngestResult> {
   return {
     ms,
     cpuMs,
+    mainCpuMs,
     documents,
     bytes,
     chunks: 0,

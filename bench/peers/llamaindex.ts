@@ -49,12 +49,12 @@ export async function llamaindexIngest(args: LlamaIndexArgs): Promise<IngestResu
       docStore,
     });
   const pass = async () => {
-    const { value, ms, cpuMs } = await timed(async () => {
+    const { value, ...clock } = await timed(async () => {
       const { docs, files } = await load(args.source);
       const nodes = await pipeline().run({ documents: docs });
       return { docs, files, nodes };
     });
-    return { ms, cpuMs, ...value };
+    return { ...clock, ...value };
   };
   if (args.reingest) await pass();
   const timedPass = await pass();
@@ -64,6 +64,7 @@ export async function llamaindexIngest(args: LlamaIndexArgs): Promise<IngestResu
   return {
     ms: timedPass.ms,
     cpuMs: timedPass.cpuMs,
+    mainCpuMs: timedPass.mainCpuMs,
     documents: timedPass.files,
     bytes: timedPass.docs.reduce((n, d) => n + Buffer.byteLength(d.text), 0),
     chunks: args.reingest ? stored : timedPass.nodes.length,

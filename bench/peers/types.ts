@@ -13,6 +13,8 @@ export interface IngestResult {
   ms: number;
   /** CPU time of the whole process (every thread) in the timed pass */
   cpuMs: number;
+  /** CPU time of the main thread alone in the timed pass (Linux; see bench/lib/timed.ts) */
+  mainCpuMs?: number;
   /** documents and bytes the contender read in the timed pass */
   documents: number;
   bytes: number;
