@@ -24,5 +24,13 @@ export const builtinStepsDir = runningFromDist
   ? path.join(packageRoot, 'dist', 'steps')
   : path.join(packageRoot, 'steps');
 
+/**
+ * Where `npm run build` writes the generated validators of cpe's own JSON schemas (scripts/build-validators.ts);
+ * undefined under tsx, where every schema is compiled when first used.
+ */
+export const generatedValidatorsDir = runningFromDist
+  ? path.join(packageRoot, 'dist', 'validators')
+  : undefined;
+
 export const migrationsDir = path.join(packageRoot, 'src', 'db', 'migrations');
 export const seedsDir = path.join(packageRoot, 'seeds');

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Ajv } from 'ajv';
 import { ConfigError, ErrorCodes } from '../errors.js';
+import { schemaValidator } from '../util/schema-validators.js';
 import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
 
 export interface LoadedConfig {
@@ -38,9 +38,8 @@ function fromEnv(key: keyof AppConfig, raw: string): unknown {
 const withScheme = (host: string) => (/^https?:\/\//.test(host) ? host : `http://${host}`);
 
 // cpe's own schema: checked against JSON Schema's meta-schema (and ajv's strict mode) by a test rather than on
-// every start, where compiling the meta-schema was ~40 ms of each command's start-up
-const ajv = new Ajv({ allErrors: true, validateSchema: false });
-const validateConfig = ajv.compile(configSchema);
+// every start, where compiling the meta-schema was ~40 ms of each command's start-up; the built package carries its
+// validator as code (util/schema-validators.ts)
 
 /**
  * Builds the effective configuration. `flags` are command-line values (undefined = not given).
@@ -104,6 +103,7 @@ export function loadConfig(
     sources[key as keyof AppConfig] = 'flag';
   }
 
+  const validateConfig = schemaValidator('config', configSchema);
   if (!validateConfig(merged)) {
     for (const error of validateConfig.errors ?? []) {
       const key =

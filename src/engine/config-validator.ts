@@ -1,5 +1,5 @@
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
+import { ajvFor, schemaValidator } from '../util/schema-validators.js';
 
 // One compiler for step configs. A schema is compiled when it is first needed, once per process: planning compiles
 // the schemas of the step types its rows use and validates the rows with them (defaults filled in, all errors
@@ -7,20 +7,11 @@ import addFormats from 'ajv-formats';
 // took ~150 ms of every command's start, most of them for steps the command never runs.
 // The check against JSON Schema's meta-schema is configSchemaProblem's, asked for where a schema may be wrong: a
 // custom plugin's, and every schema for `cpe steps` and the tests. The built-in schemas are checked by the tests,
-// not on every run (compiling the meta-schema was ~30 ms of each `cpe run`'s start).
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, validateSchema: false });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-const validators = new WeakMap<object, ValidateFunction>();
+// not on every run (compiling the meta-schema was ~30 ms of each `cpe run`'s start). The built package carries the
+// built-in schemas' validators as code (util/schema-validators.ts): then planning compiles nothing.
 
-/** The compiled validator of a step's config schema; throws when the schema does not compile. */
-export function configValidator(schema: object): ValidateFunction {
-  let validate = validators.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    validators.set(schema, validate);
-  }
-  return validate;
-}
+/** The validator of a step's config schema (ajv options: VALIDATOR_KINDS.stepConfig); throws when it does not compile. */
+export const configValidator = (schema: object): ValidateFunction => schemaValidator('stepConfig', schema);
 
 /**
  * What is wrong with a step's config schema ('configSchema is not valid JSON Schema: ...', 'configSchema does not
@@ -30,8 +21,10 @@ export function configSchemaProblem(
   schema: object,
   { againstMetaSchema = true }: { againstMetaSchema?: boolean } = {},
 ): string | undefined {
-  if (againstMetaSchema && !ajv.validateSchema(schema)) {
-    return `configSchema is not valid JSON Schema: ${ajv.errorsText(ajv.errors)}`;
+  if (againstMetaSchema) {
+    const ajv = ajvFor('stepConfig');
+    if (!ajv.validateSchema(schema))
+      return `configSchema is not valid JSON Schema: ${ajv.errorsText(ajv.errors)}`;
   }
   try {
     configValidator(schema);

@@ -1,8 +1,8 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { countTokens } from '../text/tokenizer.js';
 import { stableStringify } from '../util/hash.js';
+import { ajvFor } from '../util/schema-validators.js';
 import { type CachedAnswer, cacheKey, type LlmCache } from './cache.js';
 import type { RateLimiter } from './limiter.js';
 import { builtinPrompt, fillPrompt } from './prompts.js';
@@ -16,17 +16,13 @@ import type {
   LlmClient,
 } from './types.js';
 
-// ajv-formats is CommonJS; under nodenext its default export arrives wrapped
-const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
-
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
 const validators = new Map<string, ValidateFunction>();
 
 function validatorFor(schema: JsonSchema): ValidateFunction {
   const key = stableStringify(schema);
   let validate = validators.get(key);
   if (!validate) {
-    validate = ajv.compile(schema);
+    validate = ajvFor('llmAnswer').compile(schema);
     validators.set(key, validate);
   }
   return validate;
