@@ -1,6 +1,4 @@
 import type { Argv, CommandModule } from 'yargs';
-import { resolvePromptTemplate } from '../../llm/prompts.js';
-import { buildContext } from '../../retrieval/context.js';
 import {
   contextJson,
   formatContext,
@@ -8,11 +6,18 @@ import {
   formatVerifyReport,
   searchHitsJson,
 } from '../../retrieval/format.js';
-import { searchChunks } from '../../retrieval/search.js';
-import { verifyIndex } from '../../retrieval/verify.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { printJson } from '../table.js';
+
+// The retrieval modules are imported by the command that runs them: every command's start loads this file, and
+// they were ~25 ms of it (the context builder's tokenizer tables above all).
+const retrieval = {
+  search: () => import('../../retrieval/search.js'),
+  context: () => import('../../retrieval/context.js'),
+  verify: () => import('../../retrieval/verify.js'),
+  prompts: () => import('../../llm/prompts.js'),
+};
 
 interface QueryArgs extends GlobalArgs {
   query: string;
@@ -31,6 +36,7 @@ export const searchModule: CommandModule<object, QueryArgs> = {
   builder: (y) =>
     queryOptions(y).option('limit', { type: 'number', default: 10 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
+    const { searchChunks } = await retrieval.search();
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const hits = await searchChunks(
         { db: engine.dbs.content.sql, providers: engine.providers },
@@ -50,6 +56,7 @@ export const contextModule: CommandModule<object, QueryArgs> = {
   builder: (y) =>
     queryOptions(y).option('max-tokens', { type: 'number', default: 3000 }) as unknown as Argv<QueryArgs>,
   handler: async (args) => {
+    const { buildContext } = await retrieval.context();
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
@@ -92,6 +99,7 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
       QueryArgs & { provider?: string; model?: string }
     >,
   handler: async (args) => {
+    const { buildContext } = await retrieval.context();
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
@@ -109,6 +117,7 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
           );
         return EXIT_OK;
       }
+      const { resolvePromptTemplate } = await retrieval.prompts();
       const prompt = resolvePromptTemplate('ask')
         .replaceAll('{{question}}', args.query)
         .replaceAll('{{context}}', context.text || '(keine passenden Quellen gefunden)');
@@ -148,6 +157,7 @@ export const verifyModule: CommandModule<object, GlobalArgs & { repair?: boolean
       .option('repair', { type: 'boolean', describe: 'make the index agree with SQL' })
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { repair?: boolean }>,
   handler: async (args) => {
+    const { verifyIndex } = await retrieval.verify();
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const report = await verifyIndex(
         { db: engine.dbs.content.sql, providers: engine.providers },

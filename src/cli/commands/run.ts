@@ -4,7 +4,6 @@ import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
-import { printDryRun } from '../dry-run.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -65,6 +64,8 @@ export async function runCommand(
   );
   const sourceDir = engine.config.source ? path.resolve(engine.config.source) : undefined;
   if (args['dry-run']) {
+    // imported here: the scan it reads the folder with is ~10 ms of every command's start otherwise
+    const { printDryRun } = await import('../dry-run.js');
     await printDryRun(engine, plan, sourceDir, args.json ?? false);
     return EXIT_OK;
   }
