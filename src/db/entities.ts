@@ -1,4 +1,5 @@
-import { EntitySchema, type EntitySchemaColumnOptions } from 'typeorm';
+import type { EntitySchemaColumnOptions } from 'typeorm';
+import { EntitySchema } from './typeorm.js';
 
 /**
  * TypeORM entity schemas of the tables cpe reads through repositories. The DDL itself lives in the numbered

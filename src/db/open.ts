@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { DataSource } from 'typeorm';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { entitySchemas } from './entities.js';
 import { MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
+import { DataSource } from './typeorm.js';
 import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
 
 export interface DatabaseSettings {
