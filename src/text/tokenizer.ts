@@ -22,7 +22,7 @@
  * errs on the generous side, which is the safe side for context budgets. `estimateTokensByChars` (chars/4,
  * the original system's rule) stays as the fallback for callers that want the old figure.
  */
-import { CHAR_CLASS, CLASS_DIGIT, CLASS_LETTER, CLASS_NEWLINE, CLASS_SPACE } from './chars.js';
+import { CHAR_CLASS, CLASS_DIGIT, CLASS_LETTER, CLASS_NEWLINE, CLASS_OTHER, CLASS_SPACE } from './chars.js';
 
 export const tokenizerName = 'cpe-estimate-v1';
 
@@ -67,18 +67,17 @@ export const TC_NEWLINE = 7;
 /** Bit set on every class that is not a letter or a space. */
 export const TC_SLOW = 4;
 
-/** Class of every UTF-16 code unit. */
+/** Class of every UTF-16 code unit: CHAR_CLASS's, anything else a symbol, . ! ? … terminators. */
 export const TOKEN_CLASS: Uint8Array = (() => {
+  const byCharClass = new Uint8Array(5);
+  byCharClass[CLASS_OTHER] = TC_SYMBOL;
+  byCharClass[CLASS_LETTER] = TC_LETTER;
+  byCharClass[CLASS_DIGIT] = TC_DIGIT;
+  byCharClass[CLASS_SPACE] = TC_SPACE;
+  byCharClass[CLASS_NEWLINE] = TC_NEWLINE;
   const table = new Uint8Array(65536);
-  for (let c = 0; c < 65536; c++) {
-    const cls = CHAR_CLASS[c] as number;
-    if (cls === CLASS_LETTER) table[c] = TC_LETTER;
-    else if (cls === CLASS_DIGIT) table[c] = TC_DIGIT;
-    else if (cls === CLASS_SPACE) table[c] = TC_SPACE;
-    else if (cls === CLASS_NEWLINE) table[c] = TC_NEWLINE;
-    else if (c === 46 || c === 33 || c === 63 || c === 0x2026) table[c] = TC_TERMINATOR;
-    else table[c] = TC_SYMBOL;
-  }
+  for (let c = 0; c < 65536; c++) table[c] = byCharClass[CHAR_CLASS[c] as number] as number;
+  for (const c of [46, 33, 63, 0x2026]) table[c] = TC_TERMINATOR;
   return table;
 })();
 
@@ -91,11 +90,10 @@ export const W_OTHER = 3;
  * digits and symbols (terminators included) W_OTHER.
  */
 export const WEIGHT_CODE: Uint8Array = (() => {
+  const byTokenClass = new Uint8Array(8);
+  for (let k = 0; k < 8; k++) byTokenClass[k] = k < TC_SLOW ? k : k === TC_NEWLINE ? W_NEWLINE : W_OTHER;
   const table = new Uint8Array(65536);
-  for (let c = 0; c < 65536; c++) {
-    const k = TOKEN_CLASS[c] as number;
-    table[c] = k < TC_SLOW ? k : k === TC_NEWLINE ? W_NEWLINE : W_OTHER;
-  }
+  for (let c = 0; c < 65536; c++) table[c] = byTokenClass[TOKEN_CLASS[c] as number] as number;
   return table;
 })();
 
@@ -135,17 +133,21 @@ export const SHARE4_RUN = 128;
  * such a step is marked SHARE4_RUN and the walk takes those characters one at a time.
  */
 export const SHARE4: Uint8Array = (() => {
+  // what one character adds, by its register window: its share, or SHARE4_RUN for a digit or symbol after another
+  const part = new Uint8Array(1024);
+  for (let window = 0; window < 1024; window++) {
+    if ((window & 3) !== W_OTHER) part[window] = TOKEN_SHARE[window] as number;
+    else part[window] = ((window >> 2) & 3) !== W_OTHER ? 3 : SHARE4_RUN;
+  }
   const table = new Uint8Array(65536);
   for (let w = 0; w < 65536; w++) {
-    let sum = 0;
-    let run = 0;
-    for (let shift = 6; shift >= 0; shift -= 2) {
-      const window = (w >> shift) & 1023;
-      if ((window & 3) !== W_OTHER) sum += TOKEN_SHARE[window] as number;
-      else if (((window >> 2) & 3) !== W_OTHER) sum += 3;
-      else run = SHARE4_RUN;
-    }
-    table[w] = sum | run;
+    // four shares of at most 3 each stay below SHARE4_RUN; each run adds a multiple of it
+    const sum =
+      (part[(w >> 6) & 1023] as number) +
+      (part[(w >> 4) & 1023] as number) +
+      (part[(w >> 2) & 1023] as number) +
+      (part[w & 1023] as number);
+    table[w] = sum < SHARE4_RUN ? sum : (sum % SHARE4_RUN) | SHARE4_RUN;
   }
   return table;
 })();
