@@ -61,20 +61,29 @@ export const CLASS_DIGIT = 2;
 export const CLASS_SPACE = 3;
 export const CLASS_NEWLINE = 4;
 
+/** A value for each character class, for a table of every code unit (charClassTable). */
+export interface ClassValues {
+  other: number;
+  letter: number;
+  digit: number;
+  space: number;
+  newline: number;
+}
+
 /**
- * Class of every UTF-16 code unit (64 KiB, built once): one array read per character instead of a chain
- * of range tests keeps the tokenizer and the quality scan at memory speed. Built from ranges, the same as
- * isSpace, isDigit and isLetter's (a unit test checks every code unit): testing the 65,536 one by one took ~9 ms
- * of the start of every command that loads the text modules.
+ * A table of every UTF-16 code unit (64 Ki entries) holding the value of its class: the classes of isSpace, isDigit
+ * and isLetter (a line break its own), filled range by range. The tokenizer and the sentence splitter build their
+ * tables with it too: testing the 65,536 code units one by one took ~9 ms per table of the start of every command
+ * that loads the text modules. A unit test checks CHAR_CLASS against the functions, code unit by code unit.
  */
-export const CHAR_CLASS: Uint8Array = (() => {
-  const table = new Uint8Array(65536);
+export function charClassTable(values: ClassValues): Uint8Array {
+  const table = new Uint8Array(65536).fill(values.other);
   // letters (isLetter): ASCII, ª µ º, and from U+00C0 on everything but × ÷ and the ranges isOtherLetter leaves out
-  table.fill(CLASS_LETTER, 65, 91);
-  table.fill(CLASS_LETTER, 97, 123);
-  for (const c of [0xaa, 0xb5, 0xba]) table[c] = CLASS_LETTER;
-  table.fill(CLASS_LETTER, 0xc0);
-  for (const c of [0xd7, 0xf7]) table[c] = CLASS_OTHER;
+  table.fill(values.letter, 65, 91);
+  table.fill(values.letter, 97, 123);
+  for (const c of [0xaa, 0xb5, 0xba]) table[c] = values.letter;
+  table.fill(values.letter, 0xc0);
+  for (const c of [0xd7, 0xf7]) table[c] = values.other;
   for (const [from, to] of [
     [0x2000, 0x2bff],
     [0x3000, 0x303f],
@@ -82,12 +91,24 @@ export const CHAR_CLASS: Uint8Array = (() => {
     [0xff00, 0xff20],
     [0xd800, 0xdfff],
   ] as const)
-    table.fill(CLASS_OTHER, from, to + 1);
-  table.fill(CLASS_DIGIT, 48, 58);
-  for (const c of [32, 9, 13, 0xa0, 0x202f, 0x2009]) table[c] = CLASS_SPACE;
-  table[10] = CLASS_NEWLINE;
+    table.fill(values.other, from, to + 1);
+  table.fill(values.digit, 48, 58);
+  for (const c of [32, 9, 13, 0xa0, 0x202f, 0x2009]) table[c] = values.space;
+  table[10] = values.newline;
   return table;
-})();
+}
+
+/**
+ * Class of every UTF-16 code unit (64 KiB, built once): one array read per character instead of a chain
+ * of range tests keeps the tokenizer and the quality scan at memory speed.
+ */
+export const CHAR_CLASS: Uint8Array = charClassTable({
+  other: CLASS_OTHER,
+  letter: CLASS_LETTER,
+  digit: CLASS_DIGIT,
+  space: CLASS_SPACE,
+  newline: CLASS_NEWLINE,
+});
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 

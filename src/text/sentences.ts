@@ -2,6 +2,7 @@ import {
   CHAR_CLASS,
   CLASS_LETTER,
   CLASS_SPACE,
+  charClassTable,
   codeUnits,
   isDigit,
   isLowerAt,
@@ -218,7 +219,7 @@ const ABBREVIATION_SHAPES: Uint8Array = (() => {
 })();
 
 /** 1 for a letter, 0 otherwise (CHAR_CLASS). */
-const LETTER_BIT: Uint8Array = CHAR_CLASS.map((k) => (k === CLASS_LETTER ? 1 : 0));
+const LETTER_BIT: Uint8Array = charClassTable({ other: 0, letter: 1, digit: 0, space: 0, newline: 0 });
 
 /** Letter test by table (isLetter in chars.ts, one array read): for the loops over words. */
 function letterCode(c: number): boolean {
@@ -530,12 +531,16 @@ const SCAN_CODE: Int32Array = (() => {
  */
 const SCAN_SHARE4: Uint8Array = (() => {
   const table = SHARE4.slice();
-  const white = (x: number) => x === TC_SPACE || x === W_NEWLINE;
+  // 1 for a pair of register codes (a character << 2 | the one after it) that is a line break before white space
+  const breakBeforeWhite = new Uint8Array(16);
+  for (const follower of [TC_SPACE, W_NEWLINE]) breakBeforeWhite[(W_NEWLINE << 2) | follower] = 1;
   for (let w = 0; w < 65536; w++) {
-    for (let shift = 6; shift >= 0; shift -= 2) {
-      if (((w >> shift) & 3) !== W_NEWLINE) continue;
-      if (shift === 0 || white((w >> (shift - 2)) & 3)) table[w] = (table[w] as number) | SHARE4_RUN;
-    }
+    const mark =
+      (w & 3) === W_NEWLINE ||
+      breakBeforeWhite[(w >> 4) & 15] === 1 ||
+      breakBeforeWhite[(w >> 2) & 15] === 1 ||
+      breakBeforeWhite[w & 15] === 1;
+    if (mark) table[w] = (table[w] as number) | SHARE4_RUN;
   }
   return table;
 })();

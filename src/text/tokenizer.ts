@@ -22,7 +22,7 @@
  * errs on the generous side, which is the safe side for context budgets. `estimateTokensByChars` (chars/4,
  * the original system's rule) stays as the fallback for callers that want the old figure.
  */
-import { CHAR_CLASS, CLASS_DIGIT, CLASS_LETTER, CLASS_NEWLINE, CLASS_OTHER, CLASS_SPACE } from './chars.js';
+import { charClassTable } from './chars.js';
 
 export const tokenizerName = 'cpe-estimate-v1';
 
@@ -67,17 +67,19 @@ export const TC_NEWLINE = 7;
 /** Bit set on every class that is not a letter or a space. */
 export const TC_SLOW = 4;
 
+/** . ! ? …: where a sentence may end. */
+const TERMINATORS = [46, 33, 63, 0x2026];
+
 /** Class of every UTF-16 code unit: CHAR_CLASS's, anything else a symbol, . ! ? … terminators. */
 export const TOKEN_CLASS: Uint8Array = (() => {
-  const byCharClass = new Uint8Array(5);
-  byCharClass[CLASS_OTHER] = TC_SYMBOL;
-  byCharClass[CLASS_LETTER] = TC_LETTER;
-  byCharClass[CLASS_DIGIT] = TC_DIGIT;
-  byCharClass[CLASS_SPACE] = TC_SPACE;
-  byCharClass[CLASS_NEWLINE] = TC_NEWLINE;
-  const table = new Uint8Array(65536);
-  for (let c = 0; c < 65536; c++) table[c] = byCharClass[CHAR_CLASS[c] as number] as number;
-  for (const c of [46, 33, 63, 0x2026]) table[c] = TC_TERMINATOR;
+  const table = charClassTable({
+    other: TC_SYMBOL,
+    letter: TC_LETTER,
+    digit: TC_DIGIT,
+    space: TC_SPACE,
+    newline: TC_NEWLINE,
+  });
+  for (const c of TERMINATORS) table[c] = TC_TERMINATOR;
   return table;
 })();
 
@@ -89,13 +91,13 @@ export const W_OTHER = 3;
  * Register code (0-3) of every code unit for the weight walk: letters, spaces and line breaks as above,
  * digits and symbols (terminators included) W_OTHER.
  */
-export const WEIGHT_CODE: Uint8Array = (() => {
-  const byTokenClass = new Uint8Array(8);
-  for (let k = 0; k < 8; k++) byTokenClass[k] = k < TC_SLOW ? k : k === TC_NEWLINE ? W_NEWLINE : W_OTHER;
-  const table = new Uint8Array(65536);
-  for (let c = 0; c < 65536; c++) table[c] = byTokenClass[TOKEN_CLASS[c] as number] as number;
-  return table;
-})();
+export const WEIGHT_CODE: Uint8Array = charClassTable({
+  other: W_OTHER,
+  letter: TC_LETTER,
+  digit: W_OTHER,
+  space: TC_SPACE,
+  newline: W_NEWLINE,
+});
 
 /**
  * Share (thirds) of a letter, space or line break, by the register after shifting it in: bits 0-1 the
