@@ -16,6 +16,7 @@ import {
   TC_LETTER,
   TC_SPACE,
   TC_TERMINATOR,
+  TERMINATORS,
   TOKEN_CLASS,
   TOKEN_FRESH,
   TOKEN_SHARE,
@@ -519,7 +520,7 @@ const STOP = 1 << 24;
  */
 const SCAN_CODE: Int32Array = (() => {
   const table = Int32Array.from(WEIGHT_CODE);
-  for (const c of [46, 33, 63, 0x2026]) table[c] = STOP | W_OTHER;
+  for (const c of TERMINATORS) table[c] = STOP | W_OTHER;
   return table;
 })();
 

@@ -68,7 +68,7 @@ export const TC_NEWLINE = 7;
 export const TC_SLOW = 4;
 
 /** . ! ? …: where a sentence may end. */
-const TERMINATORS = [46, 33, 63, 0x2026];
+export const TERMINATORS = [46, 33, 63, 0x2026];
 
 /** Class of every UTF-16 code unit: CHAR_CLASS's, anything else a symbol, . ! ? … terminators. */
 export const TOKEN_CLASS: Uint8Array = (() => {
