@@ -1,11 +1,12 @@
 /**
  * JSON Schema validators, made by ajv: cpe's configuration, the step plugins' config schemas and structured LLM
  * answers. ajv turns a schema into JavaScript when it is first needed; for cpe's own schemas the built package
- * carries that code already (`npm run build` writes it with scripts/build-validators.ts into dist/validators/), so
- * that a command neither loads ajv nor runs its compiler (paths.ts: generatedValidatorsDir): loading ajv was ~35-50 ms of every command's start, the
- * configuration's schema ~15-25 ms more, and the Standard pipeline's five step schemas ~25 ms of each run's
- * planning. A schema without generated code (a custom plugin's, an LLM answer's, any schema when cpe runs from its
- * TypeScript sources, or one changed since the build) is compiled here, ajv loaded then.
+ * carries that code already (`npm run build` writes it with scripts/build-validators.ts into dist/validators/,
+ * paths.ts: generatedValidatorsDir), so that a command neither loads ajv nor runs its compiler: loading ajv was
+ * ~35-50 ms of every command's start, the configuration's schema ~15-25 ms more, and the Standard pipeline's five
+ * step schemas ~25 ms of each run's planning. A schema without generated code (a custom plugin's, an LLM
+ * answer's, any schema when cpe runs from its TypeScript sources, or one changed since the build) is compiled
+ * here, ajv loaded then.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,7 +15,7 @@ import type { Ajv, Options, ValidateFunction } from 'ajv';
 import { generatedValidatorsDir } from '../paths.js';
 import { sha256 } from './hash.js';
 
-/** How each kind of schema is compiled: ajv's options, and whether the string formats (uri, date-time, ...) are known. */
+/** How each kind of schema is compiled: ajv's options, and whether string formats (uri, date-time, ...) are known. */
 export const VALIDATOR_KINDS = {
   /** cpe's configuration (src/config/schema.ts); checked against the meta-schema by a test, not on every start */
   config: { options: { allErrors: true, validateSchema: false }, formats: false },
@@ -36,7 +37,7 @@ export const generatedValidatorFile = (kind: ValidatorKind, schema: object): str
   `${kind}-${sha256(JSON.stringify(schema)).slice(0, 32)}.cjs`;
 
 /** A new ajv instance for a kind (ajv and ajv-formats are loaded by the first call). */
-export function newAjv(kind: ValidatorKind, extra: Options = {}): Ajv {
+function newAjv(kind: ValidatorKind, extra: Options = {}): Ajv {
   const { Ajv } = requireHere('ajv') as typeof import('ajv');
   const ajv = new Ajv({ ...VALIDATOR_KINDS[kind].options, ...extra });
   if (VALIDATOR_KINDS[kind].formats) (requireHere('ajv-formats') as (instance: Ajv) => Ajv)(ajv);
