@@ -37,10 +37,6 @@ function fromEnv(key: keyof AppConfig, raw: string): unknown {
 /** CPE_OLLAMA_HOST may be given as host:port, as Ollama's own OLLAMA_HOST is. */
 const withScheme = (host: string) => (/^https?:\/\//.test(host) ? host : `http://${host}`);
 
-// cpe's own schema: checked against JSON Schema's meta-schema (and ajv's strict mode) by a test rather than on
-// every start, where compiling the meta-schema was ~40 ms of each command's start-up; the built package carries its
-// validator as code (util/schema-validators.ts)
-
 /**
  * Builds the effective configuration. `flags` are command-line values (undefined = not given).
  * Every problem is reported at once, each naming its key and where it came from.
@@ -103,6 +99,7 @@ export function loadConfig(
     sources[key as keyof AppConfig] = 'flag';
   }
 
+  // the schema's validator (no meta-schema check on every start: a test checks the schema in ajv's strict mode)
   const validateConfig = schemaValidator('config', configSchema);
   if (!validateConfig(merged)) {
     for (const error of validateConfig.errors ?? []) {
