@@ -133,7 +133,7 @@ export class SqliteExecutor implements SqlExecutor {
 
   constructor(
     readonly dataSource: DataSource,
-    /** WAL checkpoints off this thread, started with the first write transaction (see wal-checkpointer.ts) */
+    /** WAL checkpoints off this thread, started once the log has grown (see wal-checkpointer.ts) */
     private readonly checkpointer?: WalCheckpointer,
   ) {
     this.inner = new DirectSqlite(
@@ -165,13 +165,13 @@ export class SqliteExecutor implements SqlExecutor {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    this.checkpointer?.start();
     const release = await this.mutex.lock();
     try {
       await this.inner.run('BEGIN IMMEDIATE');
       try {
         const result = await fn(this.inner);
         await this.inner.run('COMMIT');
+        this.checkpointer?.afterCommit();
         return result;
       } catch (error) {
         await this.inner.run('ROLLBACK').catch(() => undefined);

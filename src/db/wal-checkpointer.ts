@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { siblingModuleUrl, spawnModuleWorker } from '../util/worker-thread.js';
 import type { CheckpointWorkerData } from './wal-checkpoint-worker.js';
@@ -19,8 +20,11 @@ export const WRITER_AUTOCHECKPOINT_PAGES = 8192;
  * log has passed 1000 pages copies the log back into the database file, fsync included, before its commit
  * returns: ~80-110 ms per ingestion pass of the shared corpus that the main thread, which runs the pipeline, spent
  * waiting (bench/ingest.ts). A second connection on a worker thread does it instead, PASSIVE (it never blocks the
- * writer), every INTERVAL_MS while the log is larger than THRESHOLD_BYTES. Started with the first write
- * transaction, stopped before the writing connection closes (which checkpoints what is left and removes the log).
+ * writer), every INTERVAL_MS while the log is larger than THRESHOLD_BYTES. Started by the first commit that finds
+ * the log past THRESHOLD_BYTES, not before: a command that writes little (a run with nothing to do, `cpe file`, most
+ * tests) never starts a thread it would not use (~25 ms of CPU to start one, and a second isolate that loads the
+ * SQLite addon and must be torn down again). Stopped before the writing connection closes (which checkpoints what
+ * is left and removes the log).
  */
 export class WalCheckpointer {
   private worker: Worker | undefined;
@@ -28,9 +32,17 @@ export class WalCheckpointer {
 
   constructor(private readonly file: string) {}
 
-  /** Starts the thread once; a thread that cannot start leaves checkpoints to the writer, as SQLite does them. */
-  start(): void {
+  /**
+   * After a commit: starts the thread once the log has grown past THRESHOLD_BYTES (a stat of the log per commit
+   * until then). A thread that cannot start leaves checkpoints to the writer, as SQLite does them.
+   */
+  afterCommit(): void {
     if (this.worker || this.unavailable) return;
+    const size = statSync(`${this.file}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+    if (size >= THRESHOLD_BYTES) this.start();
+  }
+
+  private start(): void {
     try {
       const data: CheckpointWorkerData = {
         file: this.file,
