@@ -247,6 +247,14 @@ export function mapMysqlError(error: unknown): unknown {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Tries of a statement or transaction the server rolls back for a lock conflict (deadlock, lock wait timeout). */
+const CONFLICT_ATTEMPTS = 5;
+/**
+ * The pause before a statement or transaction is tried again: 25 ms doubling, capped at a second, each drawn from
+ * its upper half, so that the two sides of a deadlock do not meet again in step.
+ */
+const retryPauseMs = (attempt: number) => Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
 const READ_ONLY = /^\s*(SELECT|WITH|SHOW|EXPLAIN|DESCRIBE)\b/i;
 
 export interface MysqlExecutorOptions {
@@ -292,8 +300,10 @@ const send = <T>(connection: MysqlConnection, sql: string, params: readonly unkn
  * Built for many workers on one server: every connection runs READ COMMITTED (no gap locks, so concurrent
  * workers writing rows of different documents do not deadlock each other); a statement that could not get a
  * connection waits for the server with capped backoff (a restart), a read is repeated after a lost connection, an
- * autocommit statement chosen as a deadlock victim is repeated (the server rolled it back). What cannot be
- * repeated safely (a write whose connection broke, a transaction) fails with a retryable CpeError.
+ * autocommit statement or a transaction chosen as a deadlock victim is repeated (the server rolled it back: two
+ * runs or workers completing documents, upserting queue rows or cache entries at the same moment). What cannot be
+ * repeated safely (a write whose connection broke, a transaction whose connection broke) fails with a retryable
+ * CpeError.
  */
 export class MysqlExecutor implements SqlExecutor {
   readonly dialect = 'mysql' as const;
@@ -372,13 +382,13 @@ export class MysqlExecutor implements SqlExecutor {
         const kind = classifyMysqlError(error);
         broken = kind === 'connection';
         const again =
-          (kind === 'conflict' && attempt < 5) ||
+          (kind === 'conflict' && attempt < CONFLICT_ATTEMPTS) ||
           (kind === 'connection' && READ_ONLY.test(sql) && Date.now() < deadline);
         if (!again) throw mapMysqlError(error);
       } finally {
         this.discard(connection, broken);
       }
-      await pause(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
+      await pause(retryPauseMs(attempt));
     }
   }
 
@@ -390,7 +400,22 @@ export class MysqlExecutor implements SqlExecutor {
     return runResult(await this.statement(sql, params));
   }
 
+  /**
+   * fn in one transaction; run again from the start (up to CONFLICT_ATTEMPTS times, after a short randomised
+   * pause) when the server rolls it back for a deadlock or a lock wait timeout: see SqlExecutor.transaction.
+   */
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transactionOnce(fn);
+      } catch (error) {
+        if (attempt >= CONFLICT_ATTEMPTS || classifyMysqlError(error) !== 'conflict') throw error;
+      }
+      await pause(retryPauseMs(attempt));
+    }
+  }
+
+  private async transactionOnce<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const connection = await this.acquire();
     let broken = false;
     try {

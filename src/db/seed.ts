@@ -29,13 +29,14 @@ export async function seedDatabase(
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
     .sort();
-  let inserted = 0;
-  await db.transaction(async (tx) => {
+  const inserted = await db.transaction(async (tx) => {
+    let rows = 0;
     for (const file of files) {
       for (const statement of seedStatements(readFileSync(path.join(dir, file), 'utf8'))) {
-        inserted += (await tx.run(statement)).affectedRows;
+        rows += (await tx.run(statement)).affectedRows;
       }
     }
+    return rows;
   });
   return { files, inserted };
 }

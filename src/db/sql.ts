@@ -18,6 +18,11 @@ export interface SqlExecutor {
   query<T = Record<string, any>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   /** INSERT/UPDATE/DELETE/DDL */
   run(sql: string, params?: readonly unknown[]): Promise<RunResult>;
-  /** runs fn in one transaction on one connection; nested calls join the outer transaction */
+  /**
+   * Runs fn in one transaction on one connection; nested calls join the outer transaction. On MariaDB/MySQL a
+   * transaction the server rolls back as a deadlock victim (or after a lock wait timeout) is run again from the
+   * start, so fn may run more than once: it must change nothing but through tx (count and collect in its own
+   * variables and return them; touch outer state after the transaction).
+   */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
 }

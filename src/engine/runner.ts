@@ -312,12 +312,14 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
    * Claims items and, in the same transaction, creates the document rows of new files whose bytes the scan
    * archived already: one commit for a batch of items instead of two per item, and the lookups and links shared
    * by the batch (a row insert per item). Anything unusual (no archived copy, a failing insert) is left to
-   * processItem, which handles it per item.
+   * processItem, which handles it per item. The rows are kept for processItem once the claim has committed (on
+   * MariaDB a transaction may run twice: see SqlExecutor.transaction).
    */
-  const claimBatch = (want: number) =>
-    db.transaction(async (tx) => {
+  const claimBatch = async (want: number) => {
+    const { items, rows } = await db.transaction(async (tx) => {
       const items = await claimQueueItems(tx, worker, want, leaseMs, options.onlyPaths);
       const fresh = items.filter((item) => item.action !== 'delete' && !item.document_id);
+      const rows: Array<[number, { doc: DocumentRow; bytes?: Buffer }]> = [];
       try {
         const archived = await findArchivedMany(
           tx,
@@ -332,16 +334,19 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         const docs = await createDocumentVersions(tx, versions, worker);
         docs.forEach((doc, i) => {
           if (!(doc instanceof Error))
-            prepared.set(versions[i]!.itemId, { doc, bytes: versions[i]!.file.bytes });
+            rows.push([versions[i]!.itemId, { doc, bytes: versions[i]!.file.bytes }]);
         });
       } catch (error) {
         // a deadlock or a lost connection ends the whole transaction (MariaDB rolls it back), the claim with it:
-        // the claim fails and is tried again, instead of going on with items this worker no longer holds
+        // the claim is tried again, instead of going on with items this worker no longer holds
         if (isRetryable(error)) throw error;
         /* anything else: processItem tries again and reports it for each item alone */
       }
-      return items;
+      return { items, rows };
     });
+    for (const [itemId, row] of rows) prepared.set(itemId, row);
+    return items;
+  };
 
   /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   const processItem = async (

@@ -66,8 +66,8 @@ export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker,
       }),
   );
   const model = `${asker.llm.provider}:${asker.llm.model}`.slice(0, 100);
-  let written = 0;
-  await ctx.db.transaction(async (tx) => {
+  const written = await ctx.db.transaction(async (tx) => {
+    let rows = 0;
     await tx.run('DELETE FROM generated_questions WHERE document_id = ?', [ctx.document.id]);
     for (const [i, answer] of answers.entries()) {
       for (const q of answer?.questions ?? []) {
@@ -75,9 +75,10 @@ export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker,
           'INSERT INTO generated_questions (document_id, chunk_id, question, answer, model) VALUES (?, ?, ?, ?, ?)',
           [ctx.document.id, chunks[i]!.id, q.question.trim(), q.answer.trim(), model],
         );
-        written++;
+        rows++;
       }
     }
+    return rows;
   });
   return { chunks: chunks.length, questions: written };
 }

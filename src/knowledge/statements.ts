@@ -321,13 +321,9 @@ export async function runKnowledgeValidation(
       });
     },
   );
-  let grounded = 0;
-  let unsupported = 0;
   await ctx.db.transaction(async (tx) => {
     for (const [i, result] of results.entries()) {
       if (!result) continue;
-      if (result.verdict === 'grounded') grounded++;
-      else unsupported++;
       await tx.run('UPDATE knowledge_items SET validation = ?, validation_reason = ? WHERE id = ?', [
         result.verdict,
         result.reason.trim(),
@@ -335,5 +331,7 @@ export async function runKnowledgeValidation(
       ]);
     }
   });
+  const grounded = results.filter((r) => r?.verdict === 'grounded').length;
+  const unsupported = results.filter((r) => r && r.verdict !== 'grounded').length;
   return { items: items.length, grounded, unsupported };
 }

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
+import mysql from 'mysql2/promise';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { Engine } from '../../../src/engine/engine.js';
-import { CpeError } from '../../../src/errors.js';
+import { CpeError, ErrorCodes, isRetryable } from '../../../src/errors.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 
 for (const backend of testBackends()) {
@@ -100,6 +101,71 @@ for (const backend of testBackends()) {
         Array.from({ length: 20 }, (_, i) => `p${i}`),
       );
     });
+
+    if (backend === 'mysql') {
+      it('runs a transaction the server picks as a deadlock victim again, and commits it once', async () => {
+        await db.run('INSERT INTO executor_probe (id, label) VALUES (1, ?), (2, ?)', ['a', 'b']);
+        const [{ name }] = await db.query<{ name: string }>('SELECT DATABASE() AS name');
+        const other = await mysql.createConnection({ uri: `${process.env.CPE_TEST_MYSQL_URL}/${name}` });
+        try {
+          // the other side changes more rows, so the server rolls back the executor's transaction, not it
+          await other.query('START TRANSACTION');
+          const heavy = Array.from({ length: 200 }, (_, i) => [1000 + i, `h${i}`]);
+          await other.query('INSERT INTO executor_probe (id, label) VALUES ?', [heavy]);
+          await other.query("UPDATE executor_probe SET label = 'b2' WHERE id = 2");
+          let runs = 0;
+          let otherDone: Promise<unknown> | undefined;
+          await db.transaction(async (tx) => {
+            runs++;
+            await tx.run("UPDATE executor_probe SET label = 'a1' WHERE id = 1");
+            if (runs === 1) {
+              // the other side now waits for row 1, held here, while this side asks for row 2, held there
+              otherDone = other
+                .query("UPDATE executor_probe SET label = 'a2' WHERE id = 1")
+                .then(() => other.query('COMMIT'));
+              await new Promise((resolve) => setTimeout(resolve, 300));
+            }
+            await tx.run("UPDATE executor_probe SET label = 'b1' WHERE id = 2");
+          });
+          await otherDone;
+          expect(runs, 'runs of the transaction').to.equal(2);
+          const rows = await db.query<{ id: number; label: string }>(
+            'SELECT id, label FROM executor_probe WHERE id IN (1, 2) ORDER BY id',
+          );
+          expect(rows.map((r) => r.label)).to.deep.equal(['a1', 'b1']);
+          expect(await db.query('SELECT id FROM executor_probe')).to.have.length(202);
+        } finally {
+          await other.end();
+        }
+      });
+
+      it('gives a transaction up after five lock conflicts, and never repeats one that failed otherwise', async () => {
+        let runs = 0;
+        const conflict = await db
+          .transaction(async (tx) => {
+            runs++;
+            await tx.run('INSERT INTO executor_probe (label) VALUES (?)', [`c${runs}`]);
+            throw new CpeError(ErrorCodes.DATABASE_CONFLICT, 'database lock conflict: simulated', {
+              retryable: true,
+            });
+          })
+          .catch((e: unknown) => e);
+        expect(runs).to.equal(5);
+        expect((conflict as CpeError).code).to.equal(ErrorCodes.DATABASE_CONFLICT);
+        expect(isRetryable(conflict)).to.equal(true);
+        expect(await db.query('SELECT id FROM executor_probe'), 'every try rolled back').to.have.length(0);
+
+        runs = 0;
+        const other = await db
+          .transaction(async () => {
+            runs++;
+            throw new Error('not a lock conflict');
+          })
+          .catch((e: unknown) => e);
+        expect(runs).to.equal(1);
+        expect((other as Error).message).to.equal('not a lock conflict');
+      });
+    }
 
     if (backend === 'sqlite') {
       it('keeps statement journals in memory on both connections, not in temporary files', async () => {
