@@ -142,12 +142,10 @@ export function extractMarkdown(
   _file: string,
   _options?: ExtractOptions,
 ): Promise<ExtractedDocument> {
-  const { text, encoding } = decodeText(bytes);
+  const { text, encoding, warning } = decodeText(bytes);
   const builder = new DocumentBuilder('md');
   const metadata: Record<string, unknown> = { encoding };
-  if (encoding === 'windows-1252' || encoding === 'iso-8859-1') {
-    builder.warnings.push(`not valid UTF-8: decoded as ${encoding}`);
-  }
+  if (warning) builder.warnings.push(warning);
   const pages = splitPages(text);
   let firstHeading: string | undefined;
   pages.forEach((page, index) => {

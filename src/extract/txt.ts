@@ -1,12 +1,15 @@
 /**
  * Plain text: encoding detection and paragraphs.
  *
- * Encoding order: a BOM decides (UTF-8, UTF-16 LE/BE); without one, a NUL pattern on one side of the byte
- * pairs means UTF-16 (Latin text has a zero high byte in almost every code unit); then strict UTF-8; and
+ * Encoding order: a BOM decides (UTF-8, UTF-32 LE/BE, UTF-16 LE/BE); without one, a NUL pattern on one side of
+ * the byte pairs means UTF-16 (Latin text has a zero high byte in almost every code unit); then strict UTF-8; and
  * only when that fails a single-byte code page. Windows-1252 is used for every single-byte file: it agrees
  * with ISO-8859-1 on every printable Latin-1 character (ä ö ü ß Ä Ö Ü), and the bytes where they differ
  * (0x80-0x9F) are C1 control codes in Latin-1 that no real text contains, but quotes, dashes and the euro
  * sign in Windows text. The reported name says which of the two the bytes actually needed.
+ * Bytes that break the encoding they claim (a UTF-16 file with an odd byte, unpaired surrogates, invalid UTF-8
+ * after a UTF-8 BOM) become U+FFFD, and the result says so in a warning, as it does for the code page fallback
+ * and for a last character cut off: the text is kept, and the run log shows what was wrong with it.
  * The UTF-16 heuristics need Latin script; UTF-16 CJK text without a BOM is not recognised.
  */
 import { DocumentBuilder } from './document-builder.js';
@@ -14,26 +17,27 @@ import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 export interface DecodedText {
   text: string;
-  /** utf-8, utf-8-bom, utf-16le, utf-16be (each with -bom when one was present), windows-1252, iso-8859-1 */
+  /**
+   * utf-8, utf-16le, utf-16be (each with -bom when one was present), utf-32le-bom, utf-32be-bom, windows-1252,
+   * iso-8859-1
+   */
   encoding: string;
+  /** set when the bytes were not all valid in that encoding, or needed the code page fallback */
+  warning?: string;
 }
 
 const SAMPLE_BYTES = 64 * 1024;
 
 export function decodeText(bytes: Uint8Array): DecodedText {
-  if (bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
-    return { text: decodeUtf8(bytes.subarray(3)), encoding: 'utf-8-bom' };
-  }
-  if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe) {
-    return { text: new TextDecoder('utf-16le').decode(bytes.subarray(2)), encoding: 'utf-16le-bom' };
-  }
-  if (bytes.length >= 2 && bytes[0] === 0xfe && bytes[1] === 0xff) {
-    return { text: new TextDecoder('utf-16be').decode(bytes.subarray(2)), encoding: 'utf-16be-bom' };
-  }
+  if (startsWith(bytes, 0xef, 0xbb, 0xbf)) return decodeUtf8(bytes.subarray(3), 'utf-8-bom');
+  if (startsWith(bytes, 0xff, 0xfe, 0, 0)) return decodeUtf32(bytes.subarray(4), true);
+  if (startsWith(bytes, 0, 0, 0xfe, 0xff)) return decodeUtf32(bytes.subarray(4), false);
+  if (startsWith(bytes, 0xff, 0xfe)) return decodeUtf16(bytes.subarray(2), 'utf-16le', 'utf-16le-bom');
+  if (startsWith(bytes, 0xfe, 0xff)) return decodeUtf16(bytes.subarray(2), 'utf-16be', 'utf-16be-bom');
   const utf16 = guessUtf16(bytes);
-  if (utf16) return { text: new TextDecoder(utf16).decode(bytes), encoding: utf16 };
+  if (utf16) return decodeUtf16(bytes, utf16, utf16);
   const utf8 = tryUtf8(bytes);
-  if (utf8 !== undefined) return { text: utf8, encoding: 'utf-8' };
+  if (utf8) return withWarning(utf8.text, 'utf-8', utf8.cut ? CUT_OFF : undefined);
   let c1 = false;
   for (const byte of bytes) {
     if (byte >= 0x80 && byte <= 0x9f) {
@@ -41,7 +45,73 @@ export function decodeText(bytes: Uint8Array): DecodedText {
       break;
     }
   }
-  return { text: decodeWindows1252(bytes), encoding: c1 ? 'windows-1252' : 'iso-8859-1' };
+  const encoding = c1 ? 'windows-1252' : 'iso-8859-1';
+  return { text: decodeWindows1252(bytes), encoding, warning: `not valid UTF-8: decoded as ${encoding}` };
+}
+
+const CUT_OFF = 'the last character is cut off (truncated file?): replaced with U+FFFD';
+
+const startsWith = (bytes: Uint8Array, ...magic: number[]): boolean =>
+  bytes.length >= magic.length && magic.every((byte, i) => bytes[i] === byte);
+
+const withWarning = (text: string, encoding: string, warning: string | undefined): DecodedText =>
+  warning === undefined ? { text, encoding } : { text, encoding, warning };
+
+/** After a UTF-8 BOM: strict UTF-8 (a cut-off last character tolerated), else invalid bytes replaced. */
+function decodeUtf8(bytes: Uint8Array, encoding: string): DecodedText {
+  const strict = tryUtf8(bytes);
+  if (strict) return withWarning(strict.text, encoding, strict.cut ? CUT_OFF : undefined);
+  return {
+    text: new TextDecoder('utf-8').decode(bytes),
+    encoding,
+    warning: 'not valid UTF-8 despite its byte order mark: invalid bytes replaced with U+FFFD',
+  };
+}
+
+function decodeUtf16(bytes: Uint8Array, label: 'utf-16le' | 'utf-16be', encoding: string): DecodedText {
+  try {
+    return { text: new TextDecoder(label, { fatal: true }).decode(bytes), encoding };
+  } catch {
+    const odd = bytes.length % 2 === 1 ? ' (an odd number of bytes)' : '';
+    return {
+      text: new TextDecoder(label).decode(bytes),
+      encoding,
+      warning: `not valid ${label.toUpperCase()}${odd}: invalid code units replaced with U+FFFD`,
+    };
+  }
+}
+
+/** UTF-32 (only with a BOM: TextDecoder has no UTF-32); code points that cannot be text become U+FFFD. */
+function decodeUtf32(bytes: Uint8Array, littleEndian: boolean): DecodedText {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const whole = bytes.length - (bytes.length % 4);
+  const parts: string[] = [];
+  let codes: number[] = [];
+  let invalid = 0;
+  for (let at = 0; at < whole; at += 4) {
+    const code = view.getUint32(at, littleEndian);
+    const valid = code <= 0x10ffff && (code < 0xd800 || code > 0xdfff);
+    if (!valid) invalid++;
+    codes.push(valid ? code : 0xfffd);
+    if (codes.length === 8192) {
+      parts.push(String.fromCodePoint(...codes));
+      codes = [];
+    }
+  }
+  if (whole < bytes.length) {
+    invalid++;
+    codes.push(0xfffd);
+  }
+  parts.push(String.fromCodePoint(...codes));
+  const encoding = littleEndian ? 'utf-32le-bom' : 'utf-32be-bom';
+  const name = littleEndian ? 'UTF-32LE' : 'UTF-32BE';
+  return withWarning(
+    parts.join(''),
+    encoding,
+    invalid > 0
+      ? `not valid ${name}: ${invalid} invalid code ${invalid === 1 ? 'unit' : 'units'} replaced with U+FFFD`
+      : undefined,
+  );
 }
 
 /**
@@ -85,19 +155,23 @@ function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
 
 /**
  * Strict UTF-8, tolerating only a sequence cut off at the very end of the file (a truncated download is
- * still UTF-8; reading it as Windows-1252 would garble every umlaut in it).
+ * still UTF-8; reading it as Windows-1252 would garble every umlaut in it): then `cut` is set and the text ends
+ * with U+FFFD.
  */
-function tryUtf8(bytes: Uint8Array): string | undefined {
+function tryUtf8(bytes: Uint8Array): { text: string; cut: boolean } | undefined {
   const strict = new TextDecoder('utf-8', { fatal: true });
   try {
-    return strict.decode(bytes);
+    return { text: strict.decode(bytes), cut: false };
   } catch {
     for (let cut = 1; cut <= 3 && cut < bytes.length; cut++) {
       const lead = bytes[bytes.length - cut]!;
-      if (lead < 0xc2) continue; // continuation byte: look further back for the lead byte
-      if (lead > 0xf4) return undefined;
+      if (lead >= 0x80 && lead <= 0xbf) continue; // continuation byte: look further back for the lead byte
+      // a lead byte whose sequence the end of the file cut short; anything else is not a cut
+      const needs =
+        lead >= 0xf0 && lead <= 0xf4 ? 4 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xc2 ? 2 : 0;
+      if (lead > 0xf4 || cut >= needs) return undefined;
       try {
-        return `${strict.decode(bytes.subarray(0, bytes.length - cut))}\uFFFD`;
+        return { text: `${strict.decode(bytes.subarray(0, bytes.length - cut))}\uFFFD`, cut: true };
       } catch {
         return undefined;
       }
@@ -106,26 +180,20 @@ function tryUtf8(bytes: Uint8Array): string | undefined {
   }
 }
 
-function decodeUtf8(bytes: Uint8Array): string {
-  return new TextDecoder('utf-8').decode(bytes);
-}
-
 /** Splits text at form feeds (logical pages) and blank lines (paragraphs). */
 export function extractTxt(
   bytes: Uint8Array,
   _file: string,
   _options?: ExtractOptions,
 ): Promise<ExtractedDocument> {
-  const { text, encoding } = decodeText(bytes);
+  const { text, encoding, warning } = decodeText(bytes);
   const builder = new DocumentBuilder('txt');
   const pages = splitPages(text);
   pages.forEach((page, index) => {
     builder.startPage(index + 1);
     for (const paragraph of page.split(/\n[ \t]*\n/)) builder.add('paragraph', paragraph);
   });
-  if (encoding === 'windows-1252' || encoding === 'iso-8859-1') {
-    builder.warnings.push(`not valid UTF-8: decoded as ${encoding}`);
-  }
+  if (warning) builder.warnings.push(warning);
   return Promise.resolve(builder.build({ encoding, logicalPages: pages.length }));
 }
 

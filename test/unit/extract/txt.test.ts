@@ -42,11 +42,19 @@ describe('extract/txt decodeText', () => {
     const latin1 = new Uint8Array(
       [...'Prüfung für Größe: '].map((c) => c.charCodeAt(0)).concat([0xe4, 0xf6, 0xfc, 0xdf]),
     );
-    expect(decodeText(latin1)).to.deep.equal({ text: 'Prüfung für Größe: äöüß', encoding: 'iso-8859-1' });
+    expect(decodeText(latin1)).to.deep.equal({
+      text: 'Prüfung für Größe: äöüß',
+      encoding: 'iso-8859-1',
+      warning: 'not valid UTF-8: decoded as iso-8859-1',
+    });
   });
 
   it('reads Windows-1252 quotes, dashes and the euro sign', () => {
-    expect(decodeText(cp1252(GERMAN))).to.deep.equal({ text: GERMAN, encoding: 'windows-1252' });
+    expect(decodeText(cp1252(GERMAN))).to.deep.equal({
+      text: GERMAN,
+      encoding: 'windows-1252',
+      warning: 'not valid UTF-8: decoded as windows-1252',
+    });
   });
 
   it('keeps UTF-8 when only the last character was cut off', () => {
@@ -54,6 +62,67 @@ describe('extract/txt decodeText', () => {
     const decoded = decodeText(bytes.subarray(0, bytes.length - 1));
     expect(decoded.encoding).to.equal('utf-8');
     expect(decoded.text).to.equal('Maßnahmen für Prüfungen \uFFFD');
+    expect(decoded.warning).to.equal('the last character is cut off (truncated file?): replaced with U+FFFD');
+    const withBom = decodeText(new Uint8Array([0xef, 0xbb, 0xbf, ...bytes.subarray(0, bytes.length - 1)]));
+    expect(withBom).to.include({ text: 'Maßnahmen für Prüfungen \uFFFD', encoding: 'utf-8-bom' });
+    expect(withBom.warning).to.match(/cut off/);
+  });
+
+  it('reads Latin-1 whose only umlaut is near the end as Latin-1, not as UTF-8 cut off', () => {
+    const bytes = new Uint8Array([...new TextEncoder().encode('Die Kosten: 5 M'), 0xe4, 0x2e, 0x0a]);
+    expect(decodeText(bytes)).to.deep.equal({
+      text: 'Die Kosten: 5 Mä.\n',
+      encoding: 'iso-8859-1',
+      warning: 'not valid UTF-8: decoded as iso-8859-1',
+    });
+  });
+
+  it('replaces invalid bytes after a UTF-8 BOM and says so', () => {
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('Größe '), 0xe4, 0x20, 0x41]);
+    expect(decodeText(bytes)).to.deep.equal({
+      text: 'Größe \uFFFD A',
+      encoding: 'utf-8-bom',
+      warning: 'not valid UTF-8 despite its byte order mark: invalid bytes replaced with U+FFFD',
+    });
+  });
+
+  it('replaces an odd last byte and unpaired surrogates in UTF-16 and says so', () => {
+    const odd = new Uint8Array([...utf16('Größe', 'le', true), 0x41]);
+    expect(decodeText(odd)).to.deep.equal({
+      text: 'Größe\uFFFD',
+      encoding: 'utf-16le-bom',
+      warning: 'not valid UTF-16LE (an odd number of bytes): invalid code units replaced with U+FFFD',
+    });
+    const lone = utf16('Maß\uD800nahme', 'be', true);
+    expect(decodeText(lone)).to.deep.equal({
+      text: 'Maß\uFFFDnahme',
+      encoding: 'utf-16be-bom',
+      warning: 'not valid UTF-16BE: invalid code units replaced with U+FFFD',
+    });
+    const guessed = utf16(`${'Dies ist ein Test für UTF-16 ohne BOM. '.repeat(3)}\uDC00`, 'le', false);
+    expect(decodeText(guessed).warning).to.equal(
+      'not valid UTF-16LE: invalid code units replaced with U+FFFD',
+    );
+  });
+
+  it('reads UTF-32 LE and BE with a BOM; code points that cannot be text become U+FFFD', () => {
+    const utf32 = (codes: number[], le: boolean): Uint8Array => {
+      const bytes = new Uint8Array(4 + codes.length * 4);
+      const view = new DataView(bytes.buffer);
+      view.setUint32(0, 0xfeff, le);
+      for (const [i, code] of codes.entries()) view.setUint32(4 + i * 4, code, le);
+      return bytes;
+    };
+    const text = `${GERMAN} 😀`;
+    const codes = [...text].map((c) => c.codePointAt(0)!);
+    expect(decodeText(utf32(codes, true))).to.deep.equal({ text, encoding: 'utf-32le-bom' });
+    expect(decodeText(utf32(codes, false))).to.deep.equal({ text, encoding: 'utf-32be-bom' });
+    const bad = utf32([0x41, 0x110000, 0xd800, 0x42], true);
+    expect(decodeText(new Uint8Array([...bad, 0x43]))).to.deep.equal({
+      text: 'A\uFFFD\uFFFDB\uFFFD',
+      encoding: 'utf-32le-bom',
+      warning: 'not valid UTF-32LE: 3 invalid code units replaced with U+FFFD',
+    });
   });
 });
 
@@ -87,6 +156,15 @@ describe('extract/txt extractTxt', () => {
       'c.txt',
     );
     expect(doc.text).to.equal('Prüfung mittel ok');
+  });
+
+  it('keeps a damaged UTF-16 file and records what was wrong as a warning', async () => {
+    const doc = await extractTxt(new Uint8Array([0xff, 0xfe, 0x41, 0, 0x42]), 'u.txt');
+    expect(doc.text).to.equal('A\uFFFD');
+    expect(doc.metadata.encoding).to.equal('utf-16le-bom');
+    expect(doc.warnings).to.deep.equal([
+      'not valid UTF-16LE (an odd number of bytes): invalid code units replaced with U+FFFD',
+    ]);
   });
 
   it('gives an empty document for a whitespace-only file', async () => {
