@@ -29,7 +29,12 @@ const detect: StepPlugin<DetectConfig> = {
         minItems: 1,
         default: ['.pdf', '.docx', '.pptx', '.md', '.txt'],
       },
-      follow_symlinks: { type: 'boolean', default: true, description: 'links that stay inside the folder' },
+      follow_symlinks: {
+        type: 'boolean',
+        default: true,
+        description:
+          'follow links that stay inside the folder (links leaving it, and broken ones, are reported)',
+      },
       max_attempts: { type: 'integer', minimum: 1, maximum: 100, default: 3 },
     },
   },

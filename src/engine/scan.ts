@@ -5,6 +5,7 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
+  type Stats,
   statSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -85,8 +86,21 @@ const statKeyOf = (info: BigIntStats) =>
   `${info.size}:${info.mtimeNs}:${info.ctimeNs}:${info.ino}:${info.dev}`;
 
 /**
+ * Why a path listed in a folder could not be opened. Node reads file names as UTF-8: a name in another encoding
+ * (Latin-1 from an old archive, say) comes back with U+FFFD in place of its bad bytes, and no file has that name.
+ */
+function notOpened(what: string, file: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code ?? 'error';
+  if (code === 'ENOENT' && path.basename(file).includes('\uFFFD'))
+    return `${what}: the name is not valid UTF-8 and cannot be opened as listed; rename it in UTF-8`;
+  return `${what} (${code})`;
+}
+
+/**
  * Lists the files of a source folder recursively: hidden files and folders ignored, symbolic links leaving the
- * folder (or looping) not followed. Yields absolute paths. Synchronous calls on purpose: on this kind of machine
+ * folder (or looping) not followed. What cannot be opened is reported in `unreadable` with its reason and the
+ * walk goes on: a name that is not UTF-8, a dangling link named like a document, a link leaving the folder (to a
+ * folder or a document). Yields absolute paths. Synchronous calls on purpose: on this kind of machine
  * an awaited fs.promises.stat costs ~50 µs of the event loop's time against ~2 µs for statSync (the thread-pool
  * round trip dominates), and the scan runs before any document work that could be starved.
  */
@@ -100,15 +114,13 @@ function listFiles(
   const files: ListedFile[] = [];
   const visited = new Set<string>([rootReal]);
   const inside = (real: string) => real === rootReal || real.startsWith(`${rootReal}${path.sep}`);
+  const supported = (name: string) => options.extensions.includes(path.extname(name).toLowerCase());
   const walk = (dir: string) => {
     let entries: Dirent[];
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (error) {
-      unreadable.push({
-        path: dir,
-        reason: `cannot list folder (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      });
+      unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error) });
       return;
     }
     entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -120,26 +132,42 @@ function listFiles(
       if (entry.isSymbolicLink()) {
         if (!options.followSymlinks) continue;
         let real: string;
+        let info: Stats;
         try {
           real = realpathSync(full);
-        } catch {
-          continue; // dangling link
+          info = statSync(real);
+        } catch (error) {
+          // a dangling link (or a loop of links) named like a document is a document that cannot be read
+          if (supported(entry.name))
+            unreadable.push({ path: full, reason: notOpened('broken symbolic link', full, error) });
+          continue;
         }
-        if (!inside(real)) continue;
-        const info = statSync(real);
         isDir = info.isDirectory();
         isFile = info.isFile();
+        if (!inside(real)) {
+          if (isDir || (isFile && supported(entry.name)))
+            unreadable.push({
+              path: full,
+              reason: `symbolic link to ${real}, outside the source folder: not followed`,
+            });
+          continue;
+        }
         if (isDir) {
           if (visited.has(real)) continue;
           visited.add(real);
         }
       } else if (isDir) {
-        visited.add(realpathSync(full));
+        try {
+          visited.add(realpathSync(full));
+        } catch (error) {
+          unreadable.push({ path: full, reason: notOpened('cannot list folder', full, error) });
+          continue;
+        }
       }
       if (isDir) {
         walk(full);
       } else if (isFile) {
-        if (!options.extensions.includes(path.extname(entry.name).toLowerCase())) {
+        if (!supported(entry.name)) {
           ignoredCount.n++;
           continue;
         }
@@ -152,10 +180,7 @@ function listFiles(
             changedNs: info.ctimeNs, // any write or utimes() sets the change time to now
           });
         } catch (error) {
-          unreadable.push({
-            path: full,
-            reason: `cannot stat (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-          });
+          unreadable.push({ path: full, reason: notOpened('cannot stat', full, error) });
         }
       }
     }

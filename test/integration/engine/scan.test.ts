@@ -1,4 +1,13 @@
-import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { archivePathFor, INLINE_ARCHIVE_BYTES, readInlineArchive } from '../../../src/engine/archive.js';
@@ -95,6 +104,43 @@ for (const backend of testBackends()) {
       );
       expect(scan.unreadable).to.deep.equal([]);
       expect(scan.entries.map((e) => e.decision)).to.deep.equal(['new', 'new', 'new']);
+    });
+
+    it('names what it cannot open and why, and scans the rest: names not in UTF-8, broken links, links leaving the folder', async () => {
+      const engine = await open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(files);
+      const outside = makeSourceFolder({ 'x.md': '# Außerhalb\n' });
+      // names with a Latin-1 byte (0xE4, ä): Node lists them with U+FFFD, and no file has that name
+      const latin1 = (name: string) =>
+        Buffer.concat([Buffer.from(`${source}/`), Buffer.from(name, 'latin1')]);
+      writeFileSync(latin1('M\xe4rz.md'), '# März\n');
+      mkdirSync(latin1('Ordner\xe4'));
+      writeFileSync(Buffer.concat([latin1('Ordner\xe4'), Buffer.from('/d.md')]), '# D\n');
+      symlinkSync('/nonexistent-cpe-test/gone.md', path.join(source, 'weg.md'));
+      symlinkSync(outside, path.join(source, 'draussen'));
+      symlinkSync('..', path.join(source, 'sub', 'zurueck')); // back to the folder itself: not walked twice
+
+      const scan = await scanSource(db, source, options());
+      expect(scan.entries.map((e) => path.relative(source, e.path)).sort()).to.deep.equal([
+        'a.md',
+        'b.txt',
+        'sub/c.md',
+      ]);
+      const notUtf8 = 'the name is not valid UTF-8 and cannot be opened as listed; rename it in UTF-8';
+      expect(scan.unreadable.map((u) => [path.relative(source, u.path), u.reason])).to.have.deep.members([
+        ['M\uFFFDrz.md', `cannot stat: ${notUtf8}`],
+        ['Ordner\uFFFD', `cannot list folder: ${notUtf8}`],
+        ['weg.md', 'broken symbolic link (ENOENT)'],
+        ['draussen', `symbolic link to ${realpathSync(outside)}, outside the source folder: not followed`],
+      ]);
+
+      // links not followed at all: only the names are reported
+      const noLinks = await scanSource(db, source, options({ followSymlinks: false }));
+      expect(noLinks.unreadable.map((u) => path.relative(source, u.path)).sort()).to.deep.equal([
+        'M\uFFFDrz.md',
+        'Ordner\uFFFD',
+      ]);
     });
 
     it('does not keep the signature of a file written just before the scan', async () => {
