@@ -33,7 +33,8 @@ export class DocumentBuilder {
   /** Adds a block; the text is normalised and trimmed, empty blocks are dropped. Returns the block or undefined. */
   add(type: BlockType, raw: string, level?: number): Block | undefined {
     // code keeps its first line's indentation; everything else is trimmed
-    const value = type === 'code' ? normalizeText(raw).replace(/^\n+|\s+$/g, '') : normalizeText(raw).trim();
+    const value =
+      type === 'code' ? normalizeText(raw).replace(/^\n+/, '').trimEnd() : normalizeText(raw).trim();
     if (value.trim() === '') return undefined;
     if (!this.current) this.startPage(1);
     const page = this.current!;

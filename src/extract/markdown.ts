@@ -16,18 +16,16 @@
  */
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
+import { atxHeading, isTableDelimiter, withoutPandocAttributes } from './markdown-lines.js';
 import { decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
-const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
-const PANDOC_ATTRIBUTES = /[ \t]*\{[#.][^}]*\}$/;
 const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
 const DIV_FENCE = /^ {0,3}:{3,}/;
 const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const SETEXT_1 = /^ {0,3}=+[ \t]*$/;
 const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
 const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
-const TABLE_DELIMITER = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 const GRID_TABLE = /^ {0,3}\+[-=:+]+\+[ \t]*$/;
 const BLOCKQUOTE = /^ {0,3}>/;
 /** a pandoc table border: a row of dashes, or dash groups per column ("----- -------") */
@@ -63,7 +61,7 @@ function isTableStart(lines: string[], i: number): boolean {
   const line = lines[i]!;
   if (GRID_TABLE.test(line)) return true;
   const next = lines[i + 1];
-  if (line.includes('|') && next?.includes('-') && TABLE_DELIMITER.test(next)) {
+  if (line.includes('|') && next?.includes('-') && isTableDelimiter(next)) {
     // "a | b" over "---|---": the delimiter needs a pipe unless the header is a single column
     return next.includes('|') || !line.trim().startsWith('|');
   }
@@ -83,7 +81,7 @@ function pandocTableEnd(lines: string[], i: number): number | undefined {
   const next = lines[i + 1];
   if (next === undefined || isBlank(next)) return undefined;
   if (!DASH_ROW.test(line)) {
-    if (!COLUMN_DASHES.test(next) || ATX.test(line) || LIST_ITEM.test(line)) return undefined;
+    if (!COLUMN_DASHES.test(next) || atxHeading(line) || LIST_ITEM.test(line)) return undefined;
     let end = i + 2;
     while (end < lines.length && !isBlank(lines[end]!)) end++;
     return end;
@@ -92,7 +90,7 @@ function pandocTableEnd(lines: string[], i: number): number | undefined {
   const limit = Math.min(lines.length, i + PANDOC_TABLE_MAX_LINES);
   for (let j = i + 1; j < limit; j++) {
     const row = lines[j]!;
-    if (ATX.test(row) || FENCE.test(row)) return undefined;
+    if (atxHeading(row) || FENCE.test(row)) return undefined;
     if (DASH_ROW.test(row) || COLUMN_DASHES.test(row)) {
       const after = lines[j + 1];
       if (after === undefined || isBlank(after) || TABLE_CAPTION.test(after)) {
@@ -254,7 +252,7 @@ class BlockReader {
   }
 
   private heading(raw: string, level: number): void {
-    const value = unescapeMarkdown(raw.replace(PANDOC_ATTRIBUTES, '').trim());
+    const value = unescapeMarkdown(withoutPandocAttributes(raw).trim());
     if (value === '') return;
     this.builder.add('heading', value, level);
     if (level === 1) this.firstH1 ??= value;
@@ -283,10 +281,10 @@ class BlockReader {
       this.flushAll();
       return i + 1;
     }
-    const atx = ATX.exec(line);
+    const atx = atxHeading(line);
     if (atx) {
       this.flushAll();
-      this.heading(atx[2] ?? '', atx[1]!.length);
+      this.heading(atx.text, atx.level);
       return i + 1;
     }
     if (this.paragraph.length > 0 && !this.item && (SETEXT_1.test(line) || SETEXT_2.test(line))) {

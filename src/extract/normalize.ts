@@ -4,7 +4,8 @@
  */
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/g;
 const LINE_BREAKS = /\r\n?|\u2028|\u2029|\u0085/g;
-const TRAILING_SPACE = /[ \t]+$/gm;
+/** from the first space or tab of a run only: tried at every one of them, `[ \t]+$` took quadratic time on long runs */
+const TRAILING_SPACE = /(?<![ \t])[ \t]+$/gm;
 
 /** either of the above: most texts have neither, and one scan for both is half the cost of two replaces */
 const LINE_BREAK_OR_CONTROL =

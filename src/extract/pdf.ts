@@ -613,7 +613,8 @@ function build(
     for (const paragraph of page.paragraphs) {
       const raw = paragraph.lines.map((line) => line.text).join('\n');
       if (paragraph.heading !== undefined) {
-        const block = builder.add('heading', raw.replace(/\s*\n\s*/g, ' '), paragraph.heading);
+        // from the start of a run of white space only (at every position of a long run, the match was quadratic)
+        const block = builder.add('heading', raw.replace(/(?<!\s)\s*\n\s*/g, ' '), paragraph.heading);
         if (block && firstHeading === undefined)
           firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();
       } else {

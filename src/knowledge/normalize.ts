@@ -5,12 +5,16 @@
 
 /** Unicode NFC, soft hyphens and zero-width characters removed, whitespace collapsed, quotes trimmed. */
 export function cleanEntityName(name: string): string {
-  return name
-    .normalize('NFC')
-    .replace(/[\u00ad\u200b-\u200d\ufeff]/g, '')
-    .replace(/\s+/g, ' ')
-    .replace(/^[\s"'„“”‚‘’»«()[\]]+|[\s"'„“”‚‘’»«()[\]:;,.]+$/g, '')
-    .trim();
+  return (
+    name
+      .normalize('NFC')
+      .replace(/[\u00ad\u200b-\u200d\ufeff]/g, '')
+      .replace(/\s+/g, ' ')
+      .replace(/^[\s"'„“”‚‘’»«()[\]]+/, '')
+      // from the first character of the closing run only: tried at every character of a long run, it was quadratic
+      .replace(/(?<![\s"'„“”‚‘’»«()[\]:;,.])[\s"'„“”‚‘’»«()[\]:;,.]+$/, '')
+      .trim()
+  );
 }
 
 const ARTICLES = new Set([

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError } from '../../../src/errors.js';
-import { normalizeEntityName } from '../../../src/knowledge/normalize.js';
+import { cleanEntityName, normalizeEntityName } from '../../../src/knowledge/normalize.js';
 import { groupByBudget, summaryCalls } from '../../../src/knowledge/summaries.js';
 import { cacheKey } from '../../../src/llm/cache.js';
 import { RateLimiter } from '../../../src/llm/limiter.js';
@@ -23,6 +23,12 @@ describe('entity name normalisation', () => {
     );
     expect(normalizeEntityName('des Berufsbildungsgesetzes', 'LAW')).to.equal('berufsbildungsgesetz');
     expect(normalizeEntityName('Ausbilders', 'ROLE')).to.equal('ausbilder');
+  });
+
+  it('trims quotes, brackets and closing punctuation, also after a run of 100,000 of them', () => {
+    expect(cleanEntityName('„Ausbildungsvertrag“:')).to.equal('Ausbildungsvertrag');
+    expect(cleanEntityName('"...')).to.equal('');
+    expect(cleanEntityName(`(BBiG${'.'.repeat(100_000)}x.`)).to.equal(`BBiG${'.'.repeat(100_000)}x`);
   });
 
   it('leaves person names and short words alone', () => {
