@@ -56,6 +56,8 @@ const plugin: LlmStepPlugin<Config> = {
   type: 'analyze',
   description: 'entity, relation, taxonomy and chunk semantics in one step (as the original analyze.py)',
   scope: 'document',
+  reads: ['chunks'],
+  writes: ['entities'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -21,6 +21,8 @@ const chunk: StepPlugin<ChunkStepConfig> = {
   description:
     'Cut the text into chunks (target tokens, ~10% overlap, min/max characters) at paragraph or sentence boundaries',
   scope: 'document',
+  reads: ['text', 'sections', 'segments', 'vision'],
+  writes: ['chunks'],
   configSchema: { ...chunkConfigSchema, additionalProperties: false },
   async run(ctx) {
     const doc = await getExtraction(ctx);

@@ -26,6 +26,8 @@ const embed: StepPlugin<EmbedConfig> = {
     'leaders collapsed, capped at max_embed_chars for models with a context window, batched, cached by text ' +
     'hash; stores the points too when the pipeline has no vector_store step',
   scope: 'document',
+  reads: ['chunks'],
+  writes: ['embeddings'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -11,6 +11,8 @@ import type { LlmStepConfig } from '../src/knowledge/llm-step.js';
 /** Entities per chunk (name, type, description), normalised and merged across documents. */
 export default defineLlmStep<LlmStepConfig & EntityConfig>({
   type: 'entity_extract',
+  reads: ['chunks'],
+  writes: ['entities'],
   description: 'entities per chunk (name, type, description), normalised and merged across documents',
   promptName: 'entity_extract',
   promptKeys: ENTITY_PROMPT_KEYS,

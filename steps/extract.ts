@@ -18,6 +18,7 @@ const extract: StepPlugin<ExtractionConfig> = {
   description:
     'Extract normalised text and structure (PDF, DOCX, PPTX, Markdown, TXT) in an isolated, time- and memory-limited worker',
   scope: 'document',
+  writes: ['text'],
   configSchema: extractionConfigSchema,
   async run(ctx) {
     const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);

@@ -11,6 +11,8 @@ import {
 /** Key statements of the whole document, with provenance down to the chunks. */
 export default defineLlmStep<LlmStepConfig & KnowledgeConfig>({
   type: 'knowledge_document',
+  reads: ['chunks'],
+  writes: ['knowledge'],
   description:
     'key statements of the whole document (from section or page statements when present), with provenance',
   promptName: 'knowledge',

@@ -11,6 +11,8 @@ import {
 /** Key statements per page, each with the chunks it comes from. */
 export default defineLlmStep<LlmStepConfig & KnowledgeConfig>({
   type: 'knowledge_page',
+  reads: ['chunks'],
+  writes: ['knowledge'],
   description: 'key statements per page, with the chunks they come from',
   promptName: 'knowledge',
   promptKeys: KNOWLEDGE_PROMPT_KEYS,

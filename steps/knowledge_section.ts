@@ -13,6 +13,8 @@ type Config = LlmStepConfig & KnowledgeConfig & { max_section_level: number };
 /** Key statements per section (down to max_section_level), each with the chunks it comes from. */
 export default defineLlmStep<Config>({
   type: 'knowledge_section',
+  reads: ['chunks'],
+  writes: ['knowledge'],
   description: 'key statements per section, with the chunks they come from',
   promptName: 'knowledge',
   promptKeys: KNOWLEDGE_PROMPT_KEYS,

@@ -8,6 +8,7 @@ type Config = LlmStepConfig & { max_input_tokens: number };
 /** Checks each statement against its source chunks: grounded or unsupported, with the reason. */
 export default defineLlmStep<Config>({
   type: 'knowledge_validate',
+  reads: ['chunks', 'knowledge'],
   description:
     'checks each knowledge statement against its sources and marks it grounded or unsupported, with the reason',
   promptName: 'knowledge_validate',

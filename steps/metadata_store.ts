@@ -12,6 +12,7 @@ const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
   description:
     'Store title, language, page/word/chunk counts, dates and tags from the folder path on the document',
   scope: 'document',
+  reads: ['text', 'chunks'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -11,6 +11,7 @@ import {
 /** Questions each chunk answers, with the answer. */
 export default defineLlmStep<LlmStepConfig & QuestionConfig>({
   type: 'question_generate',
+  reads: ['chunks'],
   description: 'questions a chunk answers, with the answer',
   promptName: 'question_generate',
   promptKeys: QUESTION_PROMPT_KEYS,

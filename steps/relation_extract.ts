@@ -11,6 +11,7 @@ import {
 /** Typed relations between the document's entities, each with its evidence chunk. */
 export default defineLlmStep<LlmStepConfig & RelationConfig>({
   type: 'relation_extract',
+  reads: ['chunks', 'entities'],
   description: 'typed relations between known entities, each with the chunk as evidence',
   promptName: 'relation_extract',
   promptKeys: RELATION_PROMPT_KEYS,

@@ -10,6 +10,8 @@ const segment: StepPlugin<{ long_list_item_chars: number }> = {
   description:
     'Split sections into paragraphs, list items, tables, code and sentences (German-aware) -> document_segments',
   scope: 'document',
+  reads: ['text', 'sections'],
+  writes: ['segments'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -11,6 +11,7 @@ import {
 /** Per chunk: summary, keywords, sentiment, topics, analysis_model. */
 export default defineLlmStep<LlmStepConfig & SemanticConfig>({
   type: 'semantic_analyze',
+  reads: ['chunks'],
   description: 'per chunk: summary, keywords, sentiment, topics and analysis_model (chunk_semantics)',
   promptName: 'semantic_analyze',
   promptKeys: SEMANTIC_PROMPT_KEYS,

@@ -8,6 +8,8 @@ const structure: StepPlugin<{ single_h1_as_title: boolean }> = {
   type: 'structure',
   description: 'Build the heading tree with a heading path per section -> document_sections',
   scope: 'document',
+  reads: ['text'],
+  writes: ['sections'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -12,6 +12,7 @@ import {
 /** The document summary; map-reduce over the chunks when the document is long. */
 export default defineLlmStep<LlmStepConfig & SummaryConfig>({
   type: 'summarize',
+  reads: ['chunks'],
   description: 'document summary, map-reduce over chunks for long documents',
   promptName: 'summarize',
   promptKeys: SUMMARY_PROMPT_KEYS,

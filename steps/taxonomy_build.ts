@@ -11,6 +11,7 @@ import {
 /** Files the document into the shared hierarchical taxonomy, with confidence. */
 export default defineLlmStep<LlmStepConfig & TaxonomyConfig>({
   type: 'taxonomy_build',
+  reads: ['chunks'],
   description: "a hierarchical taxonomy (terms with parents) and the document's place in it, with confidence",
   promptName: 'taxonomy_build',
   promptKeys: TAXONOMY_PROMPT_KEYS,

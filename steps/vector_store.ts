@@ -16,6 +16,7 @@ const vectorStore: StepPlugin<VectorStoreConfig> = {
     'Upserts one point per embedded chunk (payload: document_id, document_title, chunk_index, content, ' +
     'heading_path, source_path), then removes the points of superseded versions',
   scope: 'document',
+  reads: ['embeddings'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

@@ -21,6 +21,7 @@ const plugin: LlmStepPlugin<Config> = {
   description:
     'render pages that hold images or tables to PNG, describe them with the vision model, store on the page',
   scope: 'document',
+  writes: ['vision'],
   configSchema: llmStepSchema({
     ...visionConfigProperties,
     max_tokens: { type: 'integer', minimum: 64, maximum: 64000, default: 1500 },

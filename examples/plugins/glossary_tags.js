@@ -3,7 +3,8 @@
 //   CPE_PLUGIN_DIRS=examples/plugins npx cpe steps     # lists glossary_tags (source: this file)
 //
 // Put it into a pipeline with SQL (see README, "Writing a custom step plugin"). It needs chunks, so it goes
-// after `chunk`; the tags land in documents.metadata.glossary_tags, e.g. {"Feedback": 3, "Coaching": 1}.
+// after `chunk` (it says so in `reads`: planning refuses a pipeline that puts it before `chunk`); the tags land in
+// documents.metadata.glossary_tags, e.g. {"Feedback": 3, "Coaching": 1}.
 
 /** @typedef {{ terms: Record<string, string[]>, min_mentions: number }} GlossaryConfig */
 
@@ -16,6 +17,7 @@ export default {
   description:
     'Tag documents with glossary terms found in their chunks (counts in documents.metadata.glossary_tags)',
   scope: 'document',
+  reads: ['chunks'],
   configSchema: {
     type: 'object',
     additionalProperties: false,

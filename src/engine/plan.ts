@@ -91,6 +91,46 @@ export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, na
   return buildPlan(config, rows, registry);
 }
 
+const hasDependsOn = (row: PipelineStepRow): boolean =>
+  row.depends_on !== null && row.depends_on !== undefined && String(row.depends_on).trim() !== '';
+
+/**
+ * Steps that read a kind of data (the plugins' `reads`) which other steps of the pipeline write (`writes`), but
+ * run after none of them: "embed" moved before "chunk" by a sort_order edit would find no chunks, and the run would
+ * end ok with nothing embedded. `order` is topological, so a step's upstream is known when it is reached.
+ */
+function dataFlowProblems<
+  D extends { name: string; plugin?: StepPlugin; dependsOn: string[]; row: PipelineStepRow },
+>(order: readonly D[], label: (row: PipelineStepRow) => string): string[] {
+  const problems: string[] = [];
+  const upstream = new Map<string, Set<string>>();
+  for (const step of order) {
+    const above = new Set<string>();
+    for (const dep of step.dependsOn) {
+      above.add(dep);
+      for (const further of upstream.get(dep) ?? []) above.add(further);
+    }
+    upstream.set(step.name, above);
+  }
+  for (const step of order) {
+    for (const kind of step.plugin?.reads ?? []) {
+      const writers = order.filter((w) => w !== step && w.plugin?.writes?.includes(kind));
+      if (writers.length === 0 || writers.some((w) => upstream.get(step.name)!.has(w.name))) continue;
+      const named = writers.map((w) => `'${w.name}' (pipeline_steps id=${w.row.id})`).join(' or ');
+      const many = writers.length > 1;
+      const first = `"${writers[0]!.name}"`;
+      // without depends_on a step follows the one before it in sort_order; with it, only the steps it names
+      const fix = hasDependsOn(step.row)
+        ? `add ${first} to its depends_on`
+        : `give it a sort_order above ${many ? 'one of theirs' : `${writers[0]!.row.sort_order}`}, or set its depends_on to [${first}]`;
+      problems.push(
+        `${label(step.row)}: reads ${kind}, which ${named} ${many ? 'write' : 'writes'}, but does not run after ${many ? 'any of them' : 'it'}: ${fix}`,
+      );
+    }
+  }
+  return problems;
+}
+
 /** The pure part of planning: rows in, plan (or a ConfigError listing every problem) out. */
 export function buildPlan(
   config: PipelineConfigRow,
@@ -165,7 +205,7 @@ export function buildPlan(
     }
 
     let dependsOn: string[] = previous ? [previous] : [];
-    if (row.depends_on !== null && row.depends_on !== undefined && String(row.depends_on).trim() !== '') {
+    if (hasDependsOn(row)) {
       try {
         const parsed = typeof row.depends_on === 'string' ? JSON.parse(row.depends_on) : row.depends_on;
         if (!Array.isArray(parsed) || !parsed.every((d) => typeof d === 'string')) {
@@ -223,6 +263,8 @@ export function buildPlan(
   if (order.length < drafts.length) {
     const stuck = drafts.filter((d) => !order.includes(d));
     problems.push(`pipeline '${config.name}': steps form a cycle: ${describeCycle(stuck)}`);
+  } else {
+    problems.push(...dataFlowProblems(order, label));
   }
 
   // Phases: run-scoped steps that need no document step run before the documents, the others after.

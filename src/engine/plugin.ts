@@ -20,6 +20,14 @@ export interface StepPlugin<C = any> {
   /** heavy resources, once per run (not per document) */
   setup?(ctx: RunStepContext<C>): Promise<void>;
   teardown?(ctx: RunStepContext<C>): Promise<void>;
+  /**
+   * Kinds of data the step reads that other steps write ('text', 'chunks', 'embeddings', ...; a custom plugin may
+   * name its own). Planning refuses a pipeline in which a step reads a kind that other steps of the same pipeline
+   * write but runs after none of them: it would find nothing, or an older version's data.
+   */
+  reads?: readonly string[];
+  /** kinds of data the step writes for later steps (see `reads`) */
+  writes?: readonly string[];
 }
 
 /** The document a document-scoped step works on (one version of one source file). */

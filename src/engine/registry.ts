@@ -47,6 +47,12 @@ export function checkContract(candidate: unknown): string[] {
     problems.push('teardown must be a function');
   if (p.configSchema === null || typeof p.configSchema !== 'object' || Array.isArray(p.configSchema))
     problems.push('configSchema must be a JSON Schema object');
+  for (const key of ['reads', 'writes'] as const) {
+    const kinds = p[key];
+    if (kinds === undefined) continue;
+    if (!Array.isArray(kinds) || !kinds.every((k) => typeof k === 'string' && k.trim() !== ''))
+      problems.push(`${key} must be an array of names of kinds of data, e.g. ['chunks']`);
+  }
   return problems;
 }
 

@@ -15,6 +15,9 @@ export type StepWorkResult = { counts: Record<string, number>; skipReason?: stri
 export interface LlmStepDefinition<C extends LlmStepConfig> {
   type: string;
   description: string;
+  /** kinds of data read and written (StepPlugin.reads / writes) */
+  reads?: readonly string[];
+  writes?: readonly string[];
   /** prompts/<promptName>.md is the default template */
   promptName: string;
   /** placeholders the template may use / must use */
@@ -35,6 +38,8 @@ export function defineLlmStep<C extends LlmStepConfig>(definition: LlmStepDefini
     type: definition.type,
     description: definition.description,
     scope: 'document',
+    reads: definition.reads,
+    writes: definition.writes,
     configSchema: llmStepSchema(definition.properties),
     async run(ctx: StepContext<C>) {
       const opened = await openLlm(ctx);

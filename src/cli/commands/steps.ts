@@ -6,7 +6,8 @@ import { printJson } from '../table.js';
 
 export const stepsModule: CommandModule<object, GlobalArgs> = {
   command: 'steps',
-  describe: 'every step type: scope, description, source (built-in or plugin file) and config schema',
+  describe:
+    'every step type: scope, description, source (built-in or plugin file), data read and written, config schema',
   builder: (y) => globalOptions(y).option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
@@ -17,6 +18,8 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
         scope: r.plugin.scope,
         description: r.plugin.description,
         source: r.source,
+        reads: r.plugin.reads ?? [],
+        writes: r.plugin.writes ?? [],
         configSchema: r.plugin.configSchema,
       }));
       if (args.json) {
@@ -24,6 +27,11 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
       } else {
         for (const step of steps) {
           process.stdout.write(`${step.type}  (${step.scope}, ${step.source})\n  ${step.description}\n`);
+          const flow = [
+            step.reads.length ? `reads ${step.reads.join(', ')}` : '',
+            step.writes.length ? `writes ${step.writes.join(', ')}` : '',
+          ].filter(Boolean);
+          if (flow.length) process.stdout.write(`  ${flow.join('; ')}\n`);
           const props = (step.configSchema.properties ?? {}) as Record<
             string,
             { type?: unknown; default?: unknown; description?: string }

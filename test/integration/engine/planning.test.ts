@@ -104,6 +104,27 @@ for (const backend of testBackends()) {
       ).to.be.a('string');
     });
 
+    it('refuses Standard with embed moved before chunk by a sort_order edit (it would embed nothing)', async () => {
+      const db = engine.dbs.content.sql;
+      await db.run(
+        `UPDATE pipeline_steps SET sort_order = 25 WHERE name = 'embed'
+           AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'Standard')`,
+      );
+      const [embed, chunk] = await Promise.all(
+        ['embed', 'chunk'].map(async (name) => {
+          const [r] = await db.query<{ id: number }>(
+            `SELECT s.id FROM pipeline_steps s JOIN pipeline_configs c ON c.id = s.pipeline_id
+             WHERE c.name = 'Standard' AND s.name = ?`,
+            [name],
+          );
+          return Number(r!.id);
+        }),
+      );
+      expect(await planError(engine, 'Standard')).to.deep.equal([
+        `pipeline_steps id=${embed} 'embed': reads chunks, which 'chunk' (pipeline_steps id=${chunk}) writes, but does not run after it: give it a sort_order above 30, or set its depends_on to ["chunk"]`,
+      ]);
+    });
+
     it('refuses a cycle and names it', async () => {
       await insertPipeline(engine.dbs.content.sql, 'cyclic', [
         { name: 'x', type: 'double', dependsOn: ['z'] },
@@ -156,6 +177,9 @@ describe('plugin registry', () => {
     expect(registry.problems[0]).to.contain(path.join(fixtures, 'bad-plugins', 'bad_export.ts'));
     expect(registry.problems[0]).to.contain("scope must be 'document' or 'run'");
     expect(registry.problems[0]).to.contain('run must be a function');
+    expect(registry.problems[0]).to.contain(
+      "reads must be an array of names of kinds of data, e.g. ['chunks']",
+    );
     expect(registry.get('bad_export')).to.equal(undefined);
   });
 

@@ -162,6 +162,52 @@ describe('planning (pure)', () => {
     );
   });
 
+  it("refuses a step that reads what a step of the pipeline writes but runs before it (plugins' reads/writes)", () => {
+    const flow = registry(
+      { ...plugin('cut'), writes: ['pieces'] },
+      { ...plugin('vectors'), reads: ['pieces'], writes: ['vectors'] },
+      { ...plugin('also_cut'), writes: ['pieces'] },
+      plugin('other'),
+    );
+    const problem = (rows: PipelineStepRow[]) => {
+      try {
+        buildPlan(config, rows, flow);
+        return undefined;
+      } catch (error) {
+        return (error as { details: { problems: string[] } }).details.problems;
+      }
+    };
+    // in order, by sort_order or by depends_on (also through a step between them): fine
+    expect(problem([row('cut', 'cut'), row('other', 'other'), row('vectors', 'vectors')])).to.equal(
+      undefined,
+    );
+    expect(
+      problem([
+        row('cut', 'cut'),
+        row('other', 'other', { depends_on: '["cut"]' }),
+        row('vectors', 'vectors', { depends_on: '["other"]' }),
+      ]),
+    ).to.equal(undefined);
+    // no step of the pipeline writes the kind: the data may come from an earlier run
+    expect(problem([row('vectors', 'vectors')])).to.equal(undefined);
+    // moved before its writer by a sort_order edit
+    const cut = row('cut', 'cut', { sort_order: 30 });
+    const vectors = row('vectors', 'vectors', { sort_order: 25 });
+    expect(problem([vectors, cut].sort((a, b) => a.sort_order - b.sort_order))).to.deep.equal([
+      `pipeline_steps id=${vectors.id} 'vectors': reads pieces, which 'cut' (pipeline_steps id=${cut.id}) writes, but does not run after it: give it a sort_order above 30, or set its depends_on to ["cut"]`,
+    ]);
+    // with depends_on that leaves the writer out; after one of two writers is enough
+    const first = row('cut', 'cut');
+    const second = row('also_cut', 'also_cut', { depends_on: '[]' });
+    const reader = row('vectors', 'vectors', { depends_on: '[]' });
+    expect(problem([first, second, reader])).to.deep.equal([
+      `pipeline_steps id=${reader.id} 'vectors': reads pieces, which 'cut' (pipeline_steps id=${first.id}) or 'also_cut' (pipeline_steps id=${second.id}) write, but does not run after any of them: add "cut" to its depends_on`,
+    ]);
+    expect(problem([first, second, row('vectors', 'vectors', { depends_on: '["also_cut"]' })])).to.equal(
+      undefined,
+    );
+  });
+
   it('refuses an archived pipeline', () => {
     expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
       /status is 'archived'/,
