@@ -151,6 +151,11 @@ export function buildPlan(
   }
   const drafts: Draft[] = [];
   const enabledRows = rows.filter((r) => truthy(r.enabled));
+  // with no step, every queued document would be marked done with nothing done to it
+  if (enabledRows.length === 0)
+    problems.push(
+      `pipeline_configs id=${config.id} '${config.name}': no enabled step (${rows.length ? `all ${rows.length} have enabled = 0` : 'no rows in pipeline_steps'})`,
+    );
   const disabledNames = new Set(rows.filter((r) => !truthy(r.enabled)).map((r) => r.name ?? r.step_type));
   const seen = new Map<string, PipelineStepRow>();
   let previous: string | undefined;

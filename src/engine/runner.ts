@@ -135,6 +135,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, {
     profile: engine.profile,
   });
+  if (options.sourceDir && options.runPreSteps !== false && !plan.hasStepType('detect'))
+    runLogger.warn(
+      `pipeline '${plan.pipeline.name}' has no detect step: ${options.sourceDir} is not scanned, only what is queued already is processed`,
+    );
 
   const pipelineInfo = {
     id: plan.pipeline.id,

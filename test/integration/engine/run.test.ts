@@ -85,6 +85,26 @@ for (const backend of testBackends()) {
       ]);
     });
 
+    it('says in ki_dev that a source folder is not scanned when the pipeline has no detect step', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'no-scan', [
+        { name: 'double', type: 'double', config: { value: 4 } },
+      ]);
+      const source = makeSourceFolder(generatedDocuments(2));
+      const summary = await runPipeline(engine, {
+        plan: await plan('no-scan'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(summary).to.include({ status: 'ok', docsTotal: 0 });
+      const warnings = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
+        [summary.runId],
+      );
+      expect(warnings.map((w) => w.message)).to.deep.equal([
+        `pipeline 'no-scan' has no detect step: ${source} is not scanned, only what is queued already is processed`,
+      ]);
+    });
+
     it("starts the document steps' setup when a pre step expects documents, and tears it down without any", async () => {
       lifecycleCalls.splice(0);
       await insertPipeline(engine.dbs.content.sql, 'expecting', [

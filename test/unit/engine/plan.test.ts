@@ -208,6 +208,13 @@ describe('planning (pure)', () => {
     );
   });
 
+  it('refuses a pipeline without an enabled step: it would mark every queued document done untouched', () => {
+    expect(() => buildPlan(config, [row('off', 'work', { enabled: 0 })], reg)).to.throw(
+      /pipeline_configs id=1 'P': no enabled step \(all 1 have enabled = 0\)/,
+    );
+    expect(() => buildPlan(config, [], reg)).to.throw(/'P': no enabled step \(no rows in pipeline_steps\)/);
+  });
+
   it('refuses an archived pipeline', () => {
     expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
       /status is 'archived'/,
