@@ -29,11 +29,16 @@ function dropOutputOnClosedPipe(stream: NodeJS.WriteStream): void {
   });
 }
 
+/**
+ * A usage error yargs found (unknown option, missing argument). Thrown from `.fail()`: a fail handler that returns
+ * lets yargs go on and run the command anyway (`cpe run --sourse=x` ran with the configured source).
+ */
+class UsageError extends Error {}
+
 /** The `cpe` command line. Each command module parses, calls src/, prints; errors go through printError. */
 export async function main(argv: string[] = hideBin(process.argv)): Promise<void> {
   dropOutputOnClosedPipe(process.stdout);
   dropOutputOnClosedPipe(process.stderr);
-  let usageError = false;
   try {
     await yargs(argv)
       .scriptName('cpe')
@@ -65,13 +70,15 @@ export async function main(argv: string[] = hideBin(process.argv)): Promise<void
       .help()
       .version()
       .fail((message, error) => {
-        if (error) throw error;
-        usageError = true;
-        process.stderr.write(`cpe: ${message}\n(cpe --help lists the commands and options)\n`);
+        throw error ?? new UsageError(message);
       })
       .parseAsync();
-    if (usageError) process.exitCode = EXIT_USAGE;
   } catch (error) {
-    process.exitCode = printError(error);
+    if (error instanceof UsageError) {
+      process.stderr.write(`cpe: ${error.message}\n(cpe --help lists the commands and options)\n`);
+      process.exitCode = EXIT_USAGE;
+    } else {
+      process.exitCode = printError(error);
+    }
   }
 }

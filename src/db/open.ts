@@ -104,7 +104,16 @@ async function openOne(
     return { role, sql, dataSource, location: maskUrl(url), applied };
   }
 
-  mkdirSync(settings.dataDir, { recursive: true });
+  try {
+    mkdirSync(settings.dataDir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way' : code;
+    throw new ConfigError(
+      ErrorCodes.CONFIG_INVALID,
+      `data folder ${settings.dataDir} cannot be used (${why}): set --data-dir or CPE_DATA_DIR to a folder`,
+    );
+  }
   const file = path.join(settings.dataDir, role === 'content' ? 'ki_content.sqlite' : 'ki_dev.sqlite');
   const dataSource = new DataSource({
     type: 'better-sqlite3',

@@ -71,10 +71,31 @@ for (const backend of testBackends()) {
       }
     });
 
-    it('rejects unknown options and bad configuration with exit 2', async () => {
+    it('rejects unknown options and bad configuration with exit 2, and runs no command then', async () => {
       const unknown = await runCli(['run', '--pipelin=Standard'], setup.env);
       expect(unknown.code).to.equal(2);
       expect(unknown.stderr).to.match(/Unknown argument/i);
+      // a misspelt option must not leave the command to run with its defaults (it did: yargs goes on after a
+      // fail handler that returns)
+      const source = makeSourceFolder(generatedDocuments(1, 'typo'));
+      for (const args of [
+        ['run', '--pipeline=Standard', `--sourse=${source}`],
+        ['status', '--bogus'],
+        ['search'],
+      ]) {
+        const result = await runCli(args, setup.env);
+        expect(result.code, args.join(' ')).to.equal(2);
+        expect(result.stdout, args.join(' ')).to.equal('');
+        expect(result.stderr.match(/^cpe: /gm), result.stderr).to.have.length(1);
+      }
+      if (backend === 'sqlite') {
+        const inTheWay = path.join(source, 'typo-0000.md');
+        const badDir = await runCli(['status', `--data-dir=${inTheWay}`], setup.env);
+        expect(badDir.code).to.equal(2);
+        expect(badDir.stderr).to.contain(
+          `cpe: data folder ${inTheWay} cannot be used (a file is in the way): set --data-dir or CPE_DATA_DIR to a folder`,
+        );
+      }
       const badEnv = await runCli(['status'], { ...setup.env, CPE_CONCURRENCY: 'many' });
       expect(badEnv.code).to.equal(2);
       expect(badEnv.stderr).to.contain('environment CPE_CONCURRENCY: concurrency must be integer');
