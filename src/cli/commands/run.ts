@@ -8,6 +8,7 @@ import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
+import { sourceFolder } from '../source-folder.js';
 
 export interface RunArgs extends GlobalArgs {
   pipeline?: string;
@@ -62,7 +63,12 @@ export async function runCommand(
     engine.registry,
     args.pipeline ?? engine.config.pipeline,
   );
-  const sourceDir = engine.config.source ? path.resolve(engine.config.source) : undefined;
+  // a command that only processes the queue does not read the folder
+  const sourceDir = engine.config.source
+    ? mode.scan
+      ? sourceFolder(engine.config.source)
+      : path.resolve(engine.config.source)
+    : undefined;
   if (args['dry-run']) {
     // imported here: the scan it reads the folder with is ~10 ms of every command's start otherwise
     const { printDryRun } = await import('../dry-run.js');

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
@@ -9,6 +8,7 @@ import { withEngine } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
+import { sourceFolder } from '../source-folder.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
 
 export const watchModule: CommandModule<object, RunArgs & { debounce: number }> = {
@@ -28,7 +28,7 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
         assertRegistryHealthy(engine.registry);
         if (!engine.config.source)
           throw new ConfigError(ErrorCodes.USAGE, 'watch needs a folder: --source=DIR (or CPE_SOURCE)');
-        const sourceDir = path.resolve(engine.config.source);
+        const sourceDir = sourceFolder(engine.config.source);
         const plan = await planPipeline(
           engine.dbs.content.sql,
           engine.registry,

@@ -96,6 +96,21 @@ for (const backend of testBackends()) {
           `cpe: data folder ${inTheWay} cannot be used (a file is in the way): set --data-dir or CPE_DATA_DIR to a folder`,
         );
       }
+      // a source folder that is not there is the command's error, before any run starts
+      for (const [args, message] of [
+        [
+          ['run', '--source=/nonexistent-cpe-source'],
+          'cpe: source folder /nonexistent-cpe-source does not exist',
+        ],
+        [
+          ['watch', `--source=${path.join(source, 'typo-0000.md')}`],
+          `cpe: source ${path.join(source, 'typo-0000.md')} is not a folder`,
+        ],
+      ] as const) {
+        const result = await runCli([...args], setup.env);
+        expect(result.code, args.join(' ')).to.equal(2);
+        expect(result.stderr.trim(), args.join(' ')).to.equal(message);
+      }
       const badEnv = await runCli(['status'], { ...setup.env, CPE_CONCURRENCY: 'many' });
       expect(badEnv.code).to.equal(2);
       expect(badEnv.stderr).to.contain('environment CPE_CONCURRENCY: concurrency must be integer');
