@@ -1,3 +1,4 @@
+import { CpeError, ErrorCodes } from '../errors.js';
 import { countTokens } from '../text/tokenizer.js';
 import { type RetrievalServices, type SearchHit, searchChunks } from './search.js';
 
@@ -46,6 +47,9 @@ export async function buildContext(
   options: ContextOptions = {},
 ): Promise<BuiltContext> {
   const maxTokens = options.maxTokens ?? 3000;
+  // a budget of nothing gave an empty context and exit 0, as if nothing had matched
+  if (!Number.isInteger(maxTokens) || maxTokens < 1)
+    throw new CpeError(ErrorCodes.USAGE, 'max-tokens must be a positive integer');
   const hits = await searchChunks(services, query, {
     limit: options.limit ?? 20,
     collection: options.collection,

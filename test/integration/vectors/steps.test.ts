@@ -5,7 +5,7 @@ import { textHash } from '../../../src/embed/cache.js';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
 import { chunkEmbedText } from '../../../src/embed/prepare.js';
 import { type Embedder, EmbedInputError } from '../../../src/embed/types.js';
-import type { CpeError } from '../../../src/errors.js';
+import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
@@ -685,6 +685,11 @@ for (const backend of backends()) {
       const small = await buildContext(services, 'Urlaub', { maxTokens: 40 });
       expect(small.sources.length).to.be.lessThan(context.sources.length);
       expect(small.tokens).to.be.at.most(40);
+      for (const maxTokens of [0, -1, 2.5]) {
+        const refused = await buildContext(services, 'Urlaub', { maxTokens }).catch((e: unknown) => e);
+        expect(refused, String(maxTokens)).to.be.instanceOf(CpeError).and.include({ code: ErrorCodes.USAGE });
+        expect((refused as Error).message).to.equal('max-tokens must be a positive integer');
+      }
 
       // verify: the deleted document's point is stale; a hand-made orphan and a lost point are found
       await index.upsert('documents', [
