@@ -164,6 +164,49 @@ export async function claimQueueItems(
   });
 }
 
+/** Whether a process with this pid runs on this machine (one we may not signal runs too). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Ends the leases that processes of this machine which are gone (killed, crashed) still hold on the queue, so that
+ * a command run right after a crash takes those items at once instead of ending "ok, 0 of 0" until the leases
+ * expire. Worker ids are `host:pid:run`; a lease of another host, or of a process that still runs (or of a pid
+ * taken again by a new process), is left to expire. Only for a queue in an SQLite file, which only processes of
+ * this machine open: on a server two containers can share a host name but not their process ids. Returns the
+ * workers whose leases were ended and how many items each held.
+ */
+export async function releaseLeasesOfGoneProcesses(
+  db: SqlExecutor,
+  host: string,
+): Promise<Array<{ worker: string; items: number }>> {
+  if (db.dialect !== 'sqlite') return [];
+  const now = sqlTime();
+  const held = await db.query<{ locked_by: string; n: number }>(
+    `SELECT locked_by, COUNT(*) AS n FROM pipeline_queue
+     WHERE status = 'processing' AND locked_until >= ? AND locked_by LIKE ? ESCAPE '!' GROUP BY locked_by`,
+    [now, `${host.replace(/[!%_]/g, (c) => `!${c}`)}:%`],
+  );
+  const released: Array<{ worker: string; items: number }> = [];
+  for (const { locked_by: worker, n } of held) {
+    const pid = Number(worker.slice(host.length + 1).split(':')[0]);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
+    // expired from now on: the next claim takes the items over (with an attempt counted, as for any lost lease)
+    await db.run(
+      `UPDATE pipeline_queue SET locked_until = ? WHERE status = 'processing' AND locked_by = ? AND locked_until >= ?`,
+      [sqlTime(Date.now() - 1000), worker, now],
+    );
+    released.push({ worker, items: Number(n) });
+  }
+  return released;
+}
+
 /** Extends the leases of the given items; returns the ids whose lease this worker no longer holds. */
 export async function heartbeat(
   db: SqlExecutor,

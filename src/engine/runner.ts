@@ -31,6 +31,7 @@ import {
   failQueueItem,
   heartbeat,
   type QueueItem,
+  releaseLeasesOfGoneProcesses,
   releaseQueueItem,
 } from './queue.js';
 import { RunLog, type RunTotals } from './run-log.js';
@@ -570,6 +571,10 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     if (options.runPreSteps !== false && options.sourceDir) {
       await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
     }
+    for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
+      runLogger.warn(
+        `took over ${gone.items} queue item(s) that process ${gone.worker.split(':')[1]} (worker ${gone.worker}) held when it ended without finishing them`,
+      );
 
     // The document phase: keep `concurrency` items in flight and one to two claims' worth more claimed ahead (one
     // claim, with the items' document rows, for several items: bench/engine.ts measured 4 ahead at ~11% overhead,

@@ -1,4 +1,6 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { mapMysqlError } from '../../../src/db/executor.js';
@@ -6,7 +8,7 @@ import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
-import { parseSqlTime } from '../../../src/util/time.js';
+import { parseSqlTime, sqlTime } from '../../../src/util/time.js';
 import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
@@ -103,6 +105,61 @@ for (const backend of testBackends()) {
       expect(warnings.map((w) => w.message)).to.deep.equal([
         `pipeline 'no-scan' has no detect step: ${source} is not scanned, only what is queued already is processed`,
       ]);
+    });
+
+    it('takes over at once the items a killed process of this machine held (SQLite), not those of live ones', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'scan-then-double', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double', config: { value: 4 } },
+      ]);
+      const source = makeSourceFolder(generatedDocuments(3, 'lease'));
+      // queued, not processed: then held, as a worker leaves them when it is killed, with leases far from expired
+      await runPipeline(engine, {
+        plan: await plan('scan-then-double'),
+        sourceDir: source,
+        concurrency: 1,
+        limit: 0,
+      });
+      const gone = spawnSync(process.execPath, ['-e', '']).pid; // a process that has ended
+      const alive = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)']);
+      try {
+        const holders = [
+          `${os.hostname()}:${gone}:7`,
+          `${os.hostname()}:${alive.pid}:7`,
+          `elsewhere:${gone}:7`,
+        ];
+        const db = engine.dbs.content.sql;
+        const ids = (await db.query<{ id: number }>('SELECT id FROM pipeline_queue ORDER BY id')).map(
+          (r) => r.id,
+        );
+        for (const [i, holder] of holders.entries()) {
+          await db.run(
+            "UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ? WHERE id = ?",
+            [holder, sqlTime(Date.now() + 3_600_000), ids[i]],
+          );
+        }
+        const summary = await runPipeline(engine, { plan: await plan('scan-then-double'), concurrency: 1 });
+        const queue = await db.query<{ status: string; locked_by: string | null }>(
+          'SELECT status, locked_by FROM pipeline_queue ORDER BY id',
+        );
+        const warnings = await engine.dbs.log.sql.query<{ message: string }>(
+          "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
+          [summary.runId],
+        );
+        if (backend === 'sqlite') {
+          expect(summary.docsDone).to.equal(1);
+          expect(queue.map((q) => q.status)).to.deep.equal(['done', 'processing', 'processing']);
+          expect(warnings.map((w) => w.message)).to.deep.equal([
+            `took over 1 queue item(s) that process ${gone} (worker ${holders[0]}) held when it ended without finishing them`,
+          ]);
+        } else {
+          // a server's queue is shared by machines whose process ids this one cannot see: leases expire
+          expect(summary.docsDone).to.equal(0);
+          expect(queue.map((q) => q.locked_by)).to.deep.equal(holders);
+        }
+      } finally {
+        alive.kill();
+      }
     });
 
     it("starts the document steps' setup when a pre step expects documents, and tears it down without any", async () => {
