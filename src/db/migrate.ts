@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
+import { ConfigError, ErrorCodes } from '../errors.js';
 import { migrationsDir } from '../paths.js';
 import { runnerExecutor } from './executor.js';
 import type { SqlExecutor } from './sql.js';
@@ -59,11 +60,20 @@ export async function migrate(
   const applied: number[] = [];
   const apply = async (exec: SqlExecutor, runRaw: (sql: string) => Promise<void>) => {
     await exec.run(CREATE_TABLE);
-    const done = new Set(
-      (await exec.query<{ version: number }>('SELECT version FROM cpe_migrations')).map((r) =>
-        Number(r.version),
-      ),
+    const rows = await exec.query<{ version: number; name: string }>(
+      'SELECT version, name FROM cpe_migrations',
     );
+    const done = new Set(rows.map((r) => Number(r.version)));
+    // a schema a newer cpe has changed may mean what this one does not know: writing to it could break it
+    const newest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+    const future = rows.filter((r) => Number(r.version) > newest).sort((a, b) => a.version - b.version);
+    if (future.length > 0) {
+      const names = future.map((r) => `${r.version} '${r.name}'`).join(', ');
+      throw new ConfigError(
+        ErrorCodes.CONFIG_INVALID,
+        `${role === 'content' ? 'ki_content' : 'ki_dev'} was migrated by a newer cpe: migration ${names} is unknown to this one, which knows up to ${newest}; use that cpe (or a newer one)`,
+      );
+    }
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
       await runRaw(migration.sql);

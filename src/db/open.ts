@@ -99,9 +99,11 @@ async function openOne(
       extra: { connectTimeout: 10000 },
     } as any);
     await dataSource.initialize();
-    const sql = new MysqlExecutor(dataSource, { insertReturning: await mysqlServerReturns(dataSource) });
-    const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
-    return { role, sql, dataSource, location: maskUrl(url), applied };
+    return closedOnFailure(dataSource, async () => {
+      const sql = new MysqlExecutor(dataSource, { insertReturning: await mysqlServerReturns(dataSource) });
+      const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
+      return { role, sql, dataSource, location: maskUrl(url), applied };
+    });
   }
 
   try {
@@ -138,8 +140,32 @@ async function openOne(
   } as any);
   await dataSource.initialize();
   const sql = new SqliteExecutor(dataSource, role === 'content' ? new WalCheckpointer(file) : undefined);
-  const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
-  return { role, sql, dataSource, location: `sqlite:${file}`, applied };
+  return closedOnFailure(
+    dataSource,
+    async () => {
+      const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
+      return { role, sql, dataSource, location: `sqlite:${file}`, applied };
+    },
+    () => sql.stopBackgroundWork(),
+  );
+}
+
+/**
+ * What follows opening a connection, with the connection closed when it fails (a migration refused, a server
+ * that stops answering): an open MariaDB pool would keep the command from exiting after it printed the error.
+ */
+async function closedOnFailure<T>(
+  dataSource: DataSource,
+  then: () => Promise<T>,
+  stop: () => Promise<void> = async () => {},
+): Promise<T> {
+  try {
+    return await then();
+  } catch (error) {
+    await stop().catch(() => undefined);
+    await dataSource.destroy().catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
