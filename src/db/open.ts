@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, ErrorCodes } from '../errors.js';
+import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { entitySchemas } from './entities.js';
-import { MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
+import { classifyMysqlError, MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
 import { DataSource } from './typeorm.js';
@@ -85,7 +85,16 @@ async function openOne(
       );
     }
     const mysqlUrl = url.replace(/^mariadb:/, 'mysql:');
-    if (settings.migrate !== false) await ensureMysqlDatabase(mysqlUrl);
+    // which database could not be reached, with the URL's password masked (the driver says only host and port)
+    // (a connection failure stays one, which `cpe worker` waits out; anything else, bad credentials say, does not)
+    const unreachable = (error: unknown) => {
+      const message = `${role === 'content' ? 'ki_content' : 'ki_dev'} at ${maskUrl(url)}: ${error instanceof Error ? error.message : String(error)}`;
+      return classifyMysqlError(error) === 'connection'
+        ? new CpeError(ErrorCodes.DATABASE_UNAVAILABLE, message, { cause: error, retryable: true })
+        : new Error(message, { cause: error });
+    };
+    if (settings.migrate !== false)
+      await ensureMysqlDatabase(mysqlUrl).catch((e) => Promise.reject(unreachable(e)));
     const dataSource = new DataSource({
       type: 'mysql',
       url: mysqlUrl,
@@ -98,7 +107,7 @@ async function openOne(
       poolSize: 10,
       extra: { connectTimeout: 10000 },
     } as any);
-    await dataSource.initialize();
+    await dataSource.initialize().catch((e) => Promise.reject(unreachable(e)));
     return closedOnFailure(dataSource, async () => {
       const sql = new MysqlExecutor(dataSource, { insertReturning: await mysqlServerReturns(dataSource) });
       const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];

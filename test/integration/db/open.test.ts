@@ -5,7 +5,7 @@ import { createTestSetup, type TestSetup, testBackends } from '../../helpers/bac
 import { runCli } from '../../helpers/cli.js';
 
 for (const backend of testBackends()) {
-  describe(`migrations (${backend})`, function () {
+  describe(`opening the databases (${backend})`, function () {
     this.timeout(60000);
     let setup: TestSetup;
     beforeEach(() => {
@@ -35,3 +35,16 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+describe('opening a MariaDB database that cannot be reached', () => {
+  it('names the database and its URL without the password, and exits', async function () {
+    this.timeout(60000);
+    const url = 'mysql://cpe:geheim-123@127.0.0.1:1/ki_content';
+    const cli = await runCli(['status'], { ...process.env, CPE_DB_URL: url }, undefined, 30_000);
+    expect(cli.signal).to.equal(null);
+    expect(cli.code).to.equal(1);
+    expect(cli.stderr.trim()).to.equal(
+      'cpe: ki_content at mysql://cpe:***@127.0.0.1:1/ki_content: connect ECONNREFUSED 127.0.0.1:1',
+    );
+  });
+});
