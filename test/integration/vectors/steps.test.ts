@@ -373,15 +373,24 @@ for (const backend of backends()) {
     it('embeds in rounds of batch_size: the next round is embedded while one is written, a repeated text once', async () => {
       const events: string[] = [];
       const inner = countingEmbedder();
+      let secondRoundCalled = () => {};
+      const secondRound = new Promise<void>((resolve) => {
+        secondRoundCalled = resolve;
+      });
       const embedder: Embedder = {
         ...inner,
         embed: async (input, signal) => {
           events.push(`embed ${input.join(' | ')}`);
+          if (events.filter((e) => e.startsWith('embed')).length === 2) secondRoundCalled();
           return inner.embed(input, signal);
         },
       };
-      // every write transaction of the step, in order
+      // every write transaction of the step, in order. A write waits until the second round has gone to the
+      // embedder: whether the step's lookup for that round or the first round's write comes back first is up to
+      // the database (on MariaDB both are round trips), and the order asserted below is the step's, not theirs.
+      // A step that embedded only after writing would still write, 5 s later, and fail the assertion.
       const db = aroundTransactions(t.db, async (write) => {
+        await Promise.race([secondRound, new Promise((resolve) => setTimeout(resolve, 5000))]);
         const out = await write();
         events.push('written');
         return out;
