@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import type { AppConfig } from '../config/schema.js';
 import { type Engine, openEngine } from '../engine/engine.js';
+import { ConfigError, ErrorCodes } from '../errors.js';
 
 /** Options every command understands. */
 export interface GlobalArgs {
@@ -39,3 +40,15 @@ export async function withEngine<R>(
 /** withEngine for a command that runs no steps (status, runs, retry, search, ...): the step plugins stay unloaded. */
 export const withEngineWithoutSteps = <R>(args: GlobalArgs, fn: (engine: Engine) => Promise<R>): Promise<R> =>
   withEngine(args, {}, fn, { stepPlugins: false });
+
+/**
+ * A yargs check that an id argument is a whole number above 0: yargs reads `cpe logs abc` as NaN, which went on to
+ * "no run NaN in ki_dev".
+ */
+export const positiveId =
+  (name: string) =>
+  (argv: Record<string, unknown>): true => {
+    const value = argv[name];
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0) return true;
+    throw new ConfigError(ErrorCodes.USAGE, `${name} must be a whole number above 0`);
+  };

@@ -5,7 +5,7 @@ import { enqueue } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { withEngine } from '../engine-options.js';
+import { positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
@@ -18,11 +18,13 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
   command: 'reprocess <id>',
   describe: 'reprocess a document version from the archive (its source file may have changed or vanished)',
   builder: (y) =>
-    runOptions(y).positional('id', {
-      type: 'number',
-      demandOption: true,
-      describe: 'documents.id',
-    }) as unknown as Argv<RunArgs & { id: number }>,
+    runOptions(y)
+      .positional('id', {
+        type: 'number',
+        demandOption: true,
+        describe: 'documents.id',
+      })
+      .check(positiveId('id')) as unknown as Argv<RunArgs & { id: number }>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       assertRegistryHealthy(engine.registry);

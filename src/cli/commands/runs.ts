@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, positiveId, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
@@ -64,6 +64,7 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> =
   builder: (y) =>
     globalOptions(y)
       .positional('run-id', { type: 'number', demandOption: true })
+      .check(positiveId('run-id'))
       .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { runId: number }>,
   handler: async (args) => {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {

@@ -111,6 +111,15 @@ for (const backend of testBackends()) {
         expect(result.code, args.join(' ')).to.equal(2);
         expect(result.stderr.trim(), args.join(' ')).to.equal(message);
       }
+      // ids that are not whole numbers above 0 (yargs reads "abc" as NaN: "no run NaN in ki_dev")
+      for (const [args, message] of [
+        [['logs', 'abc'], 'cpe: run-id must be a whole number above 0'],
+        [['reprocess', '0'], 'cpe: id must be a whole number above 0'],
+      ] as const) {
+        const result = await runCli([...args], setup.env);
+        expect(result.code, args.join(' ')).to.equal(2);
+        expect(result.stderr.trim(), args.join(' ')).to.equal(message);
+      }
       const badEnv = await runCli(['status'], { ...setup.env, CPE_CONCURRENCY: 'many' });
       expect(badEnv.code).to.equal(2);
       expect(badEnv.stderr).to.contain('environment CPE_CONCURRENCY: concurrency must be integer');
