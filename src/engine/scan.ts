@@ -1,7 +1,6 @@
 import {
   type BigIntStats,
   type Dirent,
-  lstatSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -190,6 +189,18 @@ function listFiles(
 }
 
 /**
+ * The source folder, resolved; a configuration error when it is missing or not a folder. The commands that scan
+ * call it before a run starts (found by the scan, it failed the run's detect step: exit 1, the reason three times).
+ */
+export function sourceFolder(source: string): string {
+  const dir = path.resolve(source);
+  const info = statSync(dir, { throwIfNoEntry: false });
+  if (!info) throw new ConfigError(ErrorCodes.USAGE, `source folder ${dir} does not exist`);
+  if (!info.isDirectory()) throw new ConfigError(ErrorCodes.USAGE, `source ${dir} is not a folder`);
+  return dir;
+}
+
+/**
  * Decides per file against `documents`: new, update (hash changed), unchanged, and delete for documents whose
  * file is gone from the folder. Reads each file at most once (SHA-256 in large blocks) and not at all when its
  * stat signature is the one recorded with its hash in `source_files` (unless useStatCache is false). With
@@ -201,11 +212,7 @@ export async function scanSource(
   sourceDir: string,
   options: ScanOptions,
 ): Promise<ScanResult> {
-  const root = path.resolve(sourceDir);
-  const info = lstatSync(root, { throwIfNoEntry: false });
-  if (!info) throw new ConfigError(ErrorCodes.USAGE, `source folder ${root} does not exist`);
-  if (!statSync(root).isDirectory())
-    throw new ConfigError(ErrorCodes.USAGE, `source ${root} is not a folder`);
+  const root = sourceFolder(sourceDir);
 
   const ignored = { n: 0 };
   const unreadable: ScanResult['unreadable'] = [];

@@ -4,11 +4,11 @@ import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
+import { sourceFolder } from '../../engine/scan.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
-import { sourceFolder } from '../source-folder.js';
 
 export interface RunArgs extends GlobalArgs {
   pipeline?: string;

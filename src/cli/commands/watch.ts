@@ -2,13 +2,13 @@ import type { Argv, CommandModule } from 'yargs';
 import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
+import { sourceFolder } from '../../engine/scan.js';
 import { watchFolder } from '../../engine/watch.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { withEngine } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
-import { sourceFolder } from '../source-folder.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
 
 export const watchModule: CommandModule<object, RunArgs & { debounce: number }> = {
