@@ -180,12 +180,12 @@ function processAlive(pid: number): boolean {
  * expire. Worker ids are `host:pid:run`; a lease of another host, or of a process that still runs (or of a pid
  * taken again by a new process), is left to expire. Only for a queue in an SQLite file, which only processes of
  * this machine open: on a server two containers can share a host name but not their process ids. Returns the
- * workers whose leases were ended and how many items each held.
+ * workers whose leases were ended, their process ids and how many items each held.
  */
 export async function releaseLeasesOfGoneProcesses(
   db: SqlExecutor,
   host: string,
-): Promise<Array<{ worker: string; items: number }>> {
+): Promise<Array<{ worker: string; pid: number; items: number }>> {
   if (db.dialect !== 'sqlite') return [];
   const now = sqlTime();
   const held = await db.query<{ locked_by: string; n: number }>(
@@ -193,7 +193,7 @@ export async function releaseLeasesOfGoneProcesses(
      WHERE status = 'processing' AND locked_until >= ? AND locked_by LIKE ? ESCAPE '!' GROUP BY locked_by`,
     [now, `${host.replace(/[!%_]/g, (c) => `!${c}`)}:%`],
   );
-  const released: Array<{ worker: string; items: number }> = [];
+  const released: Array<{ worker: string; pid: number; items: number }> = [];
   for (const { locked_by: worker, n } of held) {
     const pid = Number(worker.slice(host.length + 1).split(':')[0]);
     if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
@@ -202,7 +202,7 @@ export async function releaseLeasesOfGoneProcesses(
       `UPDATE pipeline_queue SET locked_until = ? WHERE status = 'processing' AND locked_by = ? AND locked_until >= ?`,
       [sqlTime(Date.now() - 1000), worker, now],
     );
-    released.push({ worker, items: Number(n) });
+    released.push({ worker, pid, items: Number(n) });
   }
   return released;
 }

@@ -573,7 +573,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     }
     for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
       runLogger.warn(
-        `took over ${gone.items} queue item(s) that process ${gone.worker.split(':')[1]} (worker ${gone.worker}) held when it ended without finishing them`,
+        `took over ${gone.items} queue item(s) that process ${gone.pid} (worker ${gone.worker}) held when it ended without finishing them`,
       );
 
     // The document phase: keep `concurrency` items in flight and one to two claims' worth more claimed ahead (one
