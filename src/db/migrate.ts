@@ -8,6 +8,9 @@ import type { SqlExecutor } from './sql.js';
 
 export type DatabaseRole = 'content' | 'log';
 
+/** The database a role stands for, as users know it (ki_content, ki_dev). */
+export const databaseLabel = (role: DatabaseRole): string => (role === 'content' ? 'ki_content' : 'ki_dev');
+
 export interface Migration {
   version: number;
   name: string;
@@ -71,7 +74,7 @@ export async function migrate(
       const names = future.map((r) => `${r.version} '${r.name}'`).join(', ');
       throw new ConfigError(
         ErrorCodes.CONFIG_INVALID,
-        `${role === 'content' ? 'ki_content' : 'ki_dev'} was migrated by a newer cpe: migration ${names} is unknown to this one, which knows up to ${newest}; use that cpe (or a newer one)`,
+        `${databaseLabel(role)} was migrated by a newer cpe: migration ${names} is unknown to this one, which knows up to ${newest}; use that cpe (or a newer one)`,
       );
     }
     for (const migration of migrations) {

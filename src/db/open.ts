@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { entitySchemas } from './entities.js';
 import { classifyMysqlError, MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
-import { type DatabaseRole, migrate } from './migrate.js';
+import { type DatabaseRole, databaseLabel, migrate } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
 import { DataSource } from './typeorm.js';
 import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
@@ -88,7 +88,7 @@ async function openOne(
     // which database could not be reached, with the URL's password masked (the driver says only host and port)
     // (a connection failure stays one, which `cpe worker` waits out; anything else, bad credentials say, does not)
     const unreachable = (error: unknown) => {
-      const message = `${role === 'content' ? 'ki_content' : 'ki_dev'} at ${maskUrl(url)}: ${error instanceof Error ? error.message : String(error)}`;
+      const message = `${databaseLabel(role)} at ${maskUrl(url)}: ${error instanceof Error ? error.message : String(error)}`;
       return classifyMysqlError(error) === 'connection'
         ? new CpeError(ErrorCodes.DATABASE_UNAVAILABLE, message, { cause: error, retryable: true })
         : new Error(message, { cause: error });

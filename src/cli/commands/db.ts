@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import { databaseLabel } from '../../db/migrate.js';
 import { seedDatabase } from '../../db/seed.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
@@ -13,9 +14,7 @@ const migrate: CommandModule<object, GlobalArgs> = {
         const applied = db.applied.length
           ? `applied ${db.applied.map((v) => String(v).padStart(4, '0')).join(', ')}`
           : 'up to date';
-        process.stdout.write(
-          `${db.role === 'content' ? 'ki_content' : 'ki_dev'} (${db.location}): ${applied}\n`,
-        );
+        process.stdout.write(`${databaseLabel(db.role)} (${db.location}): ${applied}\n`);
       }
       return EXIT_OK;
     });
