@@ -36,8 +36,8 @@ export function decodeText(bytes: Uint8Array): DecodedText {
   if (startsWith(bytes, 0xfe, 0xff)) return decodeUtf16(bytes.subarray(2), 'utf-16be', 'utf-16be-bom');
   const utf16 = guessUtf16(bytes);
   if (utf16) return decodeUtf16(bytes, utf16, utf16);
-  const utf8 = tryUtf8(bytes);
-  if (utf8) return withWarning(utf8.text, 'utf-8', utf8.cut ? CUT_OFF : undefined);
+  const utf8 = strictUtf8(bytes, 'utf-8');
+  if (utf8) return utf8;
   let c1 = false;
   for (const byte of bytes) {
     if (byte >= 0x80 && byte <= 0x9f) {
@@ -57,10 +57,16 @@ const startsWith = (bytes: Uint8Array, ...magic: number[]): boolean =>
 const withWarning = (text: string, encoding: string, warning: string | undefined): DecodedText =>
   warning === undefined ? { text, encoding } : { text, encoding, warning };
 
-/** After a UTF-8 BOM: strict UTF-8 (a cut-off last character tolerated), else invalid bytes replaced. */
-function decodeUtf8(bytes: Uint8Array, encoding: string): DecodedText {
+/** Strict UTF-8 (a cut-off last character tolerated, with a warning), or undefined. */
+function strictUtf8(bytes: Uint8Array, encoding: string): DecodedText | undefined {
   const strict = tryUtf8(bytes);
-  if (strict) return withWarning(strict.text, encoding, strict.cut ? CUT_OFF : undefined);
+  return strict && withWarning(strict.text, encoding, strict.cut ? CUT_OFF : undefined);
+}
+
+/** After a UTF-8 BOM: strict UTF-8, else invalid bytes replaced. */
+function decodeUtf8(bytes: Uint8Array, encoding: string): DecodedText {
+  const strict = strictUtf8(bytes, encoding);
+  if (strict) return strict;
   return {
     text: new TextDecoder('utf-8').decode(bytes),
     encoding,
