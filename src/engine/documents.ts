@@ -39,6 +39,22 @@ export async function newestVersion(db: SqlExecutor, sourcePath: string): Promis
 }
 
 /**
+ * Why an existing document version must not be processed (again) now, or undefined when it may: its file was
+ * deleted since, or a newer version of it exists (a queue item that comes back late: a retry after its file
+ * changed, `cpe retry` of an old failure). Processing it would make it latest beside the newer version.
+ */
+export async function supersededReason(db: SqlExecutor, doc: DocumentRow): Promise<string | undefined> {
+  const what = `version ${doc.version} of ${doc.source_path} (document ${doc.id})`;
+  if (doc.status === 'deleted') return `${what} was deleted (its file left the source)`;
+  const [newer] = await db.query<{ id: number; version: number }>(
+    `SELECT id, version FROM documents WHERE source_path = ? AND version > ? AND status <> 'deleted'
+     ORDER BY version DESC LIMIT 1`,
+    [doc.source_path, doc.version],
+  );
+  return newer ? `${what} is superseded by version ${newer.version} (document ${newer.id})` : undefined;
+}
+
+/**
  * Creates the row of a new document version and links the queue item to it, in one transaction (with the
  * archive row of its bytes). The version becomes `is_latest` only when it is done, so searches keep answering
  * from the previous version until the new one is complete.

@@ -60,6 +60,8 @@ type CompletingRow = Record<string, unknown> & {
   metadata: string | null;
   source_path: string;
   version: number;
+  /** a newer version of the same file that is latest already (null: none): this one is not made latest */
+  newer_latest: number | null;
 };
 
 interface CompletionJob {
@@ -125,8 +127,10 @@ async function documentsWithCounts(
   const rows = new Map<number, CompletingRow>();
   for (const list of inLists(ids, BATCH)) {
     const found = await tx.query<CompletingRow>(
-      `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS} FROM documents d
-       WHERE d.id IN (${list.marks})`,
+      `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS},
+         (SELECT MAX(n.id) FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version
+           AND n.is_latest = 1) AS newer_latest
+       FROM documents d WHERE d.id IN (${list.marks})`,
       list.values,
     );
     for (const row of found) rows.set(Number(row.id), row);
@@ -163,12 +167,18 @@ async function completeInTransaction(
     const doc = docs.get(documentId);
     if (!held[i]) out.push(undefined);
     else if (options.completeDocument === false || !doc) out.push([]);
+    // finished after a newer version of its file (a retry that ran late): it replaces nothing and is retracted
+    // itself, as the newer version would have retracted it
+    else if (doc.newer_latest !== null) out.push([documentId]);
     else out.push(await replaceOlder(tx, documentId, doc, now));
   }
   return out;
 }
 
-/** The documents' rows: their counts in the metadata, done, latest (one statement per slice of documents). */
+/**
+ * The documents' rows: their counts in the metadata, done, latest unless a newer version of the file is latest
+ * already (one statement per slice of documents).
+ */
 async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now: string) {
   for (const slice of rowSlices(tx.dialect, docs, BATCH)) {
     const cases = slice.map(() => 'WHEN ? THEN ?').join(' ');
@@ -178,11 +188,13 @@ async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now
       JSON.stringify({ ...parseJsonColumn<Record<string, unknown>>(doc.metadata, {}), counts: counts[i] }),
     ]);
     const pages = slice.flatMap((doc, i) => [Number(doc.id), counts[i]!.pages || null]);
+    const stale = slice.filter((doc) => doc.newer_latest !== null).map((doc) => Number(doc.id));
     await tx.run(
-      `UPDATE documents SET status = 'done', is_latest = 1, error = NULL, metadata = CASE id ${cases} END,
+      `UPDATE documents SET status = 'done', is_latest = ${stale.length ? `CASE WHEN id IN (${marks(stale.length)}) THEN 0 ELSE 1 END` : '1'},
+         error = NULL, metadata = CASE id ${cases} END,
          page_count = COALESCE(page_count, CASE id ${cases} END), processed_at = ?, updated_at = ?
        WHERE id IN (${marks(slice.length)})`,
-      [...metadata, ...pages, now, now, ...slice.map((doc) => Number(doc.id))],
+      [...stale, ...metadata, ...pages, now, now, ...slice.map((doc) => Number(doc.id))],
     );
   }
 }

@@ -42,7 +42,9 @@ export interface EnqueueItem {
 
 /**
  * Puts a file on the queue. The same (path, hash, action) is one row: enqueueing it again re-opens a
- * finished row instead of adding a duplicate, and leaves a pending or processing row alone.
+ * finished row instead of adding a duplicate, and leaves a pending or processing row alone. A re-opened row takes
+ * the document given now: none from a scan (the content is back after another version, A -> B -> A: a new version
+ * follows the newest, the old row's document is history), the document itself from a rerun of it.
  */
 export async function enqueue(db: SqlExecutor, item: EnqueueItem): Promise<void> {
   await enqueueMany(db, [item]);
@@ -71,7 +73,7 @@ export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]
         `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
          VALUES ${rows}
          ON DUPLICATE KEY UPDATE
-           document_id = IF(${open}, document_id, COALESCE(VALUES(document_id), document_id)),
+           document_id = IF(${open}, document_id, VALUES(document_id)),
            max_attempts = VALUES(max_attempts),
            attempts = IF(${open}, attempts, 0),
            next_attempt_at = IF(${open}, next_attempt_at, NULL),
@@ -86,7 +88,7 @@ export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]
         `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
          VALUES ${rows}
          ON CONFLICT (path_hash, hash, action) DO UPDATE SET
-           document_id = COALESCE(excluded.document_id, document_id), max_attempts = excluded.max_attempts,
+           document_id = excluded.document_id, max_attempts = excluded.max_attempts,
            updated_at = excluded.updated_at, status = 'pending', attempts = 0, next_attempt_at = NULL,
            last_error = NULL, finished_at = NULL, locked_by = NULL, locked_until = NULL
          WHERE status NOT IN ('pending', 'processing')`,

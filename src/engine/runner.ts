@@ -19,6 +19,7 @@ import {
   getDocument,
   markPathDeleted,
   setDocumentStatus,
+  supersededReason,
 } from './documents.js';
 import { type Engine, skippedCheckpointHash } from './engine.js';
 import { CompletionBatcher } from './finish-document.js';
@@ -378,7 +379,19 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     /** the bytes held in SQL, when this item got them already (with its claim, its lookup or its archiving) */
     let bytes = claimed?.bytes;
     prepared.delete(item.id);
-    if (!doc && item.document_id) doc = await getDocument(db, item.document_id);
+    if (!doc && item.document_id) {
+      doc = await getDocument(db, item.document_id);
+      const superseded = doc && (await supersededReason(db, doc));
+      if (doc && superseded) {
+        // a version left waiting (pending: its retry was due; processing: a run died with it) is not done and
+        // will not be: failed, with the reason
+        if (doc.status === 'pending' || doc.status === 'processing')
+          await setDocumentStatus(db, doc.id, 'failed', `${superseded}; not processed`);
+        await completeQueueItem(db, item.id, worker, `${superseded}; not processed`);
+        log.info(`${superseded}; not processed`);
+        return 'skipped';
+      }
+    }
     if (!doc) {
       // the scan archived the bytes it hashed (unless the file is large or another machine scanned it)
       let archived: ArchivedFile | undefined = await findArchived(

@@ -1,5 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
-import { getDocument } from '../../engine/documents.js';
+import { getDocument, supersededReason } from '../../engine/documents.js';
 import { planPipeline } from '../../engine/plan.js';
 import { enqueue } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
@@ -31,6 +31,8 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
       const db = engine.dbs.content.sql;
       const doc = await getDocument(db, args.id);
       if (!doc) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.id}`);
+      const superseded = await supersededReason(db, doc);
+      if (superseded) throw new ConfigError(ErrorCodes.USAGE, `cannot reprocess: ${superseded}`);
       const plan = await planPipeline(db, engine.registry, args.pipeline ?? engine.config.pipeline);
       await enqueue(db, {
         path: doc.source_path,

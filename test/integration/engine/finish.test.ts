@@ -310,5 +310,38 @@ for (const backend of testBackends()) {
       ]);
       await engine.close();
     });
+
+    it('does not make a version latest that finishes after a newer one is latest, and retracts it', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const v1 = await claimedDocument(db, 'late', 1);
+      const v2 = await claimedDocument(db, 'late', 2);
+      await finishDocuments(db, engine.providers, [
+        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
+      ]);
+      await db.run(
+        "INSERT INTO document_pages (document_id, page_number, content, created_at) VALUES (?, 1, 'alt', '2026-01-01 00:00:00')",
+        [v1.documentId],
+      );
+      // version 1 (a retry that ran long, another worker) finishes after version 2
+      const [late] = await finishDocuments(db, engine.providers, [
+        { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
+      ]);
+      expect(late).to.equal(true);
+      const rows = await db.query<{ version: number; is_latest: number; status: string }>(
+        'SELECT version, is_latest, status FROM documents WHERE source_path = ? ORDER BY version',
+        [v1.path],
+      );
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+        [1, 0, 'done'],
+        [2, 1, 'done'],
+      ]);
+      const [{ n }] = await db.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?',
+        [v1.documentId],
+      );
+      expect(Number(n)).to.equal(0);
+      await engine.close();
+    });
   });
 }

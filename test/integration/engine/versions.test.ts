@@ -1,0 +1,127 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Engine } from '../../../src/engine/engine.js';
+import { planPipeline } from '../../../src/engine/plan.js';
+import { runPipeline } from '../../../src/engine/runner.js';
+import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { makeSourceFolder } from '../../helpers/files.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
+
+const ALPHA = '# Alpha\n\nAlpha spricht über die Eisenhower-Matrix.\n';
+const BETA = '# Beta\n\nBeta spricht über das Harvard-Konzept.\n';
+
+for (const backend of testBackends()) {
+  describe(`versions of a file across runs (${backend})`, () => {
+    let setup: TestSetup;
+    let engine: Engine;
+    beforeEach(async () => {
+      setup = createTestSetup(backend, { plugins: [fixturePlugins] });
+      engine = await setup.open();
+      await insertPipeline(engine.dbs.content.sql, 'versions', [
+        { name: 'detect', type: 'detect' },
+        { name: 'a', type: 'double' },
+      ]);
+    });
+    afterEach(async () => {
+      await engine?.close();
+      await setup?.cleanup();
+    });
+
+    const run = async (source: string) =>
+      runPipeline(engine, {
+        plan: await planPipeline(engine.dbs.content.sql, engine.registry, 'versions'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+    const versions = () =>
+      engine.dbs.content.sql.query<Record<string, any>>(
+        'SELECT id, version, previous_version_id, is_latest, status, content_hash, error FROM documents ORDER BY version',
+      );
+
+    it('makes a new version, the only latest one, when the content comes back to an earlier version (A, B, A, B)', async () => {
+      const source = makeSourceFolder({ 'doc.md': ALPHA });
+      const file = path.join(source, 'doc.md');
+      for (const content of [ALPHA, BETA, ALPHA, BETA]) {
+        writeFileSync(file, content);
+        const summary = await run(source);
+        expect(summary.docsDone).to.be.at.most(1);
+      }
+      // the file is unchanged now: nothing more to do
+      expect((await run(source)).docsTotal).to.equal(0);
+      const rows = await versions();
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+        [1, 0, 'done'],
+        [2, 0, 'done'],
+        [3, 0, 'done'],
+        [4, 1, 'done'],
+      ]);
+      expect(rows.slice(1).map((r) => Number(r.previous_version_id))).to.deep.equal(
+        rows.slice(0, 3).map((r) => Number(r.id)),
+      );
+      expect(rows[3]!.content_hash).to.equal(rows[1]!.content_hash);
+    });
+
+    it('does not process a late retry of a version a newer one superseded, and says why', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'doc.md': ALPHA });
+      const file = path.join(source, 'doc.md');
+      await run(source);
+      writeFileSync(file, BETA);
+      await run(source);
+      // version 1's item comes back as if its retry were due (it had failed before version 2 was made)
+      const [v1] = await versions();
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'failed', next_attempt_at = '2000-01-01 00:00:00.000' WHERE document_id = ?",
+        [v1!.id],
+      );
+      await db.run("UPDATE documents SET status = 'pending', is_latest = 0 WHERE id = ?", [v1!.id]);
+      const summary = await run(source);
+      expect(summary).to.include({ docsDone: 0, docsFailed: 0, docsSkipped: 1 });
+      const rows = await versions();
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+        [1, 0, 'failed'],
+        [2, 1, 'done'],
+      ]);
+      const reason = `version 1 of ${file} (document ${v1!.id}) is superseded by version 2`;
+      expect(rows[0]!.error).to.contain(reason);
+      const [item] = await db.query<Record<string, any>>(
+        'SELECT status, last_error FROM pipeline_queue WHERE document_id = ?',
+        [v1!.id],
+      );
+      expect(item!.status).to.equal('done');
+      expect(item!.last_error).to.contain(reason);
+    });
+
+    it('does not bring back a version whose file was deleted when its retry comes after the deletion', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'doc.md': ALPHA, 'other.md': BETA });
+      await run(source);
+      const [doc] = await db.query<Record<string, any>>("SELECT id FROM documents WHERE filename = 'doc.md'");
+      rmSync(path.join(source, 'doc.md'));
+      await run(source);
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'failed', next_attempt_at = '2000-01-01 00:00:00.000' WHERE document_id = ? AND action = 'new'",
+        [doc!.id],
+      );
+      const summary = await run(source);
+      expect(summary).to.include({ docsDone: 0, docsSkipped: 1 });
+      const [after] = await db.query<Record<string, any>>(
+        'SELECT status, is_latest FROM documents WHERE id = ?',
+        [doc!.id],
+      );
+      expect(after).to.deep.include({ status: 'deleted' });
+      expect(Number(after!.is_latest)).to.equal(0);
+      // the file comes back with the same content: a new version, latest
+      writeFileSync(path.join(source, 'doc.md'), ALPHA);
+      expect((await run(source)).docsDone).to.equal(1);
+      const rows = await db.query<Record<string, any>>(
+        "SELECT version, is_latest, status FROM documents WHERE filename = 'doc.md' ORDER BY version",
+      );
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+        [1, 0, 'deleted'],
+        [2, 1, 'done'],
+      ]);
+    });
+  });
+}
