@@ -78,7 +78,10 @@ const detect: StepPlugin<DetectConfig> = {
       );
     }
     await recordSourceFiles(ctx.db, scan.entries);
-    for (const problem of scan.unreadable) ctx.log.warn(`${problem.path}: ${problem.reason}`);
+    for (const problem of scan.unreadable)
+      ctx.log.warn(
+        `${problem.path}: ${problem.reason}${problem.folder ? '; the documents under it are kept as they are' : ''}`,
+      );
     ctx.report({
       itemsIn: scan.entries.length,
       itemsOut: counts.new + counts.update + counts.delete,

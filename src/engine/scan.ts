@@ -1,5 +1,7 @@
 import {
+  accessSync,
   type BigIntStats,
+  constants,
   type Dirent,
   readdirSync,
   readFileSync,
@@ -36,8 +38,11 @@ export interface ScanResult {
   entries: ScanEntry[];
   /** files skipped for their extension */
   ignored: number;
-  /** files that could not be read (named, with the reason) */
-  unreadable: Array<{ path: string; reason: string }>;
+  /**
+   * files and folders that could not be read (named, with the reason); a folder that could not be listed is
+   * marked, and the documents under it are kept (not taken for deleted)
+   */
+  unreadable: Array<{ path: string; reason: string; folder?: boolean }>;
 }
 
 export interface ScanOptions {
@@ -119,7 +124,7 @@ function listFiles(
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (error) {
-      unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error) });
+      unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error), folder: true });
       return;
     }
     entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -159,7 +164,7 @@ function listFiles(
         try {
           visited.add(realpathSync(full));
         } catch (error) {
-          unreadable.push({ path: full, reason: notOpened('cannot list folder', full, error) });
+          unreadable.push({ path: full, reason: notOpened('cannot list folder', full, error), folder: true });
           continue;
         }
       }
@@ -197,6 +202,14 @@ export function sourceFolder(source: string): string {
   const info = statSync(dir, { throwIfNoEntry: false });
   if (!info) throw new ConfigError(ErrorCodes.USAGE, `source folder ${dir} does not exist`);
   if (!info.isDirectory()) throw new ConfigError(ErrorCodes.USAGE, `source ${dir} is not a folder`);
+  try {
+    accessSync(dir, constants.R_OK | constants.X_OK);
+  } catch (error) {
+    throw new ConfigError(
+      ErrorCodes.USAGE,
+      `source folder ${dir} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
   return dir;
 }
 
@@ -328,8 +341,11 @@ export async function scanSource(
   await archive?.flush();
   const result = entries.filter(Boolean);
   const seen = new Set(files.map((f) => f.path));
+  // a folder that could not be listed (permissions, a mount gone) says nothing about the files in it
+  const unlisted = unreadable.filter((u) => u.folder).map((u) => `${u.path}${path.sep}`);
+  const underUnlisted = (file: string) => unlisted.some((folder) => file.startsWith(folder));
   for (const [sourcePath, doc] of known) {
-    if (!seen.has(sourcePath)) {
+    if (!seen.has(sourcePath) && !underUnlisted(sourcePath)) {
       changed();
       result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
     }

@@ -10,12 +10,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Starts `cpe` from the TypeScript sources as a user would run it; returns the child. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, cwd = projectRoot) {
+/** Starts `cpe` from the TypeScript sources as a user would run it (as another user with `as`); returns the child. */
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd = projectRoot,
+  as?: { uid: number; gid: number },
+) {
   return spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli/bin.ts'), ...args], {
     env: { ...env, CI: '1' },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...as,
   });
 }
 
@@ -28,9 +34,10 @@ export function runCli(
   env: NodeJS.ProcessEnv,
   cwd?: string,
   timeoutMs?: number,
+  as?: { uid: number; gid: number },
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env, cwd);
+    const child = spawnCli(args, env, cwd, as);
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     let stdout = '';
     let stderr = '';

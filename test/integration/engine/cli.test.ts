@@ -1,4 +1,5 @@
-import { cpSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -273,3 +274,43 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+describe('cpe run over folders it cannot list', function () {
+  this.timeout(120000);
+  // permissions bind root only through another user: as root the command runs as nobody
+  const as = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-unlisted-'));
+    chmodSync(dir, 0o777);
+  });
+  afterEach(() => {
+    for (const folder of [path.join(dir, 'in'), path.join(dir, 'in/sub')]) chmodSync(folder, 0o755);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the documents under a folder it cannot list, and refuses a source folder it cannot read', async () => {
+    const source = makeSourceFolder(
+      { 'a.md': '# A\n\nText über Rechte.\n', 'sub/s.md': '# S\n\nText über Delegation.\n' },
+      path.join(dir, 'in'),
+    );
+    for (const folder of [dir, source, path.join(source, 'sub')]) chmodSync(folder, 0o777);
+    const env = { PATH: process.env.PATH, HOME: dir, CPE_DATA_DIR: path.join(dir, 'data') };
+    const run = () => runCli(['run', '--pipeline=Standard', `--source=${source}`], env, undefined, 60000, as);
+    expect((await run()).code).to.equal(0);
+
+    chmodSync(path.join(source, 'sub'), 0o000);
+    const sub = await run();
+    expect(sub.code).to.equal(0);
+    expect(sub.stderr).to.contain(`${path.join(source, 'sub')}: cannot list folder (EACCES)`);
+    chmodSync(path.join(source, 'sub'), 0o777);
+    chmodSync(source, 0o000);
+    const root = await run();
+    expect(root.code).to.equal(2);
+    expect(root.stderr).to.contain(`source folder ${source} cannot be read (EACCES)`);
+    chmodSync(source, 0o777);
+
+    const status = JSON.parse((await runCli(['status', '--json'], env, undefined, 60000, as)).stdout);
+    expect(status.documents).to.deep.include({ done: 2 });
+  });
+});
