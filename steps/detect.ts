@@ -45,6 +45,7 @@ const detect: StepPlugin<DetectConfig> = {
       extensions: ctx.config.extensions,
       followSymlinks: ctx.config.follow_symlinks,
       useStatCache: !(ctx.run.rehash || ctx.run.force),
+      leaveChangedWithinMs: ctx.run.leaveChangedWithinMs,
       archiveDir: typeof ctx.settings.archiveDir === 'string' ? ctx.settings.archiveDir : undefined,
       // the document steps set up (the embedding threads start) while the rest of the folder is scanned
       onChange: () => ctx.run.expectDocuments?.(),
@@ -81,6 +82,10 @@ const detect: StepPlugin<DetectConfig> = {
     for (const problem of scan.unreadable)
       ctx.log.warn(
         `${problem.path}: ${problem.reason}${problem.folder ? '; the documents under it are kept as they are' : ''}`,
+      );
+    if (scan.leftChanging.length)
+      ctx.log.info(
+        `${scan.leftChanging.length} file(s) still being written, left for the next pass: ${scan.leftChanging.slice(0, 5).join(', ')}${scan.leftChanging.length > 5 ? ', ...' : ''}`,
       );
     ctx.report({
       itemsIn: scan.entries.length,

@@ -87,6 +87,8 @@ export interface RunInfo {
   force: boolean;
   /** read and hash every source file, even those whose stat signature is unchanged (`--rehash`) */
   rehash?: boolean;
+  /** leave out files changed less than this long before the scan: still being written (`cpe watch`) */
+  leaveChangedWithinMs?: number;
   /**
    * For a run-scoped step that fills the queue: call as soon as it knows documents will come (detect, at the first
    * new or changed file). The document steps' setup then starts at once instead of after the step (the local

@@ -53,6 +53,8 @@ export interface RunOptions {
   force?: boolean;
   /** read and hash every source file, even those whose stat signature is unchanged since they were hashed */
   rehash?: boolean;
+  /** the scan leaves out files changed less than this long before it: still being written (`cpe watch`) */
+  leaveChangedWithinMs?: number;
   /** run the pre steps (detect, ...) — false for `cpe process` */
   runPreSteps?: boolean;
   /** run the post steps (index_optimize, ...) — false for `cpe scan` */
@@ -153,6 +155,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     sourceDir: options.sourceDir,
     force: options.force ?? false,
     rehash: options.rehash ?? false,
+    leaveChangedWithinMs: options.leaveChangedWithinMs,
     // awaited (and any failure thrown) where the first document is claimed, as a setup started there would be
     expectDocuments: () => void setUpDocumentSteps().catch(() => undefined),
   };

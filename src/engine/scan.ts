@@ -36,6 +36,8 @@ export interface ScanEntry {
 
 export interface ScanResult {
   entries: ScanEntry[];
+  /** files left out because they changed less than `leaveChangedWithinMs` before the scan */
+  leftChanging: string[];
   /** files skipped for their extension */
   ignored: number;
   /**
@@ -61,6 +63,11 @@ export interface ScanOptions {
    * file system keeps sub-second times, 2000 ms where it keeps whole seconds, as FAT, HFS+ and some NFS servers do)
    */
   settleMs?: number;
+  /**
+   * leave out a file changed less than this long before the scan began: it is still being written (`cpe watch`,
+   * whose next pass comes after the file's last change); it is neither read nor queued, nor taken for deleted
+   */
+  leaveChangedWithinMs?: number;
   /**
    * called once, at the first file found new or changed (or, after the scan, the first one gone); a notice only:
    * what it throws is ignored, so that it cannot make a file look unreadable
@@ -237,6 +244,9 @@ export async function scanSource(
   // whole-second change times: a file system with coarse timestamps (one in 10^9 fine ones looks so too: safe)
   const isSettled = (changedNs: bigint) =>
     changedNs < (changedNs % 1_000_000_000n === 0n ? coarseBeforeNs : fineBeforeNs);
+  const changingAfterNs =
+    options.leaveChangedWithinMs === undefined ? undefined : settledBefore(options.leaveChangedWithinMs);
+  const leftChanging: string[] = [];
   const files = listFiles(root, options, ignored, unreadable);
   const prefixPattern = `${root.replace(/[!%_]/g, (c) => `!${c}`)}${path.sep}%`;
 
@@ -283,6 +293,10 @@ export async function scanSource(
     while (next < files.length) {
       const index = next++;
       const file = files[index]!;
+      if (changingAfterNs !== undefined && file.changedNs >= changingAfterNs) {
+        leftChanging.push(file.path);
+        continue;
+      }
       try {
         const doc = known.get(file.path);
         const settled = isSettled(file.changedNs);
@@ -350,7 +364,7 @@ export async function scanSource(
       result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
     }
   }
-  return { entries: result, ignored: ignored.n, unreadable };
+  return { entries: result, leftChanging, ignored: ignored.n, unreadable };
 }
 
 /**

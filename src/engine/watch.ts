@@ -10,6 +10,11 @@ export interface WatchOptions {
   signal: AbortSignal;
   /** called with the changed paths once they have settled; runs one at a time */
   onBatch(paths: string[]): Promise<void>;
+  /**
+   * run once the watcher is listening, before any batch (what is in the folder already): a change made meanwhile
+   * is a batch after it. Its failure ends the watch with that error.
+   */
+  first?(): Promise<void>;
 }
 
 const signature = async (file: string) => {
@@ -50,7 +55,7 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
     }, options.debounceMs);
   };
 
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     watcher = watch(folder, { recursive: true }, (_event, name) => {
       if (!name) return;
       const relative = name.toString();
@@ -67,5 +72,12 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
       },
       { once: true },
     );
+    if (options.first) {
+      busy = options.first().catch((error) => {
+        if (timer) clearTimeout(timer);
+        watcher.close();
+        reject(error);
+      });
+    }
   });
 }

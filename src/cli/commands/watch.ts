@@ -11,6 +11,9 @@ import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
 
+/** a changed file must keep its size and time this long before it is read */
+const SETTLE_MS = 500;
+
 export const watchModule: CommandModule<object, RunArgs & { debounce: number }> = {
   command: 'watch',
   describe: 'watch an import folder and process what arrives (debounced; files still being written wait)',
@@ -41,6 +44,8 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
             plan,
             sourceDir,
             concurrency: engine.config.concurrency,
+            // a file still being written is left out; its next change brings another pass
+            leaveChangedWithinMs: SETTLE_MS,
             signal: cancel.signal,
             onEvent: progress.onEvent,
           });
@@ -48,13 +53,16 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
           printSummary(summary, false);
         };
         try {
-          await pass(); // what is already there
-          process.stderr.write(`watching ${sourceDir} (Ctrl-C stops)\n`);
           await watchFolder(sourceDir, {
             debounceMs: args.debounce,
-            settleMs: 500,
+            settleMs: SETTLE_MS,
             signal: cancel.signal,
             onBatch: pass,
+            // what is in the folder already, with the watcher listening: nothing written meanwhile is missed
+            first: async () => {
+              await pass();
+              process.stderr.write(`watching ${sourceDir} (Ctrl-C stops)\n`);
+            },
           });
           return EXIT_OK;
         } finally {

@@ -154,6 +154,28 @@ for (const backend of testBackends()) {
       expect(second.entries.some((e) => e.fromStatCache)).to.equal(false);
     });
 
+    it('leaves out files changed just before the scan when asked (cpe watch): neither read, queued nor taken for deleted', async () => {
+      const engine = await open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(files);
+      const changing = path.join(source, 'sub/c.md');
+      // a document of it is stored already: a file being rewritten is not a file gone
+      await db.run(
+        "INSERT INTO documents (filename, source_path, content_hash, status, version, is_latest) VALUES ('c.md', ?, ?, 'done', 1, 1)",
+        [changing, sha256(files['sub/c.md'])],
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      writeFileSync(changing, '# Erste Hilfe\n\nVerbandbuch führen, noch nicht fertig');
+      const scan = await scanSource(db, source, options({ leaveChangedWithinMs: 200 }));
+      expect(scan.leftChanging).to.deep.equal([changing]);
+      expect(scan.entries.map((e) => [path.relative(source, e.path), e.decision]).sort()).to.deep.equal([
+        ['a.md', 'new'],
+        ['b.txt', 'new'],
+      ]);
+      const later = await scanSource(db, source, options());
+      expect(later.entries.find((e) => e.path === changing)?.decision).to.equal('update');
+    });
+
     it('archives new files from the bytes it hashed (small ones in SQL), and forgets files gone from the folder', async () => {
       const engine = await open();
       const db = engine.dbs.content.sql;
