@@ -114,11 +114,31 @@ export function isTransientNodeError(error: unknown): boolean {
 }
 
 /** The message of any thrown value, with the cause chain, for storage in last_error / ki_dev. */
+/**
+ * The message of anything thrown: an Error's message, a string itself, an object's `message` when it has one as
+ * text, else the object as JSON (a plugin that throws `{ code, message }` or `{ reason }` is read, not shown as
+ * "[object Object]").
+ */
+export function messageOf(thrown: unknown): string {
+  if (thrown instanceof Error) return thrown.message;
+  if (typeof thrown === 'object' && thrown !== null) {
+    const { message } = thrown as { message?: unknown };
+    if (typeof message === 'string') return message;
+    try {
+      const json = JSON.stringify(thrown);
+      if (json !== undefined && json !== '{}') return json;
+    } catch {
+      // a cycle, a BigInt: the plain string below
+    }
+  }
+  return String(thrown);
+}
+
 export function describeError(error: unknown, maxLength = 4000): string {
   const parts: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
-    const message = current instanceof Error ? current.message : String(current);
+    const message = messageOf(current);
     if (!parts.some((part) => part.includes(message))) parts.push(message);
     current = current instanceof Error ? current.cause : undefined;
   }

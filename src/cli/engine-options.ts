@@ -46,9 +46,10 @@ export const withEngineWithoutSteps = <R>(args: GlobalArgs, fn: (engine: Engine)
  * "no run NaN in ki_dev".
  */
 export const positiveId =
-  (name: string) =>
+  (name: string, { optional = false } = {}) =>
   (argv: Record<string, unknown>): true => {
     const value = argv[name];
+    if (optional && value === undefined) return true;
     if (typeof value === 'number' && Number.isInteger(value) && value > 0) return true;
     throw new ConfigError(ErrorCodes.USAGE, `${name} must be a whole number above 0`);
   };

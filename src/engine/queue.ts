@@ -1,6 +1,7 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { marks, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
+import { processAlive } from '../util/process-alive.js';
 import { sqlTime } from '../util/time.js';
 
 export type QueueAction = 'new' | 'update' | 'delete';
@@ -167,14 +168,6 @@ export async function claimQueueItems(
 }
 
 /** Whether a process with this pid runs on this machine (one we may not signal runs too). */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Ends the leases that processes of this machine which are gone (killed, crashed) still hold on the queue, so that

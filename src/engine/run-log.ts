@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
 import { marks, rowSlices } from '../db/statement-shapes.js';
 import { describeError } from '../errors.js';
+import { processAlive } from '../util/process-alive.js';
 import { sqlTime } from '../util/time.js';
 import type { Logger, StepCounts } from './plugin.js';
 
@@ -112,6 +113,31 @@ export class RunLog {
     );
   }
 
+  /**
+   * Runs of this machine still marked running whose process is gone (killed, crashed): failed, with the reason.
+   * Returns their ids. A pid that runs again (reused by another process) is left alone: not sure, not touched.
+   * SQLite only, like releaseLeasesOfGoneProcesses: a MariaDB ki_dev is shared by machines, and two of them may
+   * carry the same host name.
+   */
+  async closeRunsOfGoneProcesses(): Promise<number[]> {
+    if (this.db.dialect !== 'sqlite') return [];
+    const rows = await this.db.query<{ id: number; pid: number }>(
+      `SELECT id, pid FROM pipeline_runs WHERE status = 'running' AND host = ?`,
+      [os.hostname()],
+    );
+    const gone = rows.filter((r) => Number(r.pid) !== process.pid && !processAlive(Number(r.pid)));
+    for (const { id, pid } of gone) {
+      await this.db.run(
+        `UPDATE pipeline_runs SET status = 'failed', error = ? WHERE id = ? AND status = 'running'`,
+        [
+          `process ${pid} ended without finishing the run (killed or crashed); its queue items were taken over`,
+          id,
+        ],
+      );
+    }
+    return gone.map((r) => Number(r.id));
+  }
+
   recordStep(r: StepRunRecord): void {
     const { itemsIn, itemsOut, tokensIn, tokensOut, ...rest } = r.counts ?? {};
     this.stepRows.push([
@@ -121,7 +147,7 @@ export class RunLog {
       r.stepName,
       r.stepType,
       r.status,
-      r.reason ?? null,
+      r.reason === undefined || r.reason === null ? null : clipText(String(r.reason)),
       r.attempt,
       itemsIn ?? null,
       itemsOut ?? null,
@@ -146,7 +172,7 @@ export class RunLog {
         level,
         scope.stepName ?? null,
         scope.documentId ?? null,
-        message,
+        clipText(message),
         context ? safeJson(context) : null,
         sqlTime(),
       ]);
@@ -154,7 +180,7 @@ export class RunLog {
         const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null]
           .filter(Boolean)
           .join(' ');
-        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${message}`);
+        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${clipText(message)}`);
       }
       this.schedule();
     };
@@ -212,10 +238,22 @@ async function insertMany(db: SqlExecutor, table: string, columns: string, rows:
   }
 }
 
+/** Longest log message, skip reason and log context kept (characters); MariaDB's TEXT holds 64 KB. */
+const MAX_MESSAGE = 4000;
+const MAX_CONTEXT = 8000;
+
+/** A text cut to `max` characters, saying how much was left out. */
+export function clipText(text: string, max = MAX_MESSAGE): string {
+  return text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters)` : text;
+}
+
+/** The context as JSON, still JSON when it is too long: then the start of its text, marked as cut. */
 function safeJson(value: unknown): string {
   try {
     const text = JSON.stringify(value);
-    return text.length > 8000 ? `${text.slice(0, 8000)}…` : text;
+    return text.length > MAX_CONTEXT
+      ? JSON.stringify({ truncated: true, chars: text.length, start: text.slice(0, MAX_CONTEXT) })
+      : text;
   } catch {
     return '"(unserialisable context)"';
   }

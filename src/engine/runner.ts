@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
-import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
+import { CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
 import {
@@ -43,6 +43,46 @@ import { StepError } from './step-error.js';
  * trip on MariaDB); larger ones are read when their document starts, so the items claimed ahead hold little.
  */
 const CLAIMED_BYTES = 256 * 1024;
+
+/**
+ * The step's promise, or a CANCELLED rejection as soon as the signal aborts: a step that ignores its signal (or
+ * never settles) does not keep a cancelled run, and its process, from ending. What the step still does after
+ * that is let go.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new CpeError(ErrorCodes.CANCELLED, 'cancelled'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * What a step's run() returned, as its result: nothing (or `{ status: 'ok' }`) is ok, ctx.skip(reason) skipped.
+ * Any other status is a plugin's way of saying it failed (`{ status: 'failed', reason }`): a permanent failure with
+ * what it said, not an ok.
+ */
+function stepResult(outcome: unknown): { status: 'ok' | 'skipped'; reason?: string } {
+  if (typeof outcome !== 'object' || outcome === null || !('status' in outcome)) return { status: 'ok' };
+  const { status, reason, error, message } = outcome as Record<string, unknown>;
+  if (status === 'ok') return { status: 'ok' };
+  if (status === 'skipped') return { status: 'skipped', reason: String(reason ?? 'no reason given') };
+  const said = [reason, error, message].find((v) => v !== undefined && v !== null);
+  throw new CpeError(
+    ErrorCodes.STEP_FAILED,
+    `the step returned status ${JSON.stringify(status)}${said === undefined ? '' : `: ${messageOf(said)}`} (a step fails by throwing, skips with ctx.skip(reason), and otherwise returns nothing)`,
+  );
+}
 
 export interface RunOptions {
   plan: Plan;
@@ -220,11 +260,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       let result: { status: 'ok' | 'skipped'; reason?: string } | { status: 'failed'; error: StepError };
       try {
         if (signal.aborted) throw new CpeError(ErrorCodes.CANCELLED, 'cancelled');
-        const outcome = await step.plugin.run(makeContext(counts, signal) as StepContext);
-        result =
-          outcome && outcome.status === 'skipped'
-            ? { status: 'skipped', reason: outcome.reason }
-            : { status: 'ok' };
+        const outcome = await untilAborted(
+          step.plugin.run(makeContext(counts, signal) as StepContext),
+          signal,
+        );
+        result = stepResult(outcome);
       } catch (error) {
         result = { status: 'failed', error: StepError.wrap(step.name, documentId, attempt, error) };
       } finally {
@@ -590,6 +630,11 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
       runLogger.warn(
         `took over ${gone.items} queue item(s) that process ${gone.pid} (worker ${gone.worker}) held when it ended without finishing them`,
+      );
+    const deadRuns = await runLog.closeRunsOfGoneProcesses();
+    if (deadRuns.length)
+      runLogger.warn(
+        `run(s) ${deadRuns.join(', ')} marked failed: their process ended without finishing them`,
       );
 
     // The document phase: keep `concurrency` items in flight and one to two claims' worth more claimed ahead (one

@@ -1,4 +1,4 @@
-import { CpeError, type CpeErrorOptions, ErrorCodes, isCpeError, isRetryable } from '../errors.js';
+import { CpeError, type CpeErrorOptions, ErrorCodes, isCpeError, isRetryable, messageOf } from '../errors.js';
 
 /** A plugin's error, wrapped exactly once by the engine with step, document and attempt; `cause` is the original. */
 export class StepError extends CpeError {
@@ -15,7 +15,7 @@ export class StepError extends CpeError {
     cause: unknown,
     options: CpeErrorOptions = {},
   ) {
-    const message = cause instanceof Error ? cause.message : String(cause);
+    const message = messageOf(cause);
     const where = documentId === null ? '' : ` on document ${documentId}`;
     super(ErrorCodes.STEP_FAILED, `step '${step}' failed${where} (attempt ${attempt}): ${message}`, {
       cause,

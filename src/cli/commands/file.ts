@@ -12,6 +12,7 @@ import { withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
+import { printJson } from '../table.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
 
 export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
@@ -38,10 +39,29 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
       const newest = await newestVersion(engine.dbs.content.sql, file);
       const current = newest && newest.status !== 'deleted' ? newest : undefined;
       if (current?.content_hash === hash && !args.force) {
-        process.stdout.write(
-          `${file}: unchanged (document ${current.id}, version ${current.version}, ${current.status})\n`,
-        );
-        return EXIT_OK;
+        // nothing to do; a version that failed stays failed (exit 1, as when it failed) until retried or forced
+        const failed = current.status === 'failed';
+        if (args.json) {
+          printJson({
+            file,
+            unchanged: true,
+            document: {
+              id: current.id,
+              version: current.version,
+              status: current.status,
+              error: current.error,
+            },
+          });
+        } else {
+          process.stdout.write(
+            `${file}: unchanged (document ${current.id}, version ${current.version}, ${current.status})${
+              failed
+                ? `: ${current.error ?? 'no reason recorded'}; \`cpe retry\` or --force processes it again`
+                : ''
+            }\n`,
+          );
+        }
+        return failed ? EXIT_FAILURES : EXIT_OK;
       }
       await enqueue(engine.dbs.content.sql, {
         path: file,

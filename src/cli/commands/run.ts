@@ -5,7 +5,7 @@ import { planPipeline } from '../../engine/plan.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { sourceFolder } from '../../engine/scan.js';
-import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
+import { type GlobalArgs, globalOptions, positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
@@ -133,10 +133,12 @@ export const processModule: CommandModule<object, RunArgs & { limit?: number }> 
   command: 'process',
   describe: 'process queued items (no scan)',
   builder: (y) =>
-    runOptions(y).option('limit', {
-      type: 'number',
-      describe: 'stop after this many queue items',
-    }) as unknown as Argv<RunArgs & { limit?: number }>,
+    runOptions(y)
+      .option('limit', {
+        type: 'number',
+        describe: 'stop after this many queue items',
+      })
+      .check(positiveId('limit', { optional: true })) as unknown as Argv<RunArgs & { limit?: number }>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, { concurrency: args.concurrency }, (engine) =>
       runCommand(engine, args, { scan: false, process: true, limit: args.limit }),

@@ -5,17 +5,27 @@ import { type GlobalArgs, globalOptions, positiveId, withEngineWithoutSteps } fr
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
 
+/** A log line's context: JSON, or the text itself where it is not (an earlier cpe cut long contexts to 8,000 characters, leaving invalid JSON). */
+const contextOf = (value: unknown): unknown => {
+  try {
+    return parseJsonColumn(value, null);
+  } catch {
+    return String(value);
+  }
+};
+
 export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = {
   command: 'runs',
   describe: 'the last runs from ki_dev: pipeline, status, documents, steps, tokens, duration',
   builder: (y) =>
     globalOptions(y)
       .option('last', { type: 'number', default: 10, describe: 'how many' })
-      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { last: number }>,
+      .option('json', { type: 'boolean' })
+      .check(positiveId('last')) as unknown as Argv<GlobalArgs & { last: number }>,
   handler: async (args) => {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const runs = await engine.dbs.log.sql.query<Record<string, any>>(
-        `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(args.last))}`,
+        `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${args.last}`,
       );
       if (args.json) {
         printJson(runs.map((r) => ({ ...r, id: Number(r.id), profile: parseJsonColumn(r.profile, null) })));
@@ -85,7 +95,7 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> =
         printJson({
           run: { ...run, profile: parseJsonColumn(run.profile, null) },
           steps: steps.map((s) => ({ ...s, counts: parseJsonColumn(s.counts, null) })),
-          log: lines.map((l) => ({ ...l, context: parseJsonColumn(l.context, null) })),
+          log: lines.map((l) => ({ ...l, context: contextOf(l.context) })),
         });
         return EXIT_OK;
       }

@@ -116,6 +116,9 @@ for (const backend of testBackends()) {
       for (const [args, message] of [
         [['logs', 'abc'], 'cpe: run-id must be a whole number above 0'],
         [['reprocess', '0'], 'cpe: id must be a whole number above 0'],
+        [['runs', '--last=abc'], 'cpe: last must be a whole number above 0'],
+        [['runs', '--last=0'], 'cpe: last must be a whole number above 0'],
+        [['process', '--limit=-1'], 'cpe: limit must be a whole number above 0'],
       ] as const) {
         const result = await runCli([...args], setup.env);
         expect(result.code, args.join(' ')).to.equal(2);
@@ -216,6 +219,10 @@ for (const backend of testBackends()) {
       expect(one.stdout).to.match(/1 done, 0 failed/);
       const again = await runCli(['file', `${source}/dry-0000.md`, '--pipeline=slow'], setup.env);
       expect(again.stdout).to.contain('unchanged');
+      const json = await runCli(['file', `${source}/dry-0000.md`, '--pipeline=slow', '--json'], setup.env);
+      expect(json.code).to.equal(0);
+      expect(JSON.parse(json.stdout)).to.deep.include({ unchanged: true });
+      expect(JSON.parse(json.stdout).document).to.include({ version: 1, status: 'done' });
     });
 
     it('watch processes files as they arrive, then stops on SIGINT with exit 0', async () => {

@@ -138,6 +138,21 @@ for (const backend of testBackends()) {
             [holder, sqlTime(Date.now() + 3_600_000), ids[i]],
           );
         }
+        // the runs of those processes, left running in ki_dev
+        const logDb = engine.dbs.log.sql;
+        const runOf = async (host: string, pid: number) =>
+          (
+            await logDb.run(
+              `INSERT INTO pipeline_runs (pipeline_name, command, host, pid, status, started_at)
+               VALUES ('scan-then-double', 'run', ?, ?, 'running', ?)`,
+              [host, pid, sqlTime()],
+            )
+          ).insertId;
+        const runs = [
+          await runOf(os.hostname(), gone!),
+          await runOf(os.hostname(), alive.pid!),
+          await runOf('elsewhere', gone!),
+        ];
         const summary = await runPipeline(engine, { plan: await plan('scan-then-double'), concurrency: 1 });
         const queue = await db.query<{ status: string; locked_by: string | null }>(
           'SELECT status, locked_by FROM pipeline_queue ORDER BY id',
@@ -146,13 +161,20 @@ for (const backend of testBackends()) {
           "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
           [summary.runId],
         );
+        const runStates = await logDb.query<{ status: string; error: string | null }>(
+          `SELECT status, error FROM pipeline_runs WHERE id IN (${runs.join(', ')}) ORDER BY id`,
+        );
         if (backend === 'sqlite') {
           expect(summary.docsDone).to.equal(1);
           expect(queue.map((q) => q.status)).to.deep.equal(['done', 'processing', 'processing']);
           expect(warnings.map((w) => w.message)).to.deep.equal([
             `took over 1 queue item(s) that process ${gone} (worker ${holders[0]}) held when it ended without finishing them`,
+            `run(s) ${runs[0]} marked failed: their process ended without finishing them`,
           ]);
+          expect(runStates.map((r) => r.status)).to.deep.equal(['failed', 'running', 'running']);
+          expect(runStates[0]!.error).to.contain(`process ${gone} ended without finishing the run`);
         } else {
+          expect(runStates.map((r) => r.status)).to.deep.equal(['running', 'running', 'running']);
           // a server's queue is shared by machines whose process ids this one cannot see: leases expire
           expect(summary.docsDone).to.equal(0);
           expect(queue.map((q) => q.locked_by)).to.deep.equal(holders);
@@ -224,6 +246,49 @@ for (const backend of testBackends()) {
         ['ok', 2],
       ]);
       expect(rows.find((r) => r.status === 'failed')!.error).to.contain('simulated 503');
+    });
+
+    it('fails a step that returns a failed status, and names what a step threw that is not an Error', async () => {
+      for (const mode of ['returns-failed', 'throws-object'] as const) {
+        await insertPipeline(engine.dbs.content.sql, mode, [
+          { name: 'detect', type: 'detect' },
+          { name: 'odd', type: 'misbehaves', config: { mode } },
+        ]);
+        const summary = await runPipeline(engine, {
+          plan: await plan(mode),
+          sourceDir: makeSourceFolder(generatedDocuments(1, mode)),
+          concurrency: 1,
+        });
+        expect(summary).to.include({ docsDone: 0, docsFailed: 1 });
+        expect(summary.failures[0]!.error).to.contain(
+          mode === 'returns-failed'
+            ? `the step returned status "failed": Glossar fehlt`
+            : '{"code":"E_GLOSSAR","detail":"Glossar fehlt"}',
+        );
+      }
+    });
+
+    it('ends a cancelled run although a step never settles: run cancelled, its item handed back', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'stuck', [
+        { name: 'detect', type: 'detect' },
+        { name: 'stuck', type: 'misbehaves', config: { mode: 'never-settles' } },
+      ]);
+      const controller = new AbortController();
+      const summary = await runPipeline(engine, {
+        plan: await plan('stuck'),
+        sourceDir: makeSourceFolder(generatedDocuments(1, 'stuck')),
+        concurrency: 1,
+        signal: controller.signal,
+        onEvent: (event) => {
+          // the document's first step is the stuck one: it is running 200 ms later
+          if (event.type === 'document-started') setTimeout(() => controller.abort(), 200);
+        },
+      });
+      expect(summary.status).to.equal('cancelled');
+      const queue = await engine.dbs.content.sql.query<{ status: string; locked_by: string | null }>(
+        'SELECT status, locked_by FROM pipeline_queue',
+      );
+      expect(queue).to.deep.equal([{ status: 'pending', locked_by: null }]);
     });
 
     it('isolates a permanent failure to its document: the rest succeed, the error is on the queue item and the document', async () => {
