@@ -53,7 +53,9 @@ export function describeConfigError(error: ErrorObject): string {
   }
 }
 
-const truthy = (v: unknown) => v === true || v === 1 || v === '1';
+const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 1n;
+/** 0 or 1 as SQL and the drivers give them; anything else in an edited flag column is an error, not "off" */
+const isFlag = (v: unknown) => truthy(v) || v === false || v === 0 || v === '0' || v === 0n;
 
 /**
  * Loads a pipeline by name (or the default one), resolves and validates every step, and builds a frozen plan.
@@ -150,6 +152,9 @@ export function buildPlan(
     row: PipelineStepRow;
   }
   const drafts: Draft[] = [];
+  for (const row of rows)
+    if (!isFlag(row.enabled))
+      problems.push(`${label(row)}: enabled must be 0 or 1 (is ${JSON.stringify(row.enabled)})`);
   const enabledRows = rows.filter((r) => truthy(r.enabled));
   // with no step, every queued document would be marked done with nothing done to it
   if (enabledRows.length === 0)

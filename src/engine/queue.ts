@@ -282,12 +282,21 @@ export async function failQueueItem(
 
 /** Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. */
 export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<void> {
-  await db.run(
+  const now = sqlTime();
+  const { affectedRows } = await db.run(
     `UPDATE pipeline_queue SET status = 'pending', locked_by = NULL, locked_until = NULL,
        attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
      WHERE id = ? AND locked_by = ? AND status = 'processing'`,
-    [sqlTime(), itemId, worker],
+    [now, itemId, worker],
   );
+  // its document (made with the claim, or being processed) waits with it: pending, not "processing" with nothing
+  // running
+  if (affectedRows > 0)
+    await db.run(
+      `UPDATE documents SET status = 'pending', updated_at = ?
+       WHERE status = 'processing' AND id = (SELECT document_id FROM pipeline_queue WHERE id = ?)`,
+      [now, itemId],
+    );
 }
 
 /** `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. */

@@ -579,6 +579,10 @@ for (const backend of testBackends()) {
       expect(
         items.every((i) => i.status === 'pending' && i.locked_by === null && Number(i.attempts) === 0),
       ).to.equal(true);
+      // the documents made for them wait too: none is left "processing" with nothing running
+      const docs = await engine.dbs.content.sql.query<{ status: string }>('SELECT status FROM documents');
+      expect(docs.length).to.be.above(0);
+      expect(docs.map((d) => d.status)).to.not.include('processing');
       const [run] = await engine.dbs.log.sql.query<Record<string, any>>(
         'SELECT status FROM pipeline_runs WHERE id = ?',
         [summary.runId],
