@@ -46,10 +46,15 @@ export async function getExtraction(
   const { archivedBytes, sourcePath } = ctx.document;
   try {
     // bytes archived in SQL: a text file is read from them, named by its source (no archive file is written)
-    const extracted =
-      archivedBytes && inProcessText(sourcePath, archivedBytes.length)
-        ? await extractTextInProcess(archivedBytes, sourcePath, extractOptions(limits))
-        : await extractArchived(ctx.document.archivePath, limits);
+    let extracted: ExtractedDocument;
+    if (archivedBytes && inProcessText(sourcePath, archivedBytes.length)) {
+      extracted = await extractTextInProcess(archivedBytes, sourcePath, extractOptions(limits));
+    } else {
+      const archived = ctx.document.archivePath;
+      extracted = await extractArchived(archived, limits);
+      // warnings name the file as errors do: by its source, not by the archived copy the reader was given
+      extracted.warnings = extracted.warnings.map((w) => w.split(archived).join(sourcePath));
+    }
     ctx.memo.set(MEMO_KEY, extracted);
     return extracted;
   } catch (error) {

@@ -24,7 +24,8 @@ import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
-import { readCoreProperties } from './office-metadata.js';
+import { rewriteForMammoth } from './docx-compat.js';
+import { readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
 import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
@@ -44,16 +45,68 @@ const STYLE_MAP = [
 
 const utf8 = new TextEncoder();
 
-/** The parts mammoth may need, cleaned and stored uncompressed; binary parts stay behind. */
-function buildCleanPackage(zip: ZipArchive): Uint8Array {
+/** Where mammoth looks when a package has no relationship for a part (a package without .rels still opens). */
+const DEFAULT_PARTS = [
+  '[content_types].xml',
+  'word/document.xml',
+  'word/_rels/document.xml.rels',
+  'word/styles.xml',
+  'word/numbering.xml',
+  'word/footnotes.xml',
+  'word/endnotes.xml',
+  'word/comments.xml',
+];
+
+/**
+ * The parts reachable by relationships from the package, as Word finds them, with their .rels parts (lower case):
+ * an XML part nothing refers to is never read (a package of hundreds of such parts was inflated, decoded and
+ * cleaned whole, ~3x its size in memory).
+ */
+function reachableParts(zip: ZipArchive, file: string): Set<string> {
+  const parts = new Set(DEFAULT_PARTS);
+  const pending = [''];
+  while (pending.length > 0) {
+    const part = pending.pop()!;
+    const relsPath = relsPathOf(part);
+    if (!zip.has(relsPath)) continue;
+    parts.add(relsPath.toLowerCase());
+    for (const rel of readRelationships(zip, part, file).values()) {
+      const key = rel.target.toLowerCase();
+      if (rel.external || parts.has(key)) continue;
+      parts.add(key);
+      pending.push(rel.target);
+    }
+  }
+  return parts;
+}
+
+/** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
+function buildCleanPackage(zip: ZipArchive, file: string): Uint8Array {
+  const reachable = reachableParts(zip, file);
   const files: Record<string, [Uint8Array, { level: 0 }]> = {};
   for (const name of zip.names()) {
     const lower = name.toLowerCase();
     if (!lower.endsWith('.xml') && !lower.endsWith('.rels')) continue;
     if (lower.startsWith('word/embeddings/') || lower.startsWith('customxml/')) continue;
-    files[name] = [utf8.encode(sanitizeXml(zip.readText(name))), { level: 0 }];
+    if (!reachable.has(lower)) continue;
+    const clean = sanitizeXml(zip.readText(name));
+    files[name] = [utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean)), { level: 0 }];
   }
   return zipSync(files);
+}
+
+/**
+ * What mammoth's failure means, in words: its XML reader (xmldom) reports malformed XML as
+ * "warning: [xmldom warning]\tunclosed xml attribute\n@#[line:undefined,col:undefined]", and a part nested
+ * deeper than its recursive reader can go as a stack overflow.
+ */
+function mammothReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof RangeError && /call stack/i.test(message))
+    return `a part is nested too deeply (more than its reader can follow)`;
+  const xmldom = /\[xmldom (?:warning|error|fatalError)\]\s*([^\n@]*)/.exec(message);
+  if (xmldom) return `malformed XML in a part of the document (${xmldom[1]!.trim() || 'not well-formed'})`;
+  return message.replace(/\s+/g, ' ').trim();
 }
 
 const isHeading = (name: string): number | undefined => {
@@ -156,9 +209,7 @@ class HtmlWalker {
       const href = node.attrs.href ?? '';
       // the "↑" back link mammoth appends to each note
       if (/^#(footnote|endnote)-ref-/.test(href)) return '';
-      const id = node.attrs.id ?? '';
-      const ref = /^(footnote|endnote)-ref-(.+)$/.exec(id);
-      if (ref) this.noteLabels.set(`${ref[1]}-${ref[2]}`, collapse(plainText(node)));
+      this.noteReference(node);
     }
     for (const inner of node.children) walk(inner);
     return '';
@@ -214,13 +265,45 @@ class HtmlWalker {
     return element.name === 'p' || element.name === 'li' ? `${text}\n` : text;
   }
 
+  /** A footnote or endnote reference (`<a id="footnote-ref-2">[2]</a>`): its label, for the note's text. */
+  private noteReference(node: XmlElement): void {
+    const ref = /^(footnote|endnote)-ref-(.+)$/.exec(node.attrs.id ?? '');
+    if (ref) this.noteLabels.set(`${ref[1]}-${ref[2]}`, collapse(plainText(node)));
+  }
+
+  /**
+   * A table as rows of cells separated by " | ". A cell merged over rows or columns (mammoth's rowspan and colspan)
+   * leaves empty cells where it spans, so that every value stays under its column ("| 2 | Rollen verteilen" under
+   * "Phase | Schritt | Inhalt"), as the PPTX reader does.
+   */
   private table(element: XmlElement): void {
     this.count('tables');
     const rows: string[] = [];
+    /** per column: rows below still covered by a cell above */
+    const covered: number[] = [];
     for (const row of tableRows(element)) {
       const cells = children(row).filter((cell) => cell.name === 'td' || cell.name === 'th');
       this.images(row);
-      const texts = cells.map((cell) => collapse(cellText(cell)));
+      for (const a of descendants(row, 'a')) this.noteReference(a);
+      const texts: string[] = [];
+      const skipCovered = () => {
+        while ((covered[texts.length] ?? 0) > 0) {
+          covered[texts.length]!--;
+          texts.push('');
+        }
+      };
+      for (const cell of cells) {
+        skipCovered();
+        const rowspan = span(cell.attrs.rowspan, MAX_ROWSPAN);
+        const colspan = span(cell.attrs.colspan, MAX_COLSPAN);
+        for (let k = 0; k < colspan; k++) {
+          if (rowspan > 1) covered[texts.length] = rowspan - 1;
+          texts.push(k === 0 ? collapse(cellText(cell)) : '');
+        }
+      }
+      skipCovered();
+      for (let column = texts.length; column < covered.length; column++)
+        if ((covered[column] ?? 0) > 0) covered[column]!--;
       // trailing empty cells are layout (unused columns), not content
       while (texts.length > 0 && texts[texts.length - 1] === '') texts.pop();
       if (texts.some((t) => t !== '')) rows.push(texts.join(' | '));
@@ -232,6 +315,14 @@ class HtmlWalker {
     for (const _img of descendants(element, 'img')) this.count('images');
   }
 }
+
+/** Word tables have at most 63 columns; a span is read as a whole number between 1 and its limit. */
+const MAX_COLSPAN = 63;
+const MAX_ROWSPAN = 100_000;
+const span = (value: string | undefined, max: number): number => {
+  const n = Number.parseInt(value ?? '1', 10);
+  return Number.isFinite(n) ? Math.min(max, Math.max(1, n)) : 1;
+};
 
 /** Rows of this table only (directly or in thead/tbody/tfoot); nested tables stay inside their cells. */
 function tableRows(table: XmlElement): XmlElement[] {
@@ -322,7 +413,7 @@ export async function extractDocx(
   checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'docx', file);
   const zip = openZip(bytes, file, options);
-  const cleanPackage = buildCleanPackage(zip);
+  const cleanPackage = buildCleanPackage(zip, file);
 
   let html: string;
   const warnings: string[] = [];
@@ -338,16 +429,18 @@ export async function extractDocx(
       },
     );
     html = result.value;
-    for (const message of result.messages) if (message.type === 'error') warnings.push(message.message);
+    // errors, and the elements mammoth skipped with their text (after docx-compat.ts, what is left): once each
+    const skipped = new Set<string>();
+    for (const message of result.messages) {
+      if (message.type === 'error') warnings.push(message.message);
+      else if (message.message.startsWith('An unrecognised element was ignored'))
+        skipped.add(message.message);
+    }
+    for (const message of skipped) warnings.push(`${message}: its text is not extracted`);
   } catch (error) {
-    throw new FileError(
-      ErrorCodes.CORRUPT_FILE,
-      file,
-      `cannot read Word document: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
+    throw new FileError(ErrorCodes.CORRUPT_FILE, file, `cannot read Word document: ${mammothReason(error)}`, {
+      cause: error,
+    });
   }
 
   const builder = new DocumentBuilder('docx');

@@ -128,7 +128,7 @@ const CP1252_HIGH =
   '\u20AC\u0081\u201A\u0192\u201E\u2026\u2020\u2021\u02C6\u2030\u0160\u2039\u0152\u008D\u017D\u008F' +
   '\u0090\u2018\u2019\u201C\u201D\u2022\u2013\u2014\u02DC\u2122\u0161\u203A\u0153\u009D\u017E\u0178';
 
-function decodeWindows1252(bytes: Uint8Array): string {
+export function decodeWindows1252(bytes: Uint8Array): string {
   const parts: string[] = [];
   const CHUNK = 8192;
   for (let offset = 0; offset < bytes.length; offset += CHUNK) {

@@ -11,6 +11,7 @@
  */
 import { Inflate } from 'fflate';
 import { ErrorCodes, FileError } from '../errors.js';
+import { decodeWindows1252 } from './txt.js';
 
 export interface ZipLimits {
   /** cap on the sum of all (declared and actual) inflated bytes */
@@ -189,7 +190,27 @@ export function listZipEntries(
     });
     pos = extraEnd + commentLength;
   }
+  refuseOverlaps(reader, entries, file);
   return entries;
+}
+
+/**
+ * Refuses entries whose data overlap: many directory entries pointing into one local entry are a bomb made of
+ * references (a 31 KB file of 480 entries on one 1 MiB part inflated to 480 MiB), and no writer makes them.
+ */
+function refuseOverlaps(reader: Reader, entries: readonly ZipEntryInfo[], file: string): void {
+  const sorted = [...entries].sort((a, b) => a.offset - b.offset);
+  let previous: ZipEntryInfo | undefined;
+  let previousEnd = 0;
+  for (const entry of sorted) {
+    if (previous && entry.offset < previousEnd)
+      throw bomb(file, `entries ${previous.name} and ${entry.name} overlap in the archive`);
+    // the local header's own name and extra field lengths, where it is one (a broken one fails when read)
+    const local = entry.offset + 30 <= reader.bytes.length && reader.u32(entry.offset) === SIG_LOCAL;
+    const header = local ? 30 + reader.u16(entry.offset + 26) + reader.u16(entry.offset + 28) : 30;
+    previous = entry;
+    previousEnd = entry.offset + header + entry.compressedSize;
+  }
 }
 
 /** Checks the declared sizes and ratios against the limits; throws ARCHIVE_BOMB. Inflates nothing. */
@@ -219,14 +240,44 @@ export function inspectZip(bytes: Uint8Array, file: string, limits: ZipLimits): 
   return entries;
 }
 
+/** The encoding an XML declaration names (`<?xml version="1.0" encoding="ISO-8859-1"?>`), when it names one. */
+const XML_DECLARED_ENCODING = /^<\?xml[^>]{0,200}?\sencoding\s*=\s*["']([A-Za-z0-9._:-]{1,40})["']/;
+
+/**
+ * A part's text: UTF-16 by its BOM, else the encoding its XML declaration names (legal XML may be ISO-8859-1 or
+ * windows-1252; read as UTF-8 its umlauts became U+FFFD), else UTF-8. The declaration of a part read otherwise than
+ * as UTF-8 is made to say UTF-8, which the text now is.
+ */
 export function decodeText(bytes: Uint8Array): string {
   if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe)
     return new TextDecoder('utf-16le').decode(bytes);
   if (bytes.length >= 2 && bytes[0] === 0xfe && bytes[1] === 0xff)
     return new TextDecoder('utf-16be').decode(bytes);
+  const declared = XML_DECLARED_ENCODING.exec(latin1.decode(bytes.subarray(0, 256)))?.[1];
+  if (declared && !/^utf-?8$/i.test(declared)) {
+    const decoder = decoderFor(declared);
+    if (decoder && decoder.encoding !== 'utf-8' && !decoder.encoding.startsWith('utf-16')) {
+      // "ISO-8859-1" is windows-1252 to TextDecoder, whose Node fast path gets 0x80-0x9F wrong (see txt.ts)
+      const text = decoder.encoding === 'windows-1252' ? decodeWindows1252(bytes) : decoder.decode(bytes);
+      return text.replace(XML_DECLARED_ENCODING, (declaration: string) =>
+        declaration.replace(/(encoding\s*=\s*["'])[^"']*/, '$1UTF-8'),
+      );
+    }
+  }
   // TextDecoder strips a UTF-8 BOM by default
   return utf8.decode(bytes);
 }
+
+const latin1 = new TextDecoder('latin1');
+
+/** A decoder for an encoding's name, or undefined for a name TextDecoder does not know (then: UTF-8). */
+const decoderFor = (label: string) => {
+  try {
+    return new TextDecoder(label);
+  } catch {
+    return undefined;
+  }
+};
 
 export function openZip(bytes: Uint8Array, file: string, limits: ZipLimits): ZipArchive {
   const entries = inspectZip(bytes, file, limits);

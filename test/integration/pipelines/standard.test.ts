@@ -1,14 +1,16 @@
-import { cpSync, existsSync, mkdtempSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { MAX_XML_DEPTH } from '../../../src/extract/xml.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { projectRoot } from '../../helpers/cli.js';
+import { editPackage, makePptx } from '../../unit/extract/office-fixtures.js';
 
 const examples = path.join(projectRoot, 'examples/documents');
 const corpus = path.resolve(projectRoot, '../shared/corpus');
@@ -90,6 +92,25 @@ for (const backend of testBackends()) {
       expect(again.stepsOk).to.equal(1); // detect alone: unchanged files cost no step work
       const report = await verifyIndex({ db, providers: engine.providers });
       expect(report.ok, JSON.stringify(report)).to.equal(true);
+    });
+
+    it("names a file's warnings by its source path, not by the archived copy the reader was given", async () => {
+      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-warn-'));
+      const deep = `${'<p:grpSp>'.repeat(MAX_XML_DEPTH + 10)}${'</p:grpSp>'.repeat(MAX_XML_DEPTH + 10)}`;
+      const pptx = editPackage(await makePptx(2), {
+        'ppt/slides/slide1.xml': (old) => old.replace('</p:spTree>', `${deep}</p:spTree>`),
+      });
+      writeFileSync(path.join(source, 'tief.pptx'), pptx);
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
+      const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 1 });
+      expect(summary.docsDone).to.equal(1);
+      const warnings = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
+        [summary.runId],
+      );
+      const slide = warnings.find((w) => w.message.includes('slide 1 skipped'));
+      expect(slide?.message).to.contain(path.join(source, 'tief.pptx'));
+      expect(slide?.message).to.not.contain('archive');
     });
 
     it('runs over ../shared/corpus/md and /txt', async function () {

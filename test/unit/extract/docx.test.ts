@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Document, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
-import { unzipSync } from 'fflate';
+import { strToU8, unzipSync, zipSync } from 'fflate';
 import { type CpeError, ErrorCodes } from '../../../src/errors.js';
 import { extractDocx } from '../../../src/extract/docx.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
@@ -124,6 +124,98 @@ describe('extract/docx', () => {
     expect(result.text).not.to.contain('VERALTET');
   });
 
+  it('keeps the text mammoth does not read: simple fields, w:cr, w:dir, formulas; warns of what is still skipped', async () => {
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        '<w:p><w:r><w:t xml:space="preserve">Abbildung </w:t></w:r><w:fldSimple w:instr=" SEQ Abbildung \\* ARABIC "><w:r><w:t>1</w:t></w:r></w:fldSimple><w:r><w:t>: Prozessübersicht</w:t></w:r></w:p>' +
+          '<w:p><w:fldSimple w:instr=" IF x > 1 &quot;a&quot; "><w:r><w:t>Müller GmbH</w:t></w:r></w:fldSimple></w:p>' +
+          '<w:p><w:r><w:t>Zeile eins</w:t><w:cr/><w:t>Zeile zwei</w:t></w:r></w:p>' +
+          '<w:p><w:r><w:t xml:space="preserve">Formel: </w:t></w:r><m:oMathPara><m:oMath><m:r><m:t>E=mc</m:t></m:r><m:sSup><m:e/><m:sup><m:r><m:t>2</m:t></m:r></m:sup></m:sSup></m:oMath></m:oMathPara></w:p>' +
+          '<w:p><w:dir w:val="rtl"><w:r><w:t>Text in w:dir</w:t></w:r></w:dir></w:p>' +
+          '<w:altChunk r:id="rIdChunk"/>',
+      ),
+    });
+    const result = await extractDocx(edited, 'fields.docx', extractOptions);
+    for (const text of [
+      'Abbildung 1: Prozessübersicht',
+      'Müller GmbH',
+      'Zeile eins\nZeile zwei',
+      'Formel: E=mc2',
+      'Text in w:dir',
+    ])
+      expect(result.text).to.contain(text);
+    expect(result.warnings).to.deep.equal([
+      'An unrecognised element was ignored: w:altChunk: its text is not extracted',
+    ]);
+  });
+
+  it('reads only the parts relationships reach: an XML part nothing refers to is never inflated', async () => {
+    const entries: RawEntry[] = Object.entries(unzipSync(docx)).map(([name, data]) => ({
+      name,
+      data,
+      method: 0,
+      declaredSize: data.length,
+    }));
+    // a deflate stream that cannot be inflated: reading it would fail the document
+    entries.push({
+      name: 'word/unused.xml',
+      data: new Uint8Array([0xff, 0xff, 0xff]),
+      method: 8,
+      declaredSize: 10,
+    });
+    const result = await extractDocx(buildZip(entries), 'padded.docx', extractOptions);
+    expect(result.text).to.contain('Die Größe der Änderung ist überschaubar.');
+  });
+
+  it('keeps table columns under merged cells and the labels of notes referenced from a cell', async () => {
+    const W =
+      'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"';
+    const T = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/';
+    const rels = (body: string) =>
+      `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${body}</Relationships>`;
+    const p = (text: string) => `<w:p><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
+    const tc = (text: string, pr = '') => `<w:tc>${pr ? `<w:tcPr>${pr}</w:tcPr>` : ''}${p(text)}</w:tc>`;
+    const row = (...cells: string[]) => `<w:tr>${cells.join('')}</w:tr>`;
+    const table =
+      '<w:tbl>' +
+      row(tc('Phase'), tc('Schritt'), tc('Inhalt')) +
+      row(tc('Planung', '<w:vMerge w:val="restart"/>'), tc('1'), tc('Ziele klären')) +
+      row(tc('', '<w:vMerge/>'), tc('2'), tc('Rollen verteilen')) +
+      row(tc('Zusammenfassung', '<w:gridSpan w:val="2"/>'), tc('Ende')) +
+      row(
+        tc('Fußnote'),
+        '<w:tc><w:p><w:r><w:t>In der Zelle</w:t></w:r><w:r><w:footnoteReference w:id="2"/></w:r></w:p></w:tc>',
+        tc('x'),
+      ) +
+      '</w:tbl>';
+    const bytes = zipSync({
+      '[Content_Types].xml': strToU8(
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/></Types>',
+      ),
+      '_rels/.rels': strToU8(
+        rels(`<Relationship Id="rId1" Type="${T}officeDocument" Target="word/document.xml"/>`),
+      ),
+      'word/_rels/document.xml.rels': strToU8(
+        rels(`<Relationship Id="rId2" Type="${T}footnotes" Target="footnotes.xml"/>`),
+      ),
+      'word/document.xml': strToU8(`<w:document ${W}><w:body>${table}</w:body></w:document>`),
+      'word/footnotes.xml': strToU8(
+        `<w:footnotes ${W}><w:footnote w:id="2"><w:p><w:r><w:t>Zweite Fußnote.</w:t></w:r></w:p></w:footnote></w:footnotes>`,
+      ),
+    });
+    const result = await extractDocx(bytes, 'merged.docx', extractOptions);
+    expect(blockTexts(result, 'table')).to.deep.equal([
+      [
+        'Phase | Schritt | Inhalt',
+        'Planung | 1 | Ziele klären',
+        ' | 2 | Rollen verteilen',
+        'Zusammenfassung |  | Ende',
+        'Fußnote | In der Zelle[1] | x',
+      ].join('\n'),
+    ]);
+    expect(result.text).to.contain('[1] Zweite Fußnote.');
+  });
+
   it('keeps the text of a text box', async () => {
     const edited = editPackage(docx, {
       'word/document.xml': insertIntoBody(
@@ -178,6 +270,19 @@ describe('extract/docx', () => {
   it('reports a broken document.xml as CORRUPT_FILE', async () => {
     const edited = editPackage(docx, { 'word/document.xml': '<w:document xmlns:w="x"><w:body><w:p>' });
     await extractError(edited, ErrorCodes.CORRUPT_FILE);
+    // in words, on one line: not xmldom's "warning: [xmldom warning]\tunclosed xml attribute\n@#[line:...]"
+    const unclosed = editPackage(docx, {
+      'word/document.xml': (old) => old.replace('<w:body>', '<w:body><w:p w:rsidR="00A1>'),
+    });
+    const error = await extractError(unclosed, ErrorCodes.CORRUPT_FILE);
+    expect(error.message).to.match(/cannot read Word document: malformed XML in a part of the document \(/);
+    expect(error.message).to.not.match(/[\t\n]|xmldom/);
+    const deep = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        `${'<w:sdt><w:sdtContent>'.repeat(3000)}${'</w:sdtContent></w:sdt>'.repeat(3000)}`,
+      ),
+    });
+    expect((await extractError(deep, ErrorCodes.CORRUPT_FILE)).message).to.contain('nested too deeply');
   });
 
   it('gives an empty success for a document without text', async () => {

@@ -45,6 +45,33 @@ describe('extract/zip', () => {
     expect(zip.readText('x.xml')).to.equal(text);
   });
 
+  it('decodes parts in the encoding their XML declaration names (ISO-8859-1, windows-1252)', () => {
+    const latin1 = Uint8Array.from(
+      Buffer.from('<?xml version="1.0" encoding="ISO-8859-1"?><w:t>Grüße aus Köln, Straße</w:t>', 'latin1'),
+    );
+    const cp1252 = Uint8Array.from(
+      Buffer.concat([
+        Buffer.from("<?xml version='1.0' encoding='windows-1252'?><t>"),
+        Buffer.from([0x80, 0x84, 0x93]),
+        Buffer.from('</t>'),
+      ]),
+    );
+    const zip = openZip(
+      zipSync({
+        'l.xml': latin1,
+        'c.xml': cp1252,
+        'u.xml': strToU8('<?xml version="1.0" encoding="UTF-8"?><t>ü</t>'),
+      }),
+      'x.docx',
+      limits,
+    );
+    expect(zip.readText('l.xml')).to.equal(
+      '<?xml version="1.0" encoding="UTF-8"?><w:t>Grüße aus Köln, Straße</w:t>',
+    );
+    expect(zip.readText('c.xml')).to.equal("<?xml version='1.0' encoding='UTF-8'?><t>€„“</t>");
+    expect(zip.readText('u.xml')).to.equal('<?xml version="1.0" encoding="UTF-8"?><t>ü</t>');
+  });
+
   it('reports a truncated archive as CORRUPT_FILE naming the file', () => {
     const bytes = zipSync({ 'a.xml': strToU8('<a/>'.repeat(100)) });
     const error = expectError(
@@ -129,6 +156,27 @@ describe('extract/zip', () => {
     expect(zip.readBytes('a.bin').length).to.equal(600 * 1024);
     expect(() => openZip(bytes, 'two.docx', { ...limits, maxUnzippedBytes: 1 << 20 })).to.throw(
       /decompression bomb/,
+    );
+  });
+
+  it('refuses entries that share or overlap their data (a bomb made of references)', () => {
+    const bytes = buildZip([
+      stored('word/document.xml', '<a>eins</a>'),
+      stored('word/pad.xml', '<a>zwei</a>'),
+    ]);
+    // the second central directory entry made to point at the first local entry
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let central = -1;
+    for (let i = bytes.length - 22; i >= 0; i--)
+      if (view.getUint32(i, true) === 0x02014b50) {
+        central = i;
+        break;
+      }
+    view.setUint32(central + 42, 0, true);
+    expectError(() => openZip(bytes, 'x.docx', limits), ErrorCodes.ARCHIVE_BOMB, 'overlap');
+    // entries one after the other, as every writer makes them, are fine
+    expect(openZip(zipSync({ a: strToU8('1'), b: strToU8('2') }), 'ok.docx', limits).names()).to.have.length(
+      2,
     );
   });
 
