@@ -171,6 +171,24 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
     tokensOut: 0,
   };
   const failures: RunSummary['failures'] = [];
+  /**
+   * Queue items of this run whose attempt failed, with their entry in `failures`: an item retried within the run
+   * (a retryable failure whose next attempt came before the run ended) counts by its last outcome, once.
+   */
+  const failedInRun = new Map<number, RunSummary['failures'][number]>();
+  const seenItems = new Set<number>();
+  const recordFailure = (itemId: number, failure: RunSummary['failures'][number]) => {
+    forgetEarlierFailure(itemId);
+    failures.push(failure);
+    failedInRun.set(itemId, failure);
+  };
+  function forgetEarlierFailure(itemId: number) {
+    const earlier = failedInRun.get(itemId);
+    if (!earlier) return;
+    failedInRun.delete(itemId);
+    failures.splice(failures.indexOf(earlier), 1);
+    totals.docsFailed--;
+  }
   const runController = new AbortController();
   const onAbort = () => runController.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -598,7 +616,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         path: item.path,
         code: error.causeCode,
       });
-      failures.push({ path: item.path, documentId: ref.id, error: message });
+      recordFailure(item.id, { path: item.path, documentId: ref.id, error: message });
       return 'failed';
     }
 
@@ -717,6 +735,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       entry.promise = processItem(item, controller.signal, releaseSlot)
         .then(
           (status) => {
+            // a failure recorded in processItem is this attempt's own: only an earlier attempt's is forgotten
+            if (status !== 'failed') forgetEarlierFailure(item.id);
             if (status === 'done') {
               totals.docsDone++;
               backpressure.succeeded();
@@ -727,8 +747,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
           async (error) => {
             // an engine-level problem with this item (database, archive): the item fails, the run goes on
             const message = describeError(error);
+            recordFailure(item.id, { path: item.path, documentId: item.document_id, error: message });
             totals.docsFailed++;
-            failures.push({ path: item.path, documentId: item.document_id, error: message });
             runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
             if (isRetryable(error)) backpressure.failed();
             await failQueueItem(db, item, worker, message, true).catch(() => undefined);
@@ -788,7 +808,8 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       starved = false;
       for (const item of items) {
         claimed++;
-        totals.docsTotal++;
+        if (!seenItems.has(item.id)) totals.docsTotal++;
+        seenItems.add(item.id);
         active.set(item.id, { item, controller: new AbortController(), heldUntil: claimedAt + leaseMs });
       }
       if (items.length === 0) return;

@@ -1,3 +1,4 @@
+import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
 import { describeError } from '../errors.js';
@@ -177,11 +178,12 @@ export async function writeEntityMentions(
             await tx.run('UPDATE entities SET description = ? WHERE id = ?', [mention.description, id]);
           }
         } else {
-          const result = await tx.run(
+          id = await insertOrExistingId(
+            tx,
             'INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)',
             [mention.name, mention.normalized, mention.type, mention.description || null],
+            'description = COALESCE(description, VALUES(description))',
           );
-          id = result.insertId;
           created++;
         }
         ids.set(key, id);

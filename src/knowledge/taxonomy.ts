@@ -1,3 +1,4 @@
+import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { countTokens } from '../text/tokenizer.js';
@@ -80,12 +81,11 @@ export async function ensureTermPath(db: SqlExecutor, names: readonly string[]):
     if (rows[0]) {
       parentId = Number(rows[0].id);
     } else {
-      const result = await db.run('INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)', [
-        name,
-        parentId,
-        path,
-      ]);
-      parentId = result.insertId;
+      parentId = await insertOrExistingId(
+        db,
+        'INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)',
+        [name, parentId, path],
+      );
     }
   }
   return parentId!;

@@ -291,6 +291,39 @@ for (const backend of testBackends()) {
       expect(queue).to.deep.equal([{ status: 'pending', locked_by: null }]);
     });
 
+    it('counts a document by its last outcome when its queue item is retried within the run', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'flaky-item', [
+        { name: 'detect', type: 'detect' },
+        {
+          name: 'flaky',
+          type: 'fail_once',
+          // as often as the step's attempts: the item fails, and its retry comes while the slow document runs
+          config: { marker_dir: path.join(setup.dataDir, 'item-markers'), times: 3, match: 'flaky' },
+        },
+        { name: 'nap', type: 'sleep', config: { ms: 1500 } },
+      ]);
+      const summary = await runPipeline(engine, {
+        plan: await plan('flaky-item'),
+        sourceDir: makeSourceFolder({ ...generatedDocuments(1, 'flaky'), ...generatedDocuments(1, 'slow') }),
+        concurrency: 2,
+        onEvent: (event) => {
+          // its retry is due at once (the queue waits 5 s before a first retry)
+          if (event.type === 'document-finished' && event.status === 'failed')
+            void engine.dbs.content.sql.run(
+              "UPDATE pipeline_queue SET next_attempt_at = '2000-01-01 00:00:00.000' WHERE id = ?",
+              [event.item.id],
+            );
+        },
+      });
+      const [item] = await engine.dbs.content.sql.query<Record<string, any>>(
+        "SELECT status, attempts FROM pipeline_queue WHERE path LIKE '%flaky%'",
+      );
+      expect(item).to.deep.include({ status: 'done' });
+      expect(Number(item!.attempts)).to.equal(2);
+      expect(summary).to.include({ docsTotal: 2, docsDone: 2, docsFailed: 0 });
+      expect(summary.failures).to.deep.equal([]);
+    });
+
     it('isolates a permanent failure to its document: the rest succeed, the error is on the queue item and the document', async () => {
       await insertPipeline(engine.dbs.content.sql, 'picky', [
         { name: 'detect', type: 'detect' },
