@@ -1,3 +1,5 @@
+import { redactCredentials } from './util/credentials.js';
+
 /**
  * Every error cpe raises on purpose has a code from this file. Build-time errors (configuration, pipeline
  * planning) and run-time errors (a step failing on a document) are different classes; the engine wraps a
@@ -142,7 +144,8 @@ export function describeError(error: unknown, maxLength = 4000): string {
     if (!parts.some((part) => part.includes(message))) parts.push(message);
     current = current instanceof Error ? current.cause : undefined;
   }
-  const text = parts.join(' <- caused by: ');
+  // a message may quote a configured URL with its password (an Ollama host, a Qdrant URL)
+  const text = redactCredentials(parts.join(' <- caused by: '));
   return text.length > maxLength ? `${text.slice(0, maxLength)}…` : text;
 }
 

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, ErrorCodes } from '../errors.js';
+import { maskUrl } from '../util/credentials.js';
 import { schemaValidator } from '../util/schema-validators.js';
 import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
 
@@ -141,12 +142,14 @@ export function loadConfig(
 
 /** The effective configuration for display: URLs' passwords masked, secrets shown only as set/unset. */
 export function describeConfig(loaded: LoadedConfig): Record<string, unknown> {
-  const mask = (url: unknown) =>
-    typeof url === 'string' ? url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@') : url;
+  const mask = (url: unknown) => (typeof url === 'string' ? maskUrl(url) : url);
   return {
     ...loaded.config,
     dbUrl: mask(loaded.config.dbUrl),
     logDbUrl: mask(loaded.config.logDbUrl),
+    qdrantUrl: mask(loaded.config.qdrantUrl),
+    anthropicBaseUrl: mask(loaded.config.anthropicBaseUrl),
+    ollamaHosts: loaded.config.ollamaHosts.map(mask),
     ANTHROPIC_API_KEY: loaded.secrets.anthropicApiKey ? '(set)' : '(unset)',
     QDRANT_API_KEY: loaded.secrets.qdrantApiKey ? '(set)' : '(unset)',
   };

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
+import { maskUrl } from '../util/credentials.js';
 import { entitySchemas } from './entities.js';
 import { classifyMysqlError, MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
 import { type DatabaseRole, databaseLabel, migrate } from './migrate.js';
@@ -35,18 +36,17 @@ export interface Databases {
   close(): Promise<void>;
 }
 
-export function maskUrl(url: string): string {
+/** The URL parsed; one that does not parse (a port out of range, say) is a configuration error naming it. */
+function parseDatabaseUrl(url: string): URL {
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
+    return new URL(url);
   } catch {
-    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+    throw new ConfigError(ErrorCodes.CONFIG_INVALID, `database URL ${maskUrl(url)} is not a valid URL`);
   }
 }
 
 function databaseName(url: string): string {
-  const name = new URL(url).pathname.replace(/^\//, '');
+  const name = parseDatabaseUrl(url).pathname.replace(/^\//, '');
   if (!/^[A-Za-z0-9_$]+$/.test(name)) {
     throw new ConfigError(
       ErrorCodes.CONFIG_INVALID,
@@ -85,9 +85,12 @@ async function openOne(
       );
     }
     const mysqlUrl = url.replace(/^mariadb:/, 'mysql:');
+    // a URL that cannot be right is the configuration's error (exit 2), found before any connection
+    databaseName(mysqlUrl);
     // which database could not be reached, with the URL's password masked (the driver says only host and port)
     // (a connection failure stays one, which `cpe worker` waits out; anything else, bad credentials say, does not)
     const unreachable = (error: unknown) => {
+      if (error instanceof ConfigError) return error;
       const message = `${databaseLabel(role)} at ${maskUrl(url)}: ${error instanceof Error ? error.message : String(error)}`;
       return classifyMysqlError(error) === 'connection'
         ? new CpeError(ErrorCodes.DATABASE_UNAVAILABLE, message, { cause: error, retryable: true })
@@ -184,7 +187,7 @@ async function closedOnFailure<T>(
 export async function openDatabases(settings: DatabaseSettings): Promise<Databases> {
   let logUrl = settings.logDbUrl;
   if (!logUrl && settings.dbUrl) {
-    const derived = new URL(settings.dbUrl);
+    const derived = parseDatabaseUrl(settings.dbUrl);
     derived.pathname = '/ki_dev';
     logUrl = derived.toString();
   }

@@ -1,4 +1,5 @@
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
+import { maskUrl } from '../util/credentials.js';
 import { OllamaHttp, OllamaHttpError } from './ollama-http.js';
 import { type RequestFailure, RequestPool, RequestTimeout } from './request-pool.js';
 import { type Embedder, knownDimensions } from './types.js';
@@ -73,7 +74,7 @@ export class OllamaEmbedder implements Embedder {
     }
     this.model = options.model;
     const hosts = options.hosts.map(normalizeHost);
-    this.location = hosts.join(', ');
+    this.location = hosts.map(maskUrl).join(', ');
     this.dims = options.dimensions ?? knownDimensions(options.model) ?? 0;
     const settings = {
       batchSize: options.batchSize ?? OLLAMA_DEFAULTS.batchSize,

@@ -4,6 +4,7 @@ import { createLocalEmbedder, LOCAL_EMBEDDER_MODEL, usesLocalEmbedder } from '..
 import type { Embedder } from '../embed/types.js';
 import { chooseLlmProvider, chooseVisionProvider } from '../llm/provider-choice.js';
 import type { LlmProvider } from '../llm/types.js';
+import { maskUrl } from '../util/credentials.js';
 import type { VectorIndex } from '../vectors/types.js';
 import type { Providers } from './plugin.js';
 
@@ -80,17 +81,19 @@ export function describeProfile(
   secrets: Secrets,
   locations: { content: string; log: string },
 ) {
-  const ollama = config.ollamaHosts.length ? `Ollama ${config.ollamaHosts.join(', ')}` : undefined;
+  const ollama = config.ollamaHosts.length
+    ? `Ollama ${config.ollamaHosts.map(maskUrl).join(', ')}`
+    : undefined;
   const llm = secrets.anthropicApiKey
     ? config.llmProvider === 'ollama' && ollama
       ? `${ollama} (Anthropic also configured)`
-      : `Anthropic${config.anthropicBaseUrl ? ` via ${config.anthropicBaseUrl}` : ''}`
+      : `Anthropic${config.anthropicBaseUrl ? ` via ${maskUrl(config.anthropicBaseUrl)}` : ''}`
     : (ollama ?? 'none: LLM steps end skipped');
   return {
     ki_content: locations.content,
     ki_dev: locations.log,
     vectors: config.qdrantUrl
-      ? `Qdrant ${config.qdrantUrl}`
+      ? `Qdrant ${maskUrl(config.qdrantUrl)}`
       : 'embedded (vectors in ki_content, exact search)',
     embedder: ollama
       ? `${ollama}, model ${config.embedModel ?? 'mxbai-embed-large'}`

@@ -2,6 +2,7 @@ import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
 import { marks, rowSlices } from '../db/statement-shapes.js';
 import { describeError } from '../errors.js';
+import { redactCredentials } from '../util/credentials.js';
 import { processAlive } from '../util/process-alive.js';
 import { sqlTime } from '../util/time.js';
 import type { Logger, StepCounts } from './plugin.js';
@@ -147,7 +148,7 @@ export class RunLog {
       r.stepName,
       r.stepType,
       r.status,
-      r.reason === undefined || r.reason === null ? null : clipText(String(r.reason)),
+      r.reason === undefined || r.reason === null ? null : redactCredentials(clipText(String(r.reason))),
       r.attempt,
       itemsIn ?? null,
       itemsOut ?? null,
@@ -155,7 +156,7 @@ export class RunLog {
       tokensIn ?? 0,
       tokensOut ?? 0,
       r.errorCode ?? null,
-      r.error ?? null,
+      r.error ? redactCredentials(r.error) : null,
       sqlTime(r.startedAt),
       sqlTime(r.finishedAt),
       Math.max(0, Math.round(r.finishedAt - r.startedAt)),
@@ -172,15 +173,15 @@ export class RunLog {
         level,
         scope.stepName ?? null,
         scope.documentId ?? null,
-        clipText(message),
-        context ? safeJson(context) : null,
+        redactCredentials(clipText(message)),
+        context ? redactCredentials(safeJson(context)) : null,
         sqlTime(),
       ]);
       if (this.echo && LEVELS[level] >= LEVELS.warn) {
         const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null]
           .filter(Boolean)
           .join(' ');
-        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${clipText(message)}`);
+        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${redactCredentials(clipText(message))}`);
       }
       this.schedule();
     };

@@ -127,6 +127,17 @@ for (const backend of testBackends()) {
       const badEnv = await runCli(['status'], { ...setup.env, CPE_CONCURRENCY: 'many' });
       expect(badEnv.code).to.equal(2);
       expect(badEnv.stderr).to.contain('environment CPE_CONCURRENCY: concurrency must be integer');
+      for (const [url, message] of [
+        [
+          'mysql://root:pw@127.0.0.1:3306/',
+          'database URL mysql://root:***@127.0.0.1:3306/ must name a database',
+        ],
+        ['mysql://root@127.0.0.1:99999/ki_content', 'is not a valid URL'],
+      ]) {
+        const badUrl = await runCli(['status'], { ...setup.env, CPE_DB_URL: url });
+        expect(badUrl.code, url).to.equal(2);
+        expect(badUrl.stderr, url).to.contain(message);
+      }
     });
 
     it('turns SIGINT into a cancelled run with nothing left locked', async () => {

@@ -5,7 +5,8 @@ import { Ajv } from 'ajv';
 import { expect } from 'chai';
 import { describeConfig, loadConfig } from '../../../src/config/load.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { ConfigError } from '../../../src/errors.js';
+import { describeProfile } from '../../../src/engine/providers.js';
+import { ConfigError, describeError } from '../../../src/errors.js';
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
 
@@ -79,6 +80,29 @@ describe('configuration', () => {
     expect(shown).to.not.contain('sk-ant-secret');
     expect(shown).to.not.contain('hunter2');
     expect(shown).to.contain('mysql://cpe:***@db:3306/ki_content');
+  });
+
+  it('masks the passwords of every URL it shows: Ollama hosts, Qdrant, the Anthropic proxy, and in messages', () => {
+    const loaded = loadConfig({
+      cwd: dir(),
+      env: {
+        CPE_OLLAMA_HOST: 'http://u:OPass9@gpu1:11434',
+        CPE_QDRANT_URL: 'http://qu:QPass9@qdrant:6333',
+        CPE_ANTHROPIC_BASE_URL: 'https://a:APass9@proxy.example',
+        ANTHROPIC_API_KEY: 'sk-ant-secret',
+      },
+    });
+    const shown = JSON.stringify([
+      describeConfig(loaded),
+      describeProfile(loaded.config, loaded.secrets, { content: 'c', log: 'l' }),
+    ]);
+    for (const secret of ['OPass9', 'QPass9', 'APass9', 'sk-ant-secret'])
+      expect(shown).to.not.contain(secret);
+    expect(shown).to.contain('http://u:***@gpu1:11434').and.contain('http://qu:***@qdrant:6333');
+    // an error message quoting a configured URL, as it reaches ki_dev and the queue
+    expect(describeError(new Error('Ollama http://u:OPass9@gpu1:11434 answered 400: bad'))).to.equal(
+      'Ollama http://u:***@gpu1:11434 answered 400: bad',
+    );
   });
 
   it('splits CPE_PLUGIN_DIRS on the path delimiter', () => {
