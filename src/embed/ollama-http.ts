@@ -1,14 +1,18 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { parseRetryAfter } from '../llm/provider-errors.js';
 
 /** Ollama answered with a status other than 2xx; the message is Ollama's `error` text. */
 export class OllamaHttpError extends Error {
   readonly status: number;
+  /** the answer's Retry-After (a proxy's or a gateway's in front of Ollama, on 429 and 503), in ms */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(status: number, message: string) {
+  constructor(status: number, message: string, retryAfterMs?: number) {
     super(message);
     this.name = 'OllamaHttpError';
     this.status = status;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -65,7 +69,17 @@ export class OllamaHttp {
             const text = Buffer.concat(chunks).toString('utf8');
             const status = response.statusCode ?? 0;
             if (status < 200 || status >= 300) {
-              reject(new OllamaHttpError(status, errorText(text) || `HTTP ${status}`));
+              const header = (name: string) => {
+                const value = response.headers[name];
+                return (Array.isArray(value) ? value[0] : value) ?? null;
+              };
+              reject(
+                new OllamaHttpError(
+                  status,
+                  errorText(text) || `HTTP ${status}`,
+                  parseRetryAfter({ get: header }),
+                ),
+              );
               return;
             }
             try {

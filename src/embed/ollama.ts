@@ -135,13 +135,13 @@ export class OllamaEmbedder implements Embedder {
             'set the embedding dimensions to match the model',
         );
       }
-      const vector = Float32Array.from(values as number[]);
-      for (let i = 0; i < vector.length; i++) {
-        if (!Number.isFinite(vector[i])) {
-          throw new BadVectorError('an embedding in the answer holds a non-finite value');
+      // checked before the conversion: Float32Array.from turns null (and "1") into numbers without a word
+      for (const value of values) {
+        if (typeof value !== 'number' || !Number.isFinite(value)) {
+          throw new BadVectorError('an embedding in the answer holds a value that is not a finite number');
         }
       }
-      return vector;
+      return Float32Array.from(values as number[]);
     });
   }
 
@@ -170,7 +170,11 @@ export class OllamaEmbedder implements Embedder {
         };
       }
       if (status === 429 || status === 502 || status === 503 || status === 504 || status === 408) {
-        return { kind: 'transient', error: new ProviderError(message, { cause: error, status }) };
+        return {
+          kind: 'transient',
+          error: new ProviderError(message, { cause: error, status }),
+          retryAfterMs: error.retryAfterMs,
+        };
       }
       if (status === 400 || status === 413 || status === 422) {
         return {

@@ -4,8 +4,11 @@ import { EmbedInputError } from './types.js';
 
 /** What a failed request means for the inputs in it. */
 export type RequestFailure =
-  /** retry; the same request may succeed later (connection, timeout, 429, 502-504); hostDown: it refused */
-  | { kind: 'transient'; error: Error; hostDown?: boolean }
+  /**
+   * retry; the same request may succeed later (connection, timeout, 429, 502-504); hostDown: it refused;
+   * retryAfterMs: the server's Retry-After, for which the host gets no request
+   */
+  | { kind: 'transient'; error: Error; hostDown?: boolean; retryAfterMs?: number }
   /** the server rejected these inputs (400, 413, 422) or keeps failing on them (500): split the batch */
   | { kind: 'input'; error: Error; retry: boolean }
   /** nothing will help: unknown model, wrong dimension */
@@ -48,6 +51,8 @@ export interface RequestPoolOptions {
 }
 
 const MAX_BACKOFF_MS = 8000;
+/** a server's Retry-After is honoured up to this long */
+const MAX_RETRY_AFTER_MS = 60_000;
 /** a host that refused a connection is avoided for this long while other hosts are up */
 const HOST_COOLDOWN_MS = 5000;
 
@@ -55,6 +60,8 @@ interface Host {
   url: string;
   inFlight: number;
   downUntil: number;
+  /** no request before this time (Date.now()): the host's Retry-After */
+  pausedUntil: number;
   /** when the host last answered a request with vectors (performance.now()) */
   lastAnswer: number;
   /** small requests still to send: set when the host had nothing to do and a large job came in */
@@ -122,9 +129,18 @@ export class RequestPool {
   /** batches in flight, waiting for their backoff, or ready */
   private readonly live = new Set<Batch>();
   private pumpQueued = false;
+  /** the pump's timer while every host with a free slot waits out a Retry-After */
+  private wake: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RequestPoolOptions) {
-    this.hosts = options.hosts.map((url) => ({ url, inFlight: 0, downUntil: 0, lastAnswer: 0, starters: 0 }));
+    this.hosts = options.hosts.map((url) => ({
+      url,
+      inFlight: 0,
+      downUntil: 0,
+      pausedUntil: 0,
+      lastAnswer: 0,
+      starters: 0,
+    }));
   }
 
   /** One vector per text, in order; rejects with an EmbedInputError when some inputs failed for good. */
@@ -183,19 +199,35 @@ export class RequestPool {
   private pump(): void {
     for (;;) {
       const host = this.freeHost();
-      if (!host) return;
+      if (!host) {
+        this.wakeAfterPause();
+        return;
+      }
       const batch = this.ready.shift() ?? this.take(host);
       if (!batch) return;
       void this.send(host, batch);
     }
   }
 
-  /** The least busy host with a free slot, one that is up if there is one. */
+  /** With work waiting and every free host paused by a Retry-After: pump again when the first pause ends. */
+  private wakeAfterPause(): void {
+    if (this.wake || (this.ready.length === 0 && this.pending === 0)) return;
+    const now = Date.now();
+    const paused = this.hosts.filter((h) => h.pausedUntil > now && h.inFlight < this.options.concurrency);
+    if (paused.length === 0) return;
+    const until = Math.min(...paused.map((h) => h.pausedUntil));
+    this.wake = setTimeout(() => {
+      this.wake = undefined;
+      this.pump();
+    }, until - now);
+  }
+
+  /** The least busy host with a free slot, one that is up if there is one; none while its Retry-After lasts. */
   private freeHost(): Host | undefined {
     const now = Date.now();
     let best: Host | undefined;
     for (const host of this.hosts) {
-      if (host.inFlight >= this.options.concurrency) continue;
+      if (host.inFlight >= this.options.concurrency || host.pausedUntil > now) continue;
       if (!best) {
         best = host;
         continue;
@@ -283,6 +315,11 @@ export class RequestPool {
 
   private failed(host: Host, batch: Batch, failure: RequestFailure): void {
     if (failure.kind === 'transient' && failure.hostDown) host.downUntil = Date.now() + HOST_COOLDOWN_MS;
+    if (failure.kind === 'transient' && failure.retryAfterMs !== undefined)
+      host.pausedUntil = Math.max(
+        host.pausedUntil,
+        Date.now() + Math.min(MAX_RETRY_AFTER_MS, failure.retryAfterMs),
+      );
     const retry = failure.kind === 'transient' || (failure.kind === 'input' && failure.retry);
     if (failure.kind !== 'fatal' && retry && batch.attempt < batch.maxRetries) this.retryLater(batch);
     else if (failure.kind === 'input') this.split(batch, failure.error);

@@ -40,6 +40,8 @@ export interface FaultState {
   failNext: number;
   failStatus: number;
   failMessage: string;
+  /** a Retry-After header (seconds, may be fractional) on those answers; unset: none */
+  failRetryAfter?: number;
   /** every Nth request (1-based count of all requests) answers 500; 0 = off */
   failEvery: number;
   /** the next N requests have their connection destroyed without an answer */
@@ -164,7 +166,12 @@ export class TestHttpServer {
     if (faulty && this.faults.failNext > 0) {
       this.faults.failNext--;
       this.counters.failed++;
-      return send(this.faults.failStatus, this.errorBody(this.faults.failMessage));
+      const retryAfter = this.faults.failRetryAfter;
+      return send(
+        this.faults.failStatus,
+        this.errorBody(this.faults.failMessage),
+        retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) },
+      );
     }
     if (faulty && this.faults.failEvery > 0 && this.counters.total % this.faults.failEvery === 0) {
       this.counters.failed++;

@@ -135,6 +135,18 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
     expect(server.counters.dropped).to.equal(2);
   });
 
+  it("waits out a 429's Retry-After before the host gets another request", async () => {
+    server.faults.failNext = 1;
+    server.faults.failStatus = 429;
+    server.faults.failRetryAfter = 0.4;
+    const began = Date.now();
+    const [vector] = await embedder({ retryDelayMs: 1 }).embed(['eins']);
+    expectVectorOf(vector!, 'eins', 8);
+    expect(server.requests('POST /api/embed')).to.equal(2);
+    // the retry's own backoff is 1-2 ms: a wait this long is the server's 400 ms (a lower bound, never flaky)
+    expect(Date.now() - began).to.be.at.least(390);
+  });
+
   it('gives up after maxRetries with a retryable ProviderError that names the host', async () => {
     server.faults.failNext = 100;
     server.faults.failStatus = 503;
