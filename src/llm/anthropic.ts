@@ -80,7 +80,16 @@ export class AnthropicBackend implements ChatBackend {
         .filter((block): block is Anthropic.TextBlock => block.type === 'text')
         .map((block) => block.text)
         .join('');
-      return { text, tokensIn: message.usage.input_tokens, tokensOut: message.usage.output_tokens };
+      const stop =
+        message.stop_reason === 'max_tokens' || message.stop_reason === 'refusal'
+          ? message.stop_reason
+          : undefined;
+      return {
+        text,
+        tokensIn: message.usage.input_tokens,
+        tokensOut: message.usage.output_tokens,
+        ...(stop ? { stop } : {}),
+      };
     } catch (error) {
       throw toCpeError(error, request.signal);
     }

@@ -68,6 +68,8 @@ export class OllamaChatBackend implements ChatBackend {
         text: response.message?.content ?? '',
         tokensIn: response.prompt_eval_count ?? 0,
         tokensOut: response.eval_count ?? 0,
+        // num_predict reached: the answer is cut off
+        ...(response.done_reason === 'length' ? { stop: 'max_tokens' as const } : {}),
       };
     } catch (error) {
       if (request.signal?.aborted) {

@@ -7,6 +7,7 @@ import { type CachedAnswer, cacheKey, type LlmCache } from './cache.js';
 import type { RateLimiter } from './limiter.js';
 import { builtinPrompt, fillPrompt } from './prompts.js';
 import type {
+  ChatAnswer,
   ChatBackend,
   ChatMessage,
   GenerateRequest,
@@ -122,6 +123,29 @@ export class StructuredLlmClient implements LlmClient {
     return pending as Promise<GenerateResult<T>>;
   }
 
+  /**
+   * An answer the token limit cut off, or one the model declined to give, is not repaired: a repair with the same
+   * limit would be cut off again, and a refusal says nothing a schema could fix. The error says which it was.
+   */
+  private refuseUnfinished(request: GenerateRequest, answer: ChatAnswer, maxTokens: number): void {
+    if (!answer.stop) return;
+    const who = `${this.backend.provider}/${this.backend.model}`;
+    const message =
+      answer.stop === 'max_tokens'
+        ? `${who}: the answer (${request.schemaName}) was cut off at max_tokens ${maxTokens}; a larger max_tokens in the step's config lets it finish`
+        : `${who}: the model declined to answer (${request.schemaName}): ${truncate(answer.text, 300) || 'no text given'}`;
+    throw new CpeError(ErrorCodes.INVALID_ANSWER, message, {
+      retryable: false,
+      details: {
+        schemaName: request.schemaName,
+        stop: answer.stop,
+        raw: truncate(answer.text),
+        tokensIn: answer.tokensIn,
+        tokensOut: answer.tokensOut,
+      },
+    });
+  }
+
   private async generateUncoalesced(key: string, request: GenerateRequest): Promise<GenerateResult<unknown>> {
     const base = { model: this.backend.model, provider: this.backend.provider };
     const hit = await this.cache?.get(key);
@@ -132,6 +156,7 @@ export class StructuredLlmClient implements LlmClient {
     const maxTokens = request.maxTokens ?? DEFAULT_MAX_TOKENS;
     const first: ChatMessage = { role: 'user', text: request.prompt, images: request.images };
     const answer1 = await this.call(request, [first], maxTokens);
+    this.refuseUnfinished(request, answer1, maxTokens);
     let tokensIn = answer1.tokensIn;
     let tokensOut = answer1.tokensOut;
     let parsed = parseStructuredAnswer(answer1.text, request.schema);
@@ -150,6 +175,7 @@ export class StructuredLlmClient implements LlmClient {
         ],
         maxTokens,
       );
+      this.refuseUnfinished(request, answer2, maxTokens);
       tokensIn += answer2.tokensIn;
       tokensOut += answer2.tokensOut;
       lastRaw = answer2.text;

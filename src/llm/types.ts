@@ -106,6 +106,11 @@ export interface ChatAnswer {
   text: string;
   tokensIn: number;
   tokensOut: number;
+  /**
+   * why the answer ended, where the provider says: the token limit cut it off (Anthropic `max_tokens`, Ollama
+   * `length`), or the model declined (Anthropic `refusal`); unset: it ended by itself
+   */
+  stop?: 'max_tokens' | 'refusal';
 }
 
 /** A provider's raw chat call: one HTTP request, no retries, no cache (those wrap it). */

@@ -128,7 +128,7 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
       return;
     }
     const messages = messagesOf(body);
-    const { text, invalid } = faults.answerText(format.schema, messages);
+    const { text, invalid, stop } = faults.answerText(format.schema, messages);
     const system = typeof body.system === 'string' ? body.system : '';
     const tokensIn =
       tokensOf(system + messages.map((m) => m.text).join('\n')) +
@@ -145,7 +145,7 @@ export async function startAnthropicServer(): Promise<AnthropicTestServer> {
       role: 'assistant',
       model: body.model,
       content: [{ type: 'text', text }],
-      stop_reason: 'end_turn',
+      stop_reason: stop ?? 'end_turn',
       stop_sequence: null,
       usage: { input_tokens: tokensIn, output_tokens: tokensOut },
     });

@@ -221,6 +221,13 @@ export class FaultPlan {
   /** every answer invalid, repairs included */
   alwaysInvalid = false;
   private queue: Array<{ status: number; retryAfterSeconds?: number; stallMs?: number }> = [];
+  /** how the next answers end: cut off by the token limit (half their JSON), or declined (no text) */
+  private endings: Array<'max_tokens' | 'refusal'> = [];
+
+  /** the next `count` answers end as `stop` says */
+  endNext(count: number, stop: 'max_tokens' | 'refusal'): void {
+    for (let i = 0; i < count; i++) this.endings.push(stop);
+  }
 
   /** the next `count` requests fail with `status` (and Retry-After when given) */
   failNext(count: number, status: number, retryAfterSeconds?: number): void {
@@ -236,8 +243,17 @@ export class FaultPlan {
     return this.queue.shift();
   }
 
-  /** the answer text: valid JSON, or one of two kinds of invalid answer */
-  answerText(schema: Schema, messages: FakeMessage[]): { text: string; invalid: boolean } {
+  /** the answer text: valid JSON, or one of two kinds of invalid answer, or one that did not finish */
+  answerText(
+    schema: Schema,
+    messages: FakeMessage[],
+  ): { text: string; invalid: boolean; stop?: 'max_tokens' | 'refusal' } {
+    const stop = this.endings.shift();
+    if (stop === 'refusal') return { text: '', invalid: true, stop };
+    if (stop === 'max_tokens') {
+      const whole = JSON.stringify(fakeAnswer(schema, messages));
+      return { text: whole.slice(0, Math.floor(whole.length / 2)), invalid: true, stop };
+    }
     const isRepair = messages.some((m) => m.role === 'assistant');
     const prompt = messages.find((m) => m.role === 'user')?.text ?? '';
     const invalid =

@@ -91,7 +91,7 @@ export async function handleOllamaChat(
     .map((m) => m.text)
     .join('\n');
   const messages = all.filter((m) => m.role !== 'system');
-  const { text, invalid } = faults.answerText(body.format, messages);
+  const { text, invalid, stop } = faults.answerText(body.format, messages);
   const tokensIn =
     tokensOf(system + messages.map((m) => m.text).join('\n')) +
     messages.reduce((n, m) => n + m.images * 600, 0);
@@ -106,7 +106,7 @@ export async function handleOllamaChat(
     created_at: new Date().toISOString(),
     message: { role: 'assistant', content: text },
     done: true,
-    done_reason: 'stop',
+    done_reason: stop === 'max_tokens' ? 'length' : 'stop',
     total_duration: 1000,
     load_duration: 10,
     prompt_eval_count: tokensIn,

@@ -176,6 +176,29 @@ describe('LLM providers over HTTP (test servers)', () => {
       expect(server.counters.answered).to.equal(2);
     });
 
+    it('does not repair an answer cut off at max_tokens or declined: the error says which', async () => {
+      const { client } = clientOver(backend());
+      for (const [stop, said] of [
+        ['max_tokens', 'was cut off at max_tokens 300; a larger max_tokens'],
+        ['refusal', 'the model declined to answer (entities)'],
+      ] as const) {
+        server.faults.endNext(1, stop);
+        const before = server.counters.answered;
+        const error = (await client
+          .generate({
+            prompt: prompt(`Die Kammer ${stop}.`),
+            schema: ENTITY_SCHEMA,
+            schemaName: 'entities',
+            maxTokens: 300,
+          })
+          .catch((e: unknown) => e)) as CpeError;
+        expect(error.code).to.equal(ErrorCodes.INVALID_ANSWER);
+        expect(error.message).to.contain(said);
+        expect(error.retryable).to.equal(false);
+        expect(server.counters.answered - before).to.equal(1); // no repair call
+      }
+    });
+
     it('sends images as base64 image blocks', async () => {
       const { client } = clientOver(backend());
       const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
@@ -219,6 +242,21 @@ describe('LLM providers over HTTP (test servers)', () => {
       expect(sent.format).to.deep.equal(ENTITY_SCHEMA);
       expect(sent.messages[0]).to.deep.equal({ role: 'system', content: 'System' });
       expect(result.tokensIn).to.equal(server.state.counters.tokensIn);
+    });
+
+    it('does not repair an answer cut off at num_predict (done_reason "length")', async () => {
+      const { client } = clientOver(backend());
+      server.state.faults.endNext(1, 'max_tokens');
+      const error = (await client
+        .generate({
+          prompt: prompt('Die Kammer.'),
+          schema: ENTITY_SCHEMA,
+          schemaName: 'entities',
+          maxTokens: 200,
+        })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.message).to.contain('was cut off at max_tokens 200');
+      expect(server.state.counters.answered).to.equal(1);
     });
 
     it('honours Retry-After on 429 and retries 503', async () => {
