@@ -106,14 +106,19 @@ for (const backend of testBackends()) {
 
     it("refuses an enabled flag that is not 0 or 1 ('true' by SQL read as off before)", async () => {
       const db = engine.dbs.content.sql;
-      await insertPipeline(db, 'flags', [
+      const pipelineId = await insertPipeline(db, 'flags', [
         { name: 'a', type: 'double' },
         { name: 'b', type: 'double' },
       ]);
       // SQLite keeps the text as written; MariaDB's TINYINT takes only numbers
       const [value, shown] = db.dialect === 'sqlite' ? ["'true'", '"true"'] : ['2', '2'];
-      await db.run(`UPDATE pipeline_steps SET enabled = ${value} WHERE name = 'b'`);
-      const [row] = await db.query<{ id: number }>("SELECT id FROM pipeline_steps WHERE name = 'b'");
+      await db.run(`UPDATE pipeline_steps SET enabled = ${value} WHERE pipeline_id = ? AND name = 'b'`, [
+        pipelineId,
+      ]);
+      const [row] = await db.query<{ id: number }>(
+        "SELECT id FROM pipeline_steps WHERE pipeline_id = ? AND name = 'b'",
+        [pipelineId],
+      );
       expect(await planError(engine, 'flags')).to.include(
         `pipeline_steps id=${Number(row!.id)} 'b': enabled must be 0 or 1 (is ${shown})`,
       );
