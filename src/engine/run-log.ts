@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
 import { marks, rowSlices } from '../db/statement-shapes.js';
-import { describeError } from '../errors.js';
+import { describeError, isRetryable } from '../errors.js';
 import { redactCredentials } from '../util/credentials.js';
 import { processAlive } from '../util/process-alive.js';
 import { sqlTime } from '../util/time.js';
@@ -40,6 +40,8 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 
 const FLUSH_ROWS = 200;
 const FLUSH_MS = 250;
+/** rows kept for the next try while ki_dev cannot be written (a database that is down): the newest are kept */
+const MAX_KEPT_ROWS = 20_000;
 
 /**
  * Writes what happened to ki_dev. Step runs and log lines are buffered and written in multi-row inserts
@@ -201,42 +203,83 @@ export class RunLog {
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const steps = this.stepRows;
-    const logs = this.logRows;
-    this.stepRows = [];
-    this.logRows = [];
     this.flushing = this.flushing.then(async () => {
+      // the rows buffered when this flush's turn comes: a failed flush before it put its rows back in front,
+      // so they go first and in order
+      const steps = this.stepRows;
+      const logs = this.logRows;
+      this.stepRows = [];
+      this.logRows = [];
+      const unwritten = { steps, logs };
       try {
-        await insertMany(
+        unwritten.steps = await insertMany(
           this.db,
           'pipeline_step_runs',
           'run_id, document_id, queue_id, step_name, step_type, status, reason, attempt, items_in, items_out, counts, tokens_in, tokens_out, error_code, error, started_at, finished_at, duration_ms',
           steps,
         );
-        await insertMany(
+        unwritten.logs = await insertMany(
           this.db,
           'pipeline_log',
           'run_id, level, step_name, document_id, message, context, created_at',
           logs,
         );
       } catch (error) {
-        process.stderr.write(`cpe: could not write to ki_dev: ${describeError(error, 300)}\n`);
+        if (!isRetryable(error)) {
+          // rows the database refuses (not a connection that failed): trying them again would fail again
+          process.stderr.write(`cpe: could not write to ki_dev: ${describeError(error, 300)}\n`);
+          return;
+        }
+        // what did not go in is tried again with the next flush (a database that is down for a while loses no
+        // rows; the oldest go only past MAX_KEPT_ROWS)
+        const failed = error as Error & { unwritten?: unknown[][] };
+        if (failed.unwritten) {
+          if (unwritten.steps === steps) unwritten.steps = failed.unwritten;
+          else unwritten.logs = failed.unwritten;
+        }
+        this.stepRows = [...unwritten.steps, ...this.stepRows];
+        this.logRows = [...unwritten.logs, ...this.logRows];
+        const kept = this.stepRows.length + this.logRows.length;
+        const over = Math.max(0, kept - MAX_KEPT_ROWS);
+        if (over > 0) this.logRows.splice(0, Math.min(over, this.logRows.length));
+        process.stderr.write(
+          `cpe: could not write to ki_dev (${Math.min(kept, MAX_KEPT_ROWS)} rows kept for the next try${over ? `, ${over} oldest log rows dropped` : ''}): ${describeError(error, 300)}\n`,
+        );
+        this.schedule();
       }
     });
     return this.flushing;
   }
 }
 
-async function insertMany(db: SqlExecutor, table: string, columns: string, rows: unknown[][]): Promise<void> {
-  if (rows.length === 0) return;
+/**
+ * Inserts the rows, a statement per slice; returns [] when all went in. A failing slice throws with the rows not
+ * written yet (it and the ones after it) as `unwritten`: the slices before it are in.
+ */
+async function insertMany(
+  db: SqlExecutor,
+  table: string,
+  columns: string,
+  rows: unknown[][],
+): Promise<unknown[][]> {
+  if (rows.length === 0) return [];
   const group = `(${marks(rows[0]!.length)})`;
+  let written = 0;
   // well under the drivers' placeholder limits
   for (const slice of rowSlices(db.dialect, rows, 100)) {
-    await db.run(
-      `INSERT INTO ${table} (${columns}) VALUES ${slice.map(() => group).join(', ')}`,
-      slice.flat(),
-    );
+    try {
+      await db.run(
+        `INSERT INTO ${table} (${columns}) VALUES ${slice.map(() => group).join(', ')}`,
+        slice.flat(),
+      );
+    } catch (error) {
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), {
+        unwritten: rows.slice(written),
+      });
+    }
+    written += slice.length;
   }
+  return [];
 }
 
 /** Longest log message, skip reason and log context kept (characters); MariaDB's TEXT holds 64 KB. */

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import type { SqlExecutor } from '../../../src/db/sql.js';
 import { RunLog } from '../../../src/engine/run-log.js';
+import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 
 for (const backend of testBackends()) {
@@ -9,6 +11,55 @@ for (const backend of testBackends()) {
       setup = createTestSetup(backend);
     });
     afterEach(async () => setup?.cleanup());
+
+    it('keeps the rows it could not write while the database was unreachable, and writes them once, later', async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.log.sql;
+        let down = true;
+        let refused = 0;
+        // ki_dev "down": every INSERT fails as a lost connection does (retryable), until it is back
+        const flaky: SqlExecutor = {
+          dialect: db.dialect,
+          query: (sql, params) => db.query(sql, params),
+          transaction: (fn) => db.transaction(fn),
+          run: async (sql, params) => {
+            if (down && sql.startsWith('INSERT INTO pipeline_log')) {
+              refused++;
+              throw new CpeError(ErrorCodes.DATABASE_UNAVAILABLE, 'ki_dev: connection lost', {
+                retryable: true,
+              });
+            }
+            return db.run(sql, params);
+          },
+        };
+        const log = new RunLog(flaky);
+        const runId = await log.startRun({
+          pipelineId: null,
+          pipelineName: 'p',
+          versionHash: null,
+          command: 't',
+          profile: {},
+        });
+        const logger = log.logger({ runId });
+        for (let i = 0; i < 250; i++) logger.info(`Zeile ${i}`);
+        await log.flush();
+        expect(refused).to.be.above(0);
+        down = false;
+        logger.info('danach');
+        await log.flush();
+        const rows = await db.query<{ message: string }>(
+          'SELECT message FROM pipeline_log WHERE run_id = ? ORDER BY id',
+          [runId],
+        );
+        expect(rows.map((r) => r.message)).to.deep.equal([
+          ...Array.from({ length: 250 }, (_, i) => `Zeile ${i}`),
+          'danach',
+        ]);
+      } finally {
+        await engine.close();
+      }
+    });
 
     it('keeps huge messages, reasons and contexts within bounds: every context stays JSON, nothing is lost', async () => {
       const engine = await setup.open();
