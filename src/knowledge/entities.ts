@@ -217,13 +217,7 @@ export async function embedEntities(
     if (deletedPointIds.length > 0)
       await vectors.deletePoints(ENTITY_COLLECTION, deletedPointIds).catch(() => undefined);
     if (entityIds.length === 0) return { embedded: 0, merged: 0 };
-    const rows: Array<{
-      id: number;
-      name: string;
-      normalized_name: string;
-      type: string;
-      description: string | null;
-    }> = [];
+    const rows: EntityRow[] = [];
     for (const list of inLists(entityIds)) {
       rows.push(
         ...(await ctx.db.query<(typeof rows)[number]>(
@@ -235,8 +229,7 @@ export async function embedEntities(
     }
     if (rows.length === 0) return { embedded: 0, merged: 0 };
     const embedder = await ctx.providers.embedder();
-    const texts = rows.map((r) => `${r.name} (${r.type})${r.description ? `: ${r.description}` : ''}`);
-    const embeddings = await embedder.embed(texts, ctx.signal);
+    const embeddings = await embedder.embed(rows.map(entityText), ctx.signal);
     await vectors.ensureCollection(ENTITY_COLLECTION, {
       size: embedder.dimensions,
       distance: 'Cosine',
@@ -269,32 +262,72 @@ export async function embedEntities(
       keep.push(row);
       keepVectors.push(embeddings[i]!);
     }
-    const points = keep.map((row, i) => ({
-      id: entityPointId(row.normalized_name, row.type),
-      vector: keepVectors[i]!,
-      // an entity belongs to no single document (it is shared); the index wants an integer document_id, and 0
-      // is no document's id, so deleteByDocument of a real document never touches entity points
-      payload: {
-        document_id: 0,
-        entity_id: Number(row.id),
-        name: row.name,
-        type: row.type,
-        description: row.description ?? '',
-      },
-    }));
-    if (points.length > 0) {
-      await vectors.upsert(ENTITY_COLLECTION, points);
-      for (const [i, row] of keep.entries()) {
-        await ctx.db.run('UPDATE entities SET qdrant_id = ? WHERE id = ?', [points[i]!.id, row.id]);
-      }
-    }
-    return { embedded: points.length, merged };
+    const embedded = await storeEntityPoints(ctx, keep, keepVectors);
+    return { embedded, merged };
   } catch (error) {
     ctx.log.warn(`entities not embedded (they are stored in SQL): ${describeError(error, 500)}`, {
       entities: entityIds.length,
     });
     return { embedded: 0, merged: 0 };
   }
+}
+
+/** An entity row as its point is made from it. */
+export interface EntityRow {
+  id: number;
+  name: string;
+  normalized_name: string;
+  type: string;
+  description: string | null;
+}
+
+/** What an entity's vector is made of: name, type and description. */
+const entityText = (r: EntityRow) => `${r.name} (${r.type})${r.description ? `: ${r.description}` : ''}`;
+
+/**
+ * Stores the points of entities in the `entities` collection and names each in entities.qdrant_id. Vectors not
+ * given are embedded here (and the collection made when missing): `cpe verify --repair` restores the points of
+ * entities whose embedding failed when they were extracted.
+ */
+export async function storeEntityPoints(
+  services: {
+    db: KnowledgeContext['db'];
+    providers: Pick<KnowledgeContext['providers'], 'vectors' | 'embedder'>;
+    signal?: AbortSignal;
+  },
+  rows: readonly EntityRow[],
+  vectors?: readonly Float32Array[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const index = await services.providers.vectors();
+  let given = vectors;
+  if (!given) {
+    const embedder = await services.providers.embedder();
+    given = await embedder.embed(rows.map(entityText), services.signal);
+    await index.ensureCollection(ENTITY_COLLECTION, {
+      size: embedder.dimensions,
+      distance: 'Cosine',
+      model: embedder.model,
+    });
+  }
+  const points = rows.map((row, i) => ({
+    id: entityPointId(row.normalized_name, row.type),
+    vector: given[i]!,
+    // an entity belongs to no single document (it is shared); the index wants an integer document_id, and 0
+    // is no document's id, so deleteByDocument of a real document never touches entity points
+    payload: {
+      document_id: 0,
+      entity_id: Number(row.id),
+      name: row.name,
+      type: row.type,
+      description: row.description ?? '',
+    },
+  }));
+  await index.upsert(ENTITY_COLLECTION, points);
+  for (const [i, row] of rows.entries()) {
+    await services.db.run('UPDATE entities SET qdrant_id = ? WHERE id = ?', [points[i]!.id, row.id]);
+  }
+  return points.length;
 }
 
 /** Moves all mentions and relations of one entity to another and deletes it. False when either is gone. */

@@ -98,7 +98,7 @@ export function formatVerifyReport(report: VerifyReport): string {
     const r = report.repaired;
     lines.push(
       `repaired: ${r.pointsDeleted} points deleted, ${r.documentsRestored} documents restored ` +
-        `(${r.chunksEmbedded} chunks given vectors)`,
+        `(${r.chunksEmbedded} chunks given vectors)${r.entitiesStored ? `, ${r.entitiesStored} entity points stored` : ''}`,
     );
     lines.push('after repair:', ...describeState(report.after));
     for (const problem of report.after.problems) lines.push(`  - ${problem}`);

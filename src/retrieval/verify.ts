@@ -1,6 +1,8 @@
 import { embedChunks } from '../embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../embed/prepare.js';
 import type { Logger } from '../engine/plugin.js';
+import { type EntityRow, storeEntityPoints } from '../knowledge/entities.js';
+import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
 import { chunkPointId } from '../vectors/point-id.js';
 import { SqlVectorIndex } from '../vectors/sql-vector-index.js';
@@ -35,6 +37,11 @@ export interface VerifyCounts {
   wrongChunkRefs: number;
   /** chunks the embedder rejected (status failed): reported, not counted as disagreement */
   failedChunks: number;
+  /**
+   * entities without a point while the index has an `entities` collection (entity embedding is on, and theirs
+   * failed: the step keeps entities in SQL and only warns)
+   */
+  entitiesWithoutPoint: number;
 }
 
 export interface VerifyReport {
@@ -53,7 +60,12 @@ export interface VerifyReport {
   counts: VerifyCounts;
   /** one line per kind of disagreement */
   problems: string[];
-  repaired?: { pointsDeleted: number; documentsRestored: number; chunksEmbedded: number };
+  repaired?: {
+    pointsDeleted: number;
+    documentsRestored: number;
+    chunksEmbedded: number;
+    entitiesStored: number;
+  };
   /** the state after repair */
   after?: VerifyReport;
 }
@@ -92,6 +104,7 @@ export async function verifyIndex(
       wrongSize: 0,
       wrongChunkRefs: 0,
       failedChunks: 0,
+      entitiesWithoutPoint: 0,
     },
     problems: [],
   };
@@ -192,6 +205,18 @@ export async function verifyIndex(
   if (wrongRefs.length > 0) {
     report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
   }
+  const unpointed =
+    collection === 'documents' && (await index.describeCollection(ENTITY_COLLECTION)).exists
+      ? await db.query<EntityRow>(
+          'SELECT id, name, normalized_name, type, description FROM entities WHERE qdrant_id IS NULL',
+        )
+      : [];
+  c.entitiesWithoutPoint = unpointed.length;
+  if (unpointed.length > 0) {
+    report.problems.push(
+      `${unpointed.length} entities have no point in '${ENTITY_COLLECTION}' (their embedding failed); e.g. ${sample(unpointed.map((e) => e.name))}`,
+    );
+  }
   report.ok = report.problems.length === 0;
   if (report.ok || !options.repair) return report;
 
@@ -234,7 +259,13 @@ export async function verifyIndex(
       model: embedder.model,
     });
   }
-  report.repaired = { pointsDeleted: doomed.length, documentsRestored: toRestore.size, chunksEmbedded };
+  const entitiesStored = await storeEntityPoints({ ...services, signal: options.signal }, unpointed);
+  report.repaired = {
+    pointsDeleted: doomed.length,
+    documentsRestored: toRestore.size,
+    chunksEmbedded,
+    entitiesStored,
+  };
   report.after = await verifyIndex(services, { ...options, repair: false });
   report.ok = report.after.ok;
   return report;

@@ -3,6 +3,7 @@ import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { exportGraph } from '../../../src/knowledge/graph-export.js';
 import { retractDocumentKnowledge } from '../../../src/knowledge/retract.js';
 import { NO_LLM_REASON, NO_VISION_REASON } from '../../../src/llm/factory.js';
+import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { parseJsonColumn } from '../../../src/util/json.js';
 import analyze from '../../../steps/analyze.js';
 import entityExtract from '../../../steps/entity_extract.js';
@@ -151,6 +152,30 @@ describe('LLM steps on a real database', function () {
     expect(run.outcome).to.equal(undefined);
     expect(await count(t, 'entities')).to.be.greaterThan(3);
     expect(run.logs.some((l) => l.level === 'warn' && l.message.includes('not embedded'))).to.equal(true);
+  });
+
+  it('verify reports entities whose embedding failed, and --repair stores their points', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
+    await runStep(entityExtract, t.db, a.ref, claude()); // the entities collection exists from here on
+    const b = await insertDocument(t.db, {
+      filename: 'b.md',
+      chunks: [{ content: 'Die Gewerkschaft verhandelt mit dem Arbeitgeberverband über den Tarifvertrag.' }],
+    });
+    await runStep(entityExtract, t.db, b.ref, claude({ embedFails: true }));
+    const [{ n }] = await t.db.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM entities WHERE qdrant_id IS NULL',
+    );
+    expect(Number(n)).to.be.above(0);
+    const services = { db: t.db, providers: testProviders(t.db, {}) };
+    const report = await verifyIndex(services);
+    expect(report.counts.entitiesWithoutPoint).to.equal(Number(n));
+    expect(report.problems.some((p) => p.includes(`${n} entities have no point in 'entities'`))).to.equal(
+      true,
+    );
+    const repaired = await verifyIndex(services, { repair: true });
+    expect(repaired.repaired?.entitiesStored).to.equal(Number(n));
+    expect(repaired.after?.counts.entitiesWithoutPoint).to.equal(0);
+    expect(repaired.ok).to.equal(true);
   });
 
   it('a rerun is answered from the cache: zero calls to the server, the same rows, no duplicates', async () => {

@@ -106,6 +106,7 @@ describe('plain-text renderers', () => {
         wrongSize: 0,
         wrongChunkRefs: 0,
         failedChunks: 0,
+        entitiesWithoutPoint: 0,
       },
       problems: ['1 chunks of current documents have no point'],
     };
