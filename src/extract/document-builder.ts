@@ -57,12 +57,14 @@ export class DocumentBuilder {
       if (page.end === page.start) page.start = page.end = Math.max(cursor, page.start);
       cursor = page.end;
     }
+    // a title is text like the blocks: NFC (a heading written in NFD is found by the same search as its text)
+    const title = metadata.title;
     return {
       format: this.format,
       text: this.text,
       blocks: this.blocks,
       pages: this.pages,
-      metadata,
+      metadata: typeof title === 'string' ? { ...metadata, title: title.normalize('NFC') } : metadata,
       ocrNeeded: this.ocrNeeded,
       warnings: this.warnings,
     };

@@ -1,8 +1,9 @@
 /**
  * Markdown: a line-based block reader (CommonMark/GFM/pandoc block syntax), not a renderer. Each block keeps
  * its Markdown text (emphasis, links, inline HTML stay as written) so nothing is lost or interpreted; only
- * pure markup is dropped: the front matter (parsed into metadata), thematic breaks, and the fence lines of
- * pandoc/Quarto divs (`::: {.callout-note}`), whose content is kept.
+ * pure markup is dropped: the front matter (parsed into metadata), thematic breaks, HTML comments (not shown;
+ * a heading commented out is no section), and the fence lines of pandoc/Quarto divs (`::: {.callout-note}`),
+ * whose content is kept.
  *
  * Decisions: headings are stored without the `#` marks, without a trailing pandoc attribute block
  * (`{#sec-id}`) and without backslash escapes (`Nutzer\*innen` is the heading "Nutzer*innen": heading paths
@@ -28,6 +29,8 @@ const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
 const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
 const GRID_TABLE = /^ {0,3}\+[-=:+]+\+[ \t]*$/;
 const BLOCKQUOTE = /^ {0,3}>/;
+/** an HTML comment opening a line (CommonMark HTML block, type 2): it runs to the line holding `-->` */
+const HTML_COMMENT = /^ {0,3}<!--/;
 /** a pandoc table border: a row of dashes, or dash groups per column ("----- -------") */
 const DASH_ROW = /^ {0,3}-{3,}(?:[ \t]+-{2,})*[ \t]*$/;
 /** a pandoc simple-table header underline: at least two dash groups separated by spaces */
@@ -56,6 +59,10 @@ function indentOf(line: string): number {
   }
   return width;
 }
+
+/** A line that ends a pipe table without a blank line before it: it starts a block of another kind. */
+const startsOtherBlock = (line: string): boolean =>
+  atxHeading(line) !== undefined || FENCE.test(line) || BLOCKQUOTE.test(line) || HTML_COMMENT.test(line);
 
 function isTableStart(lines: string[], i: number): boolean {
   const line = lines[i]!;
@@ -86,7 +93,11 @@ function pandocTableEnd(lines: string[], i: number): number | undefined {
     while (end < lines.length && !isBlank(lines[end]!)) end++;
     return end;
   }
-  let columns = COLUMN_DASHES.test(line);
+  // columns are seen in dash groups, or in rows with wide gaps: then every row that starts at the margin has a
+  // gap (a sentence with two spaces after a colon, between "---" and a Setext heading, is no table)
+  let dashColumns = COLUMN_DASHES.test(line);
+  let gapRows = 0;
+  let plainRows = 0;
   const limit = Math.min(lines.length, i + PANDOC_TABLE_MAX_LINES);
   for (let j = i + 1; j < limit; j++) {
     const row = lines[j]!;
@@ -94,14 +105,16 @@ function pandocTableEnd(lines: string[], i: number): number | undefined {
     if (DASH_ROW.test(row) || COLUMN_DASHES.test(row)) {
       const after = lines[j + 1];
       if (after === undefined || isBlank(after) || TABLE_CAPTION.test(after)) {
-        if (!columns) return undefined;
+        if (!dashColumns && (gapRows === 0 || plainRows > 0)) return undefined;
         let end = j + 1;
         while (end < lines.length && !isBlank(lines[end]!)) end++; // caption lines
         return end;
       }
-      columns ||= COLUMN_DASHES.test(row);
+      dashColumns ||= COLUMN_DASHES.test(row);
     } else if (COLUMN_GAP.test(row.trim())) {
-      columns = true;
+      gapRows++;
+    } else if (!isBlank(row) && indentOf(row) === 0) {
+      plainRows++;
     }
   }
   return undefined;
@@ -115,18 +128,31 @@ interface FrontMatter {
   lines: number;
 }
 
+/** a YAML key at the start of a line: what front matter is made of */
+const YAML_KEY = /^[A-Za-z_][\w.-]*[ \t]*:/;
+
+/**
+ * The front matter at the top of a page: YAML between `---` lines that is a mapping of keys. Anything else between
+ * two `---` lines (a heading, a sentence: YAML would read them as a comment and a string) is text between thematic
+ * breaks and stays text; YAML that does not parse is front matter only when it starts like keys (then it is kept,
+ * raw, in the metadata, with a warning).
+ */
 function readFrontMatter(lines: string[]): FrontMatter | undefined {
   if (lines[0]?.trimEnd() !== '---') return undefined;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!.trimEnd();
     if (line === '---' || line === '...') {
       const raw = lines.slice(1, i).join('\n');
+      if (raw.trim() === '') return { data: {}, raw, lines: i + 1 };
+      const looksLikeKeys = YAML_KEY.test(lines.slice(1, i).find((l) => l.trim() !== '') ?? '');
       try {
         // aliases capped: a "billion laughs" front matter must not expand
-        const data = raw.trim() === '' ? {} : load(raw, { maxAliases: 100, maxDepth: 50 });
+        const data = load(raw, { maxAliases: 100, maxDepth: 50 });
+        if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
         // dates and other YAML types become their JSON form: metadata must survive JSON round trips
-        return { data: JSON.parse(JSON.stringify(data ?? {})), raw, lines: i + 1 };
+        return { data: JSON.parse(JSON.stringify(data)), raw, lines: i + 1 };
       } catch (error) {
+        if (!looksLikeKeys) return undefined;
         const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
         return { raw, error: reason, lines: i + 1 };
       }
@@ -153,7 +179,9 @@ export function extractMarkdown(
       if (frontMatter) {
         lines = lines.slice(frontMatter.lines);
         if (frontMatter.error !== undefined) {
-          builder.warnings.push(`front matter is not valid YAML (${frontMatter.error}); kept as raw text`);
+          builder.warnings.push(
+            `front matter is not valid YAML (${frontMatter.error}); kept as raw text in the metadata (frontMatterRaw)`,
+          );
           metadata.frontMatterRaw = frontMatter.raw;
         } else {
           metadata.frontMatter = frontMatter.data;
@@ -287,6 +315,7 @@ class BlockReader {
       this.heading(atx.text, atx.level);
       return i + 1;
     }
+    if (HTML_COMMENT.test(line)) return this.htmlComment(line);
     if (this.paragraph.length > 0 && !this.item && (SETEXT_1.test(line) || SETEXT_2.test(line))) {
       if (this.setextHeading(line)) return i + 1;
       // not a heading: a "---" line below ends the paragraph as a thematic break does
@@ -371,12 +400,31 @@ class BlockReader {
     return end;
   }
 
-  /** A pipe or grid table from this.i to the next blank line. */
-  private pipeTable(): number {
+  /**
+   * An HTML comment from this.i to the line that closes it (or the page's end): markup that is not shown, so
+   * dropped, as front matter and thematic breaks are; a heading commented out is no section.
+   */
+  private htmlComment(line: string): number {
     this.flushAll();
     const { lines, i } = this;
     let end = i;
-    while (end < lines.length && !isBlank(lines[end]!)) end++;
+    let close = line.indexOf('-->', line.indexOf('<!--') + 4);
+    while (close < 0 && ++end < lines.length) close = lines[end]!.indexOf('-->');
+    // text after the comment on its last line is shown: kept
+    const after = close < 0 ? '' : lines[end]!.slice(close + 3).trim();
+    if (after !== '') this.builder.add('paragraph', after);
+    return end + 1;
+  }
+
+  /**
+   * A pipe or grid table from this.i to the next blank line, or to a line that starts another block (GFM: a
+   * heading, a code fence, a quote, an HTML comment), which is read as that.
+   */
+  private pipeTable(): number {
+    this.flushAll();
+    const { lines, i } = this;
+    let end = i + 1;
+    while (end < lines.length && !isBlank(lines[end]!) && !startsOtherBlock(lines[end]!)) end++;
     this.builder.add('table', lines.slice(i, end).join('\n'));
     return end;
   }

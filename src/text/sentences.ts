@@ -426,8 +426,9 @@ function endsSentence(
     let s = before;
     while (s > floor && isDigit(codes[s - 1] as number)) s--;
     if (nextIsLower || isDigit(codes[next] as number)) return false;
-    // "01.02. beginnt", "1.2. Unterabschnitt": a dotted number is a date or an outline number
-    if (s > floor && codes[s - 1] === 46) return false;
+    // "01.02. beginnt", "1.2. Unterabschnitt": a dotted number is a date or an outline number; a date with its
+    // year ("bis 31.12.2024. Danach") ends a sentence like any word
+    if (s > floor && codes[s - 1] === 46 && before - s !== 3) return false;
     // "1." at the start of a line is an enumeration label
     if (atLineStart(codes, s, floor)) return false;
     const nextWord = wordAt(text, codes, next, limit);

@@ -176,6 +176,63 @@ describe('extract/markdown', () => {
     expect(blocks(doc)).to.deep.include(['heading', 'Coding Style', 1]);
   });
 
+  it('keeps text between two "---" lines at the top when it is no YAML mapping (a heading, a sentence)', async () => {
+    const doc = await md(
+      '---\n\n# Sicherheitsunterweisung\n\nAlle Beschäftigten nehmen jährlich teil.\n\n---\n\n## Brandschutz\n\nFeuerlöscher am Ausgang.\n',
+    );
+    expect(doc.metadata.frontMatter).to.equal(undefined);
+    expect(blocks(doc)).to.deep.equal([
+      ['heading', 'Sicherheitsunterweisung', 1],
+      ['paragraph', 'Alle Beschäftigten nehmen jährlich teil.'],
+      ['heading', 'Brandschutz', 2],
+      ['paragraph', 'Feuerlöscher am Ausgang.'],
+    ]);
+    expect(doc.metadata.title).to.equal('Sicherheitsunterweisung');
+    const sentence = await md('---\nDieser Leitfaden beschreibt die Abläufe.\n---\n\nText.\n');
+    expect(sentence.text).to.contain('Dieser Leitfaden beschreibt die Abläufe.');
+    expect(sentence.warnings).to.deep.equal([]);
+  });
+
+  it('ends a pipe table at a heading, a fence or a quote that follows without a blank line', async () => {
+    const doc = await md(
+      '# Preise\n\n| Kurs | Preis |\n|------|-------|\n| A    | 100 € |\n## Anmeldung\nDie Anmeldung erfolgt online.\n```\ncode nach Tabelle\n```\n',
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['heading', 'Preise', 1],
+      ['table', '| Kurs | Preis |\n|------|-------|\n| A    | 100 € |'],
+      ['heading', 'Anmeldung', 2],
+      ['paragraph', 'Die Anmeldung erfolgt online.'],
+      ['code', '```\ncode nach Tabelle\n```'],
+    ]);
+  });
+
+  it('takes no sentence with two spaces after a colon, between "---" and a Setext heading, for a table', async () => {
+    const doc = await md(
+      '# Leitfaden\n\nEinleitung.\n\n---\nHinweis:  Dieser Text folgt direkt auf eine Linie.\n\nKapitel Zwei\n---\n\nInhalt.\n',
+    );
+    expect(blocks(doc).map((b) => b[0])).to.not.include('table');
+    expect(blocks(doc)).to.deep.include(['heading', 'Kapitel Zwei', 2]);
+    expect(blocks(doc)).to.deep.include(['paragraph', 'Hinweis:  Dieser Text folgt direkt auf eine Linie.']);
+  });
+
+  it('drops HTML comments: a heading commented out is no section; text after a comment stays', async () => {
+    const doc = await md(
+      '# Handbuch\n\n## Kapitel Eins\n\nInhalt eins.\n\n<!--\n## Entwurf\n\nNicht freigegeben.\n-->\n\nWeiter in Kapitel eins.\n<!-- kurz --> Sichtbar.\n',
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['heading', 'Handbuch', 1],
+      ['heading', 'Kapitel Eins', 2],
+      ['paragraph', 'Inhalt eins.'],
+      ['paragraph', 'Weiter in Kapitel eins.'],
+      ['paragraph', 'Sichtbar.'],
+    ]);
+  });
+
+  it('stores a title from a heading written in NFD as NFC, as the text', async () => {
+    const doc = await md('# Prüfung Größe\n\nDie Prüfung erfolgt täglich.\n'.normalize('NFD'));
+    expect(doc.metadata.title).to.equal('Prüfung Größe'.normalize('NFC'));
+  });
+
   it('decodes Latin-1 Markdown', async () => {
     const bytes = new Uint8Array([
       0x23, 0x23, 0x20, 0x6b, 0xf6, 0x6e, 0x6e, 0x65, 0x6e, 0x0a, 0x0a, 0xe4, 0xf6, 0xfc, 0xdf, 0x0a,

@@ -123,6 +123,14 @@ describe('splitSentences (German)', () => {
     ]);
   });
 
+  it('ends after a full date with its year ("bis 31.12.2024. Danach"), not after day and month', () => {
+    expect(sentences('Das gilt bis 31.12.2024. Danach nicht.')).to.deep.equal([
+      'Das gilt bis 31.12.2024.',
+      'Danach nicht.',
+    ]);
+    expect(sentences('Ab dem 01.02. Beginnt der Kurs.')).to.have.length(1);
+  });
+
   it('does end after a number that closes a sentence', () => {
     expect(sentences('Die Zahl der Teilnehmer war 12. Danach kamen mehr.')).to.deep.equal([
       'Die Zahl der Teilnehmer war 12.',
