@@ -146,8 +146,13 @@ export async function claimQueueItems(
     const ids: number[] = [];
     for (const arm of arms) {
       if (ids.length >= take) break;
+      // the (status, id) index, forced: it yields each arm's rows in id order, so the scan stops at the LIMIT and
+      // locks only what it takes. The optimizer picked (status, next_attempt_at) with a filesort when few items
+      // were pending among many done ones, which locks every matching row before the LIMIT: a second worker's
+      // claim at the same moment found nothing (SKIP LOCKED) and its run ended "0 of 0".
       const rows = await tx.query<{ id: number }>(
-        `SELECT id FROM pipeline_queue WHERE ${arm.where} ORDER BY id LIMIT ${take - ids.length} FOR UPDATE SKIP LOCKED`,
+        `SELECT id FROM pipeline_queue FORCE INDEX (ix_pipeline_queue_status_id) WHERE ${arm.where}
+         ORDER BY id LIMIT ${take - ids.length} FOR UPDATE SKIP LOCKED`,
         arm.params,
       );
       ids.push(...rows.map((r) => Number(r.id)));
@@ -166,8 +171,6 @@ export async function claimQueueItems(
     return items.map(numeric);
   });
 }
-
-/** Whether a process with this pid runs on this machine (one we may not signal runs too). */
 
 /**
  * Ends the leases that processes of this machine which are gone (killed, crashed) still hold on the queue, so that

@@ -35,6 +35,43 @@ for (const backend of testBackends()) {
     });
     afterEach(async () => setup?.cleanup());
 
+    it('lets a second claim take the free items while a first one holds its own (few pending among many done)', async function () {
+      // SQLite claims in one statement under its write lock: there is no claim beside another to look at
+      if (backend !== 'mysql') this.skip();
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        // a queue as it looks after a while: thousands of items done, a small batch pending
+        for (let start = 0; start < 5000; start += 500) {
+          const rows = Array.from({ length: 500 }, (_, k) => start + k);
+          await db.run(
+            `INSERT INTO pipeline_queue (path, path_hash, hash, action, status, max_attempts, created_at, updated_at)
+             VALUES ${rows.map(() => "(?, ?, ?, 'new', 'done', 3, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')").join(', ')}`,
+            rows.flatMap((n) => [`/done/${n}.md`, String(n).padStart(64, '0'), 'h'.repeat(64)]),
+          );
+        }
+        for (let i = 0; i < 40; i++)
+          await enqueue(db, {
+            path: `/pending/f${i}.md`,
+            hash: 'p'.repeat(64),
+            action: 'new',
+            maxAttempts: 3,
+          });
+        await db.run('ANALYZE TABLE pipeline_queue');
+        // the first claim's transaction stays open while the second claims on another connection
+        const [first, second] = await db.transaction(async (tx) => {
+          const mine = await claimQueueItems(tx, 'w1', 20, 60_000);
+          const theirs = await claimQueueItems(db, 'w2', 20, 60_000);
+          return [mine, theirs];
+        });
+        expect(first).to.have.length(20);
+        expect(second, 'the second claim found the 20 free items').to.have.length(20);
+        expect(new Set([...first, ...second].map((item) => item.id)).size).to.equal(40);
+      } finally {
+        await engine.close();
+      }
+    });
+
     it('never gives one item to two processes claiming from one queue of 200 items', async () => {
       const engine = await setup.open();
       for (let i = 0; i < 200; i++) {
