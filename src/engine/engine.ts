@@ -118,8 +118,12 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
           version: number;
           file_size: number;
         }>(
+          // not a document whose queue item is in flight: finalize marks it done before the run's completion
+          // writes the quick steps' checkpoints and closes the item (in one transaction), so between the two it
+          // looked stale, and its finished item was opened again
           `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size FROM documents d
            WHERE d.is_latest = 1 AND d.status IN ${statuses} AND d.source_path LIKE ? ESCAPE '!'
+             AND NOT EXISTS (SELECT 1 FROM pipeline_queue q WHERE q.document_id = d.id AND q.status = 'processing')
              ${
                force || docSteps.length === 0
                  ? ''

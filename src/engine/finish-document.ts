@@ -199,7 +199,12 @@ async function markDone(tx: SqlExecutor, docs: ReadonlyArray<CompletingRow>, now
   }
 }
 
-/** The older versions a completed document replaces are no longer latest; returns their ids. */
+/**
+ * The older versions a completed document replaces are no longer latest; returns the ids of those to retract now.
+ * A version still `processing` is not retracted under the worker that runs its steps (they failed on foreign
+ * keys of rows taken away): it is no longer latest, and when it finishes it is retracted itself (completion sees
+ * the newer latest version), or its queue item finds it superseded.
+ */
 async function replaceOlder(
   tx: SqlExecutor,
   documentId: number,
@@ -208,8 +213,8 @@ async function replaceOlder(
 ): Promise<number[]> {
   // versions count from 1 (createDocumentVersion): the first version of a file has no older one to replace
   if (Number(doc.version) <= 1) return [];
-  const older = await tx.query<{ id: number }>(
-    `SELECT id FROM documents WHERE source_path = ? AND id <> ? AND version < ?
+  const older = await tx.query<{ id: number; status: string }>(
+    `SELECT id, status FROM documents WHERE source_path = ? AND id <> ? AND version < ?
        AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
     [doc.source_path, documentId, Number(doc.version)],
   );
@@ -220,7 +225,7 @@ async function replaceOlder(
       ...ids,
     ]);
   }
-  return ids;
+  return older.filter((r) => r.status !== 'processing').map((r) => Number(r.id));
 }
 
 /**

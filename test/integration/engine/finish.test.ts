@@ -311,18 +311,29 @@ for (const backend of testBackends()) {
       await engine.close();
     });
 
-    it('does not make a version latest that finishes after a newer one is latest, and retracts it', async () => {
+    it('leaves a version in flight to its worker when a newer one finishes, then does not make it latest', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
       const v1 = await claimedDocument(db, 'late', 1);
       const v2 = await claimedDocument(db, 'late', 2);
-      await finishDocuments(db, engine.providers, [
-        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
-      ]);
+      // version 1 is being processed (another worker, a long run of LLM steps): it has pages already
       await db.run(
         "INSERT INTO document_pages (document_id, page_number, content, created_at) VALUES (?, 1, 'alt', '2026-01-01 00:00:00')",
         [v1.documentId],
       );
+      await finishDocuments(db, engine.providers, [
+        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
+      ]);
+      // not retracted under its worker (its next step's rows would fail on foreign keys)
+      const pages = async () =>
+        Number(
+          (
+            await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?', [
+              v1.documentId,
+            ])
+          )[0]!.n,
+        );
+      expect(await pages()).to.equal(1);
       // version 1 (a retry that ran long, another worker) finishes after version 2
       const [late] = await finishDocuments(db, engine.providers, [
         { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
@@ -336,11 +347,7 @@ for (const backend of testBackends()) {
         [1, 0, 'done'],
         [2, 1, 'done'],
       ]);
-      const [{ n }] = await db.query<{ n: number }>(
-        'SELECT COUNT(*) AS n FROM document_pages WHERE document_id = ?',
-        [v1.documentId],
-      );
-      expect(Number(n)).to.equal(0);
+      expect(await pages()).to.equal(0);
       await engine.close();
     });
   });

@@ -93,6 +93,21 @@ for (const backend of testBackends()) {
       expect(item!.last_error).to.contain(reason);
     });
 
+    it('does not queue again a document whose item is still in flight (finalized, checkpoints not yet written)', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'doc.md': ALPHA });
+      await run(source);
+      const plan = await planPipeline(db, engine.registry, 'versions');
+      // done and latest (finalize did that), its checkpoints and the closing of its item still to come
+      await db.run('DELETE FROM step_checkpoints');
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'processing', locked_by = 'w', locked_until = '2999-01-01 00:00:00.000'",
+      );
+      expect(await engine.requeueStale(plan, source, false)).to.equal(0);
+      await db.run("UPDATE pipeline_queue SET status = 'done', locked_by = NULL, locked_until = NULL");
+      expect(await engine.requeueStale(plan, source, false)).to.equal(1);
+    });
+
     it('does not bring back a version whose file was deleted when its retry comes after the deletion', async () => {
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder({ 'doc.md': ALPHA, 'other.md': BETA });
