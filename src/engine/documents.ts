@@ -40,14 +40,16 @@ export async function newestVersion(db: SqlExecutor, sourcePath: string): Promis
 
 /**
  * Why an existing document version must not be processed (again) now, or undefined when it may: its file was
- * deleted since, or a newer version of it exists (a queue item that comes back late: a retry after its file
- * changed, `cpe retry` of an old failure). Processing it would make it latest beside the newer version.
+ * deleted since, or a newer version of it is done (a queue item that comes back late: a retry after its file
+ * changed, `cpe retry` of an old failure). A newer version that failed or is still on its way supersedes
+ * nothing yet: the version before it stays the one searched (and may be reprocessed), and completion sorts out
+ * which is latest when both finish.
  */
 export async function supersededReason(db: SqlExecutor, doc: DocumentRow): Promise<string | undefined> {
   const what = `version ${doc.version} of ${doc.source_path} (document ${doc.id})`;
   if (doc.status === 'deleted') return `${what} was deleted (its file left the source)`;
   const [newer] = await db.query<{ id: number; version: number }>(
-    `SELECT id, version FROM documents WHERE source_path = ? AND version > ? AND status <> 'deleted'
+    `SELECT id, version FROM documents WHERE source_path = ? AND version > ? AND (is_latest = 1 OR status = 'done')
      ORDER BY version DESC LIMIT 1`,
     [doc.source_path, doc.version],
   );

@@ -448,8 +448,9 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         // will not be: failed, with the reason
         if (doc.status === 'pending' || doc.status === 'processing')
           await setDocumentStatus(db, doc.id, 'failed', `${superseded}; not processed`);
-        // what an earlier attempt left of it (a version in flight is not retracted when a newer one completes)
-        await engine.retract(doc.id);
+        // what an earlier attempt left of it (a version in flight is not retracted when a newer one completes);
+        // never the version searched now
+        if (Number(doc.is_latest) !== 1) await engine.retract(doc.id);
         await completeQueueItem(db, item.id, worker, `${superseded}; not processed`);
         log.info(`${superseded}; not processed`);
         return 'skipped';

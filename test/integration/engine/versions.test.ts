@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { sha256 } from '../../../src/util/hash.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
@@ -91,6 +92,32 @@ for (const backend of testBackends()) {
       );
       expect(item!.status).to.equal('done');
       expect(item!.last_error).to.contain(reason);
+    });
+
+    it('reprocesses the latest version after a config change although a newer version of its file failed', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'doc.md': ALPHA });
+      await run(source);
+      const [v1] = await versions();
+      // version 2 of the file failed for good (its content stays in the folder; the scan does not queue it again)
+      writeFileSync(path.join(source, 'doc.md'), BETA);
+      await db.run(
+        `INSERT INTO documents (filename, source_path, content_hash, status, version, is_latest, previous_version_id)
+         VALUES ('doc.md', ?, ?, 'failed', 2, 0, ?)`,
+        [path.join(source, 'doc.md'), sha256(BETA), v1!.id],
+      );
+      await db.run("UPDATE pipeline_steps SET config = '{\"value\": 3}' WHERE name = 'a'");
+      const summary = await runPipeline(engine, {
+        plan: await planPipeline(db, engine.registry, 'versions'),
+        concurrency: 1,
+        sourceDir: source,
+      });
+      expect(summary).to.include({ docsDone: 1, docsSkipped: 0 });
+      const rows = await versions();
+      expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+        [1, 1, 'done'],
+        [2, 0, 'failed'],
+      ]);
     });
 
     it('does not queue again a document whose item is still in flight (finalized, checkpoints not yet written)', async () => {
