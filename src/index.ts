@@ -14,6 +14,7 @@ import { type Plan, planPipeline } from './engine/plan.js';
 import { assertRegistryHealthy } from './engine/registry.js';
 import { type RunEvent, type RunSummary, runPipeline } from './engine/runner.js';
 import { type DocumentStatus, documentStatus, type StatusReport, statusReport } from './engine/status.js';
+import { CpeError, ErrorCodes } from './errors.js';
 
 export type { DocumentRef, Logger, StepContext, StepOutcome, StepPlugin } from './engine/plugin.js';
 export { ConfigError, CpeError, ErrorCodes, FileError, ProviderError } from './errors.js';
@@ -41,28 +42,58 @@ export interface Cpe {
 
 export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
   const engine = await openEngine(options);
-  const plan = async (pipeline?: string) => {
+  /** calls in progress: close() cancels the runs among them and waits for all before it closes the databases */
+  const inFlight = new Set<Promise<unknown>>();
+  const runs = new Set<AbortController>();
+  let closing: Promise<void> | undefined;
+  /** A call of the API: refused once close() was called, waited for by close() while it runs. */
+  const call = <T>(work: () => Promise<T>): Promise<T> => {
+    if (closing) return Promise.reject(new CpeError(ErrorCodes.USAGE, 'cpe is closed: close() was called'));
+    const promise = work();
+    inFlight.add(promise);
+    const forget = () => inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  };
+  const planned = (pipeline?: string) => {
     assertRegistryHealthy(engine.registry);
     return planPipeline(engine.dbs.content.sql, engine.registry, pipeline ?? engine.config.pipeline);
   };
+  const plan = (pipeline?: string) => call(() => planned(pipeline));
   return {
     engine,
     plan,
-    async run(runOptions = {}) {
-      const source = runOptions.source ?? engine.config.source;
-      return runPipeline(engine, {
-        plan: await plan(runOptions.pipeline),
-        sourceDir: source ? path.resolve(source) : undefined,
-        concurrency: runOptions.concurrency ?? engine.config.concurrency,
-        force: runOptions.force,
-        rehash: runOptions.rehash,
-        signal: runOptions.signal,
-        onEvent: runOptions.onEvent,
-        command: 'api',
-      });
+    run: (runOptions = {}) =>
+      call(async () => {
+        const source = runOptions.source ?? engine.config.source;
+        const cancel = new AbortController();
+        runs.add(cancel);
+        try {
+          return await runPipeline(engine, {
+            plan: await planned(runOptions.pipeline),
+            sourceDir: source ? path.resolve(source) : undefined,
+            concurrency: runOptions.concurrency ?? engine.config.concurrency,
+            force: runOptions.force,
+            rehash: runOptions.rehash,
+            signal: runOptions.signal ? AbortSignal.any([runOptions.signal, cancel.signal]) : cancel.signal,
+            onEvent: runOptions.onEvent,
+            command: 'api',
+          });
+        } finally {
+          runs.delete(cancel);
+        }
+      }),
+    status: () => call(() => statusReport(engine)),
+    document: (idOrPath) => call(() => documentStatus(engine, String(idOrPath))),
+    // runs in progress are cancelled (their items handed back) and every call is waited for: the databases are
+    // not closed under them
+    close: () => {
+      closing ??= (async () => {
+        for (const cancel of runs) cancel.abort(new CpeError(ErrorCodes.CANCELLED, 'cpe is closing'));
+        await Promise.allSettled([...inFlight]);
+        await engine.close();
+      })();
+      return closing;
     },
-    status: () => statusReport(engine),
-    document: (idOrPath) => documentStatus(engine, String(idOrPath)),
-    close: () => engine.close(),
   };
 }

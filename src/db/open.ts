@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { maskUrl } from '../util/credentials.js';
@@ -28,6 +28,8 @@ export interface OpenDatabase {
   location: string;
   /** migration versions applied while opening (empty when it was up to date) */
   applied: number[];
+  /** after the connection is closed: the file may be opened again in this process (SQLite) */
+  release?: () => void;
 }
 
 export interface Databases {
@@ -129,6 +131,14 @@ async function openOne(
     );
   }
   const file = path.join(settings.dataDir, role === 'content' ? 'ki_content.sqlite' : 'ki_dev.sqlite');
+  const key = path.join(realpathSync(settings.dataDir), path.basename(file));
+  if (openSqliteFiles.has(key))
+    throw new ConfigError(
+      ErrorCodes.CONFIG_INVALID,
+      `${file} is open already in this process: use the cpe opened on it (a second one waits for the first's ` +
+        'write lock with the only thread the first needs to release it)',
+    );
+  openSqliteFiles.add(key);
   const dataSource = new DataSource({
     type: 'better-sqlite3',
     database: file,
@@ -150,17 +160,39 @@ async function openOne(
       if (role === 'content') db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     },
   } as any);
-  await dataSource.initialize();
+  try {
+    await dataSource.initialize();
+  } catch (error) {
+    openSqliteFiles.delete(key);
+    throw error;
+  }
   const sql = new SqliteExecutor(dataSource, role === 'content' ? new WalCheckpointer(file) : undefined);
   return closedOnFailure(
     dataSource,
     async () => {
       const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
-      return { role, sql, dataSource, location: `sqlite:${file}`, applied };
+      return {
+        role,
+        sql,
+        dataSource,
+        location: `sqlite:${file}`,
+        applied,
+        release: () => openSqliteFiles.delete(key),
+      };
     },
-    () => sql.stopBackgroundWork(),
+    async () => {
+      openSqliteFiles.delete(key);
+      await sql.stopBackgroundWork();
+    },
   );
 }
+
+/**
+ * The SQLite files this process has open. better-sqlite3 waits for a lock synchronously (busy_timeout): a second
+ * connection of the same process waiting for the first's write lock blocks the thread the first needs to finish
+ * its transaction, for 30 s, then fails "database is locked". So a file is opened once per process.
+ */
+const openSqliteFiles = new Set<string>();
 
 /**
  * What follows opening a connection, with the connection closed when it fails (a migration refused, a server
@@ -198,6 +230,7 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
   } catch (error) {
     if (content.sql instanceof SqliteExecutor) await content.sql.stopBackgroundWork();
     await content.dataSource.destroy();
+    content.release?.();
     throw error;
   }
   return {
@@ -208,6 +241,8 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
       for (const db of [content, log])
         if (db.sql instanceof SqliteExecutor) await db.sql.stopBackgroundWork();
       await Promise.allSettled([content.dataSource.destroy(), log.dataSource.destroy()]);
+      content.release?.();
+      log.release?.();
     },
   };
 }

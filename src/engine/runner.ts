@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
-import { CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
+import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
 import {
@@ -141,7 +141,31 @@ export interface RunSummary extends RunTotals {
  * time, each through its DAG, independent branches concurrently), then run-scoped steps that wait for
  * documents. Every attempted step is recorded in ki_dev; a failing document never stops the run.
  */
-export async function runPipeline(engine: Engine, options: RunOptions): Promise<RunSummary> {
+/**
+ * The options as the run loop needs them: concurrency a whole number of at least 1, limit of at least 0. A caller of
+ * the programmatic API may pass anything (the CLI checks its flags): 0 made a run that claimed items and never
+ * started one, NaN one that did nothing and said ok.
+ */
+function checkedRunOptions(options: RunOptions): RunOptions {
+  const shown = (value: unknown) => (typeof value === 'string' ? JSON.stringify(value) : String(value));
+  const concurrency = Math.floor(Number(options.concurrency));
+  if (!(concurrency >= 1))
+    throw new ConfigError(
+      ErrorCodes.USAGE,
+      `concurrency must be a whole number of at least 1 (is ${shown(options.concurrency)})`,
+    );
+  if (options.limit === undefined) return { ...options, concurrency };
+  const limit = Math.floor(Number(options.limit));
+  if (!(limit >= 0))
+    throw new ConfigError(
+      ErrorCodes.USAGE,
+      `limit must be a whole number of at least 0 (is ${shown(options.limit)})`,
+    );
+  return { ...options, concurrency, limit };
+}
+
+export async function runPipeline(engine: Engine, given: RunOptions): Promise<RunSummary> {
+  const options = checkedRunOptions(given);
   const { plan } = options;
   // the process's other threads (V8's compiler and collector above all) yield to this one, which runs the pipeline
   if (engine.config.helperThreadNice > 0) lowerOtherThreads(engine.config.helperThreadNice);
@@ -192,8 +216,22 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
   const runController = new AbortController();
   const onAbort = () => runController.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  // a signal aborted before the run: cancelled from the start, nothing claimed
+  if (options.signal?.aborted) onAbort();
   const runLogger = runLog.logger({ runId });
-  options.onEvent?.({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
+  /**
+   * The caller's onEvent, whose failure is its own: logged, never the run's (a throw on document-finished was an
+   * unhandled rejection that ended the host process; on document-started it left claimed items locked).
+   */
+  const emit = (event: RunEvent) => {
+    if (!options.onEvent) return;
+    try {
+      options.onEvent(event);
+    } catch (error) {
+      runLogger.warn(`onEvent threw on '${event.type}' (ignored): ${describeError(error, 500)}`);
+    }
+  };
+  emit({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
   runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, {
     profile: engine.profile,
   });
@@ -314,7 +352,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
       if (result.status === 'ok') totals.stepsOk++;
       else if (result.status === 'skipped') totals.stepsSkipped++;
       else totals.stepsFailed++;
-      options.onEvent?.({
+      emit({
         type: 'step-finished',
         step: step.name,
         documentId,
@@ -734,7 +772,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
         running--;
         wake?.();
       };
-      options.onEvent?.({ type: 'document-started', item });
+      emit({ type: 'document-started', item });
       entry.promise = processItem(item, controller.signal, releaseSlot)
         .then(
           (status) => {
@@ -745,7 +783,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
               backpressure.succeeded();
             } else if (status === 'failed') totals.docsFailed++;
             else if (status === 'skipped') totals.docsSkipped++;
-            options.onEvent?.({ type: 'document-finished', item, documentId: item.document_id, status });
+            emit({ type: 'document-finished', item, documentId: item.document_id, status });
           },
           async (error) => {
             // an engine-level problem with this item (database, archive): the item fails, the run goes on
@@ -755,7 +793,7 @@ export async function runPipeline(engine: Engine, options: RunOptions): Promise<
             runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
             if (isRetryable(error)) backpressure.failed();
             await failQueueItem(db, item, worker, message, true).catch(() => undefined);
-            options.onEvent?.({
+            emit({
               type: 'document-finished',
               item,
               documentId: item.document_id,

@@ -47,9 +47,13 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
     mentions: number;
     documents: number;
   }>(
+    // the current versions' knowledge only, as the placements below: a version still on its way (or stopped)
+    // has mentions and relations already, which doubled edges and counts
     `SELECT e.id, e.name, e.type, e.description,
-            (SELECT COUNT(*) FROM entity_mentions m WHERE m.entity_id = e.id) AS mentions,
-            (SELECT COUNT(DISTINCT m.document_id) FROM entity_mentions m WHERE m.entity_id = e.id) AS documents
+            (SELECT COUNT(*) FROM entity_mentions m JOIN documents d ON d.id = m.document_id
+              WHERE m.entity_id = e.id AND d.is_latest = 1) AS mentions,
+            (SELECT COUNT(DISTINCT m.document_id) FROM entity_mentions m JOIN documents d ON d.id = m.document_id
+              WHERE m.entity_id = e.id AND d.is_latest = 1) AS documents
        FROM entities e ORDER BY e.id`,
   );
   const relations = await db.query<{
@@ -62,8 +66,10 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
     document_id: number;
     chunk_id: number | null;
   }>(
-    `SELECT id, source_entity_id, target_entity_id, relation_type, description, confidence, document_id, chunk_id
-       FROM entity_relations ORDER BY id`,
+    `SELECT r.id, r.source_entity_id, r.target_entity_id, r.relation_type, r.description, r.confidence,
+            r.document_id, r.chunk_id
+       FROM entity_relations r JOIN documents d ON d.id = r.document_id
+      WHERE d.is_latest = 1 ORDER BY r.id`,
   );
   const terms = await db.query<{
     id: number;
@@ -85,15 +91,17 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
       WHERE d.is_latest = 1 ORDER BY dt.id`,
   );
 
-  const nodes: GraphNode[] = entities.map((e) => ({
-    id: `e${e.id}`,
-    kind: 'entity',
-    label: e.name,
-    type: e.type,
-    ...(e.description ? { description: e.description } : {}),
-    mentions: Number(e.mentions),
-    documents: Number(e.documents),
-  }));
+  const nodes: GraphNode[] = entities
+    .filter((e) => Number(e.mentions) > 0)
+    .map((e) => ({
+      id: `e${e.id}`,
+      kind: 'entity',
+      label: e.name,
+      type: e.type,
+      ...(e.description ? { description: e.description } : {}),
+      mentions: Number(e.mentions),
+      documents: Number(e.documents),
+    }));
   for (const t of terms) {
     nodes.push({
       id: `t${t.id}`,
@@ -108,17 +116,20 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
   for (const [id, label] of [...documents.entries()].sort((a, b) => a[0] - b[0]))
     nodes.push({ id: `d${id}`, kind: 'document', label });
 
-  const edges: GraphEdge[] = relations.map((r) => ({
-    id: `r${r.id}`,
-    source: `e${r.source_entity_id}`,
-    target: `e${r.target_entity_id}`,
-    kind: 'relation',
-    label: r.relation_type,
-    ...(r.description ? { description: r.description } : {}),
-    ...(r.confidence !== null ? { confidence: Number(r.confidence) } : {}),
-    documentId: Number(r.document_id),
-    ...(r.chunk_id !== null ? { chunkId: Number(r.chunk_id) } : {}),
-  }));
+  const entityNodes = new Set(nodes.map((n) => n.id));
+  const edges: GraphEdge[] = relations
+    .filter((r) => entityNodes.has(`e${r.source_entity_id}`) && entityNodes.has(`e${r.target_entity_id}`))
+    .map((r) => ({
+      id: `r${r.id}`,
+      source: `e${r.source_entity_id}`,
+      target: `e${r.target_entity_id}`,
+      kind: 'relation',
+      label: r.relation_type,
+      ...(r.description ? { description: r.description } : {}),
+      ...(r.confidence !== null ? { confidence: Number(r.confidence) } : {}),
+      documentId: Number(r.document_id),
+      ...(r.chunk_id !== null ? { chunkId: Number(r.chunk_id) } : {}),
+    }));
   for (const t of terms) {
     if (t.parent_id !== null)
       edges.push({
@@ -142,13 +153,22 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
   return { nodes, edges };
 }
 
+/**
+ * Text as XML 1.0 character data or attribute value: the characters XML does not allow (C0 controls but tab,
+ * newline and carriage return; U+FFFE, U+FFFF; lone surrogates) are left out, a carriage return is written as a
+ * reference (a parser would read it as a newline), and the markup characters are escaped.
+ */
 const escapeXml = (text: string): string =>
   text
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
+    .replace(
+      /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+      '',
+    )
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
     .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
+    .replace(/"/g, '&quot;')
+    .replace(/\r/g, '&#13;');
 
 const NODE_KEYS: Array<{ key: keyof GraphNode; type: 'string' | 'int' }> = [
   { key: 'kind', type: 'string' },

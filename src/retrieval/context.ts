@@ -39,7 +39,8 @@ export function formatSourceBlock(n: number, hit: Pick<SearchHit, 'document_titl
 /**
  * Context for an LLM prompt, as the original system built it: the hits sorted by score, each as
  * `[Quelle N: <title>]` + newline + content, joined by a `---` separator, stopping before the block that would
- * pass the token budget. Returns the text and the sources it cites, in the same order.
+ * pass the token budget (the best hit alone over the budget is cut to it). Returns the text and the sources it
+ * cites, in the same order.
  */
 export async function buildContext(
   services: RetrievalServices,
@@ -67,10 +68,17 @@ export function assembleContext(hits: readonly SearchHit[], maxTokens: number): 
   let tokens = 0;
   for (const hit of sorted) {
     const n = blocks.length + 1;
-    const block = formatSourceBlock(n, hit);
+    let block = formatSourceBlock(n, hit);
     // the whole candidate is counted (not a sum of parts), so the budget holds for the text actually returned
-    const candidate = blocks.length === 0 ? block : text + CONTEXT_SEPARATOR + block;
-    const candidateTokens = countTokens(candidate);
+    let candidate = blocks.length === 0 ? block : text + CONTEXT_SEPARATOR + block;
+    let candidateTokens = countTokens(candidate);
+    if (candidateTokens > maxTokens && blocks.length === 0) {
+      // the best hit alone is over the budget: its start, cut at a word, rather than no context at all (an
+      // assistant told "no matching sources" while the best match was there)
+      block = candidate = trimmedBlock(n, hit, maxTokens);
+      candidateTokens = countTokens(candidate);
+      if (block === '') break;
+    }
     if (candidateTokens > maxTokens) break;
     blocks.push(block);
     text = candidate;
@@ -87,4 +95,26 @@ export function assembleContext(hits: readonly SearchHit[], maxTokens: number): 
     });
   }
   return { text, sources, tokens };
+}
+
+/**
+ * The source block of `hit` with as much of its content as fits `maxTokens`, cut at a word and marked "…";
+ * '' when not even the heading line fits.
+ */
+function trimmedBlock(n: number, hit: SearchHit, maxTokens: number): string {
+  const fits = (chars: number) => {
+    const cut = hit.content.slice(0, chars);
+    const atWord = chars < hit.content.length ? cut.replace(/\s+\S*$/, '') : cut;
+    const block = formatSourceBlock(n, { ...hit, content: `${atWord} …` });
+    return countTokens(block) <= maxTokens ? block : undefined;
+  };
+  if (!fits(0)) return '';
+  let low = 0;
+  let high = hit.content.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid - 1;
+  }
+  return fits(low) ?? '';
 }

@@ -117,10 +117,12 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
           );
         return EXIT_OK;
       }
-      const { resolvePromptTemplate } = await retrieval.prompts();
-      const prompt = resolvePromptTemplate('ask')
-        .replaceAll('{{question}}', args.query)
-        .replaceAll('{{context}}', context.text || '(keine passenden Quellen gefunden)');
+      const { fillPrompt, resolvePromptTemplate } = await retrieval.prompts();
+      // filled verbatim: "$&", "$$" or "{{context}}" in the question or a source are text, not patterns
+      const prompt = fillPrompt(resolvePromptTemplate('ask'), {
+        question: args.query,
+        context: context.text || '(keine passenden Quellen gefunden)',
+      });
       const result = await resolution.llm.generate<Answer>({
         prompt,
         schema: answerSchema,

@@ -32,4 +32,60 @@ describe('the programmatic API', () => {
       await setup.cleanup();
     }
   });
+
+  it('refuses a second cpe on the same SQLite files in one process (it would stall the thread for 30 s)', async () => {
+    const setup = createTestSetup('sqlite');
+    const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    try {
+      await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir }).then(
+        () => expect.fail('a second cpe opened the same files'),
+        (error: Error) =>
+          expect(error.message).to.match(/ki_content\.sqlite is open already in this process/),
+      );
+    } finally {
+      await cpe.close();
+    }
+    const again = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    await again.close();
+    await setup.cleanup();
+  });
+
+  it('close() cancels a run in progress and waits for it; calls after close() are refused with a cpe error', async () => {
+    const setup = createTestSetup('sqlite', { plugins: [fixturePlugins] });
+    let cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    try {
+      await insertPipeline(cpe.engine.dbs.content.sql, 'slow', [
+        { name: 'detect', type: 'detect' },
+        { name: 'nap', type: 'sleep', config: { ms: 300 } },
+      ]);
+      let closed: Promise<void> | undefined;
+      const summary = await cpe.run({
+        pipeline: 'slow',
+        source: makeSourceFolder(generatedDocuments(6, 'slow')),
+        concurrency: 1,
+        onEvent: (e) => {
+          if (e.type === 'document-started') closed ??= cpe.close();
+        },
+      });
+      expect(summary.status).to.equal('cancelled');
+      await closed;
+      for (const call of [() => cpe.status(), () => cpe.plan('slow'), () => cpe.run({ pipeline: 'slow' })])
+        await call().then(
+          () => expect.fail('a call after close() ran'),
+          (error: Error & { code?: string }) => {
+            expect(error.code).to.equal('USAGE');
+            expect(error.message).to.equal('cpe is closed: close() was called');
+          },
+        );
+      await cpe.close(); // twice: fine
+      // nothing was left locked: the same process opens it again and finishes the work
+      cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+      const rest = await cpe.run({ pipeline: 'slow', concurrency: 2 });
+      expect(rest.status).to.equal('ok');
+      expect((await cpe.status()).queue).to.not.have.property('processing');
+    } finally {
+      await cpe.close();
+      await setup.cleanup();
+    }
+  });
 });

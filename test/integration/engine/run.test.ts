@@ -268,6 +268,47 @@ for (const backend of testBackends()) {
       }
     });
 
+    it("survives a caller's onEvent that throws; a signal aborted before the run cancels it at once", async () => {
+      await insertPipeline(engine.dbs.content.sql, 'events', [
+        { name: 'detect', type: 'detect' },
+        { name: 'a', type: 'double' },
+      ]);
+      const source = makeSourceFolder(generatedDocuments(3, 'events'));
+      const thrown = await runPipeline(engine, {
+        plan: await plan('events'),
+        sourceDir: source,
+        concurrency: 2,
+        onEvent: (event) => {
+          if (event.type !== 'step-finished') throw new Error(`callback bug on ${event.type}`);
+        },
+      });
+      expect(thrown).to.include({ status: 'ok', docsDone: 3, docsFailed: 0 });
+      const warned = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
+        [thrown.runId],
+      );
+      expect(
+        warned.some((w) => w.message.startsWith("onEvent threw on 'document-finished' (ignored)")),
+      ).to.equal(true);
+
+      const aborted = new AbortController();
+      aborted.abort();
+      writeFileSync(path.join(source, 'events-neu.md'), '# Neu\n\nNoch ein Dokument.\n');
+      const cancelled = await runPipeline(engine, {
+        plan: await plan('events'),
+        sourceDir: source,
+        concurrency: 2,
+        signal: aborted.signal,
+      });
+      expect(cancelled).to.include({ status: 'cancelled', docsDone: 0 });
+      for (const concurrency of [0, -1, Number.NaN])
+        await runPipeline(engine, { plan: await plan('events'), concurrency }).then(
+          () => expect.fail(`concurrency ${concurrency} was taken`),
+          (error: Error) =>
+            expect(error.message).to.match(/^concurrency must be a whole number of at least 1/),
+        );
+    });
+
     it('ends a cancelled run although a step never settles: run cancelled, its item handed back', async () => {
       await insertPipeline(engine.dbs.content.sql, 'stuck', [
         { name: 'detect', type: 'detect' },
@@ -490,7 +531,7 @@ for (const backend of testBackends()) {
     const claimLimit = (sql: string): number | undefined => {
       const claim =
         /^UPDATE pipeline_queue SET status = 'processing'[\s\S]*LIMIT (\d+)\)\s*RETURNING/.exec(sql) ??
-        /^SELECT id FROM pipeline_queue WHERE status = 'pending' ORDER BY id LIMIT (\d+) FOR UPDATE/.exec(
+        /^SELECT id FROM pipeline_queue (?:FORCE INDEX \(\w+\) )?WHERE status = 'pending'\s+ORDER BY id LIMIT (\d+) FOR UPDATE/.exec(
           sql,
         );
       return claim ? Number(claim[1]) : undefined;

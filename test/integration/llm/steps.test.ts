@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { XMLValidator } from 'fast-xml-parser';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { exportGraph } from '../../../src/knowledge/graph-export.js';
 import { retractDocumentKnowledge } from '../../../src/knowledge/retract.js';
@@ -459,6 +460,34 @@ describe('LLM steps on a real database', function () {
     expect(graphml.match(/<node /g)?.length).to.equal(json.nodes.length);
     expect(graphml.match(/<edge /g)?.length).to.equal(json.edges.length);
     expect(graphml).to.contain('<data key="n_label">Ausbildungsvertrag</data>');
+  });
+
+  it("exports only the current versions' knowledge, as well-formed GraphML whatever the names hold", async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', title: 'Ausbildung', chunks: CHUNKS });
+    for (const plugin of [entityExtract, relationExtract]) await runStep(plugin, t.db, a.ref, claude());
+    const before = JSON.parse(await exportGraph(t.db, 'json'));
+    // a newer version on its way (not latest yet) has its own mentions and relations already
+    const b = await insertDocument(t.db, {
+      filename: 'a.md',
+      version: 2,
+      previousVersionId: a.ref.id,
+      chunks: CHUNKS,
+    });
+    await t.db.run('UPDATE documents SET is_latest = 0 WHERE id = ?', [b.ref.id]);
+    for (const plugin of [entityExtract, relationExtract]) await runStep(plugin, t.db, b.ref, claude());
+    const after = JSON.parse(await exportGraph(t.db, 'json'));
+    expect(after.edges.length).to.equal(before.edges.length);
+    expect(after.nodes.map((n: any) => [n.id, n.mentions])).to.deep.equal(
+      before.nodes.map((n: any) => [n.id, n.mentions]),
+    );
+    // a name with a character XML 1.0 does not allow and a carriage return (a lone surrogate does not survive
+    // the database's UTF-8: it comes back as U+FFFD)
+    await t.db.run('UPDATE entities SET name = ? WHERE id = (SELECT MIN(id) FROM entities)', [
+      'Team \uffff <&> "x"\r\nEnde',
+    ]);
+    const graphml = await exportGraph(t.db, 'graphml');
+    expect(XMLValidator.validate(graphml)).to.equal(true);
+    expect(graphml).to.contain('Team  &lt;&amp;&gt; &quot;x&quot;&#13;\nEnde');
   });
 
   describe('with Ollama chat', () => {

@@ -69,6 +69,14 @@ describe('context assembly', () => {
     });
     expect(assembleContext(hits, 5).text).to.equal('');
   });
+
+  it('cuts the best hit to the budget at a word when it alone is over it, instead of giving no context', () => {
+    const long = hit(0.9, 'Langes', Array.from({ length: 400 }, (_, i) => `Wort${i}`).join(' '));
+    const context = assembleContext([long, hit(0.5, 'Kurz', 'kurz')], 60);
+    expect(context.sources.map((s) => s.title)).to.deep.equal(['Langes']);
+    expect(context.tokens).to.be.at.most(60);
+    expect(context.text).to.match(/^\[Quelle 1: Langes\]\nWort0 Wort1 .* Wort\d+ …$/);
+  });
 });
 
 describe('plain-text renderers', () => {
