@@ -3,7 +3,7 @@
  * its Markdown text (emphasis, links, inline HTML stay as written) so nothing is lost or interpreted; only
  * pure markup is dropped: the front matter (parsed into metadata), thematic breaks, HTML comments (not shown;
  * a heading commented out is no section), and the fence lines of pandoc/Quarto divs (`::: {.callout-note}`),
- * whose content is kept.
+ * whose content is kept (and a callout's `title="..."`, which is shown, as a paragraph).
  *
  * Decisions: headings are stored without the `#` marks, without a trailing pandoc attribute block
  * (`{#sec-id}`) and without backslash escapes (`Nutzer\*innen` is the heading "Nutzer*innen": heading paths
@@ -23,6 +23,8 @@ import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
 const DIV_FENCE = /^ {0,3}:{3,}/;
+/** the title attribute of a pandoc/Quarto div fence */
+const DIV_TITLE = /\btitle="([^"]*)"/;
 const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const SETEXT_1 = /^ {0,3}=+[ \t]*$/;
 const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
@@ -307,6 +309,9 @@ class BlockReader {
     if (fence && !(fence[2]!.startsWith('`') && fence[3]!.includes('`'))) return this.fencedCode(fence[2]!);
     if (DIV_FENCE.test(line)) {
       this.flushAll();
+      // a callout's title is shown: kept (`::: {.callout-note title="Zusammenfassung"}`)
+      const title = DIV_TITLE.exec(line)?.[1]?.trim();
+      if (title) this.builder.add('paragraph', title);
       return i + 1;
     }
     const atx = atxHeading(line);

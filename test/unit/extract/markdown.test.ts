@@ -84,11 +84,12 @@ describe('extract/markdown', () => {
     ]);
   });
 
-  it('drops pandoc/Quarto div fences but keeps their content, and drops thematic breaks', async () => {
+  it('drops pandoc/Quarto div fences but keeps their content and a callout title, and drops thematic breaks', async () => {
     const doc = await md(
       '::: {.callout-note title="Zusammenfassung"}\n\nDieses **Kapitel** erklärt [Datenschutz](#datenschutz).\n\n:::\n\n----\n\n> Zitat\n> weiter\n',
     );
     expect(blocks(doc)).to.deep.equal([
+      ['paragraph', 'Zusammenfassung'],
       ['paragraph', 'Dieses **Kapitel** erklärt [Datenschutz](#datenschutz).'],
       ['paragraph', '> Zitat\n> weiter'],
     ]);
