@@ -96,7 +96,9 @@ export function loadConfig(
   }
   for (const [key, value] of Object.entries(options.flags ?? {})) {
     if (value === undefined) continue;
-    merged[key] = pathKeys.has(key as keyof AppConfig) ? path.resolve(cwd, value as string) : value;
+    // a path that is not text (a caller of the API passing a number) is left to the schema check, which names it
+    merged[key] =
+      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' ? path.resolve(cwd, value) : value;
     sources[key as keyof AppConfig] = 'flag';
   }
 

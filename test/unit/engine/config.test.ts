@@ -105,6 +105,13 @@ describe('configuration', () => {
     );
   });
 
+  it('names a path flag of the wrong type (from a JavaScript caller) instead of failing in path.resolve', () => {
+    expect(() => loadConfig({ cwd: dir(), env: {}, flags: { dataDir: 42 as unknown as string } })).to.throw(
+      ConfigError,
+      /flag: dataDir must be string/,
+    );
+  });
+
   it('splits CPE_PLUGIN_DIRS on the path delimiter', () => {
     const loaded = loadConfig({ cwd: dir(), env: { CPE_PLUGIN_DIRS: ['/a', '/b'].join(path.delimiter) } });
     expect(loaded.config.plugins).to.deep.equal(['/a', '/b']);
