@@ -1,10 +1,13 @@
 -- Seeded pipelines. Plain SQL for the mysql/mariadb client and for `cpe db seed` (SQLite and MariaDB).
--- Idempotent: a row is inserted only when it is missing, so re-seeding never overwrites your edits.
+-- Idempotent: a row is inserted only when it is missing, so re-seeding never overwrites your edits (a step you
+-- deleted or renamed, or a renamed pipeline, is missing, though: `cpe db seed` adds it again). Standard becomes
+-- the default pipeline only when no pipeline is.
 -- depends_on NULL means: after the previous enabled step by sort_order.
 
 -- Standard
 INSERT INTO pipeline_configs (name, description, is_default, status)
-  SELECT 'Standard', 'Standardpipeline: erkennen, Text extrahieren, in Abschnitte teilen, einbetten, analysieren (LLM, sofern konfiguriert).', 1, 'active' FROM (SELECT 1 AS one) AS seed
+  SELECT 'Standard', 'Standardpipeline: erkennen, Text extrahieren, in Abschnitte teilen, einbetten, analysieren (LLM, sofern konfiguriert).',
+    CASE WHEN EXISTS (SELECT 1 FROM pipeline_configs WHERE is_default = 1) THEN 0 ELSE 1 END, 'active' FROM (SELECT 1 AS one) AS seed
   WHERE NOT EXISTS (SELECT 1 FROM pipeline_configs WHERE name = 'Standard');
 INSERT INTO pipeline_steps (pipeline_id, name, step_type, sort_order, enabled, config, depends_on)
   SELECT p.id, 'detect', 'detect', 10, 1, NULL, NULL FROM pipeline_configs p

@@ -56,7 +56,8 @@ export function loadConfig(
   let fileValues: Record<string, unknown> = {};
   if (existsSync(configFile)) {
     try {
-      fileValues = JSON.parse(readFileSync(configFile, 'utf8'));
+      // a byte order mark (Windows editors write one) is not JSON: left out
+      fileValues = JSON.parse(readFileSync(configFile, 'utf8').replace(/^\uFEFF/, ''));
     } catch (error) {
       throw new ConfigError(
         ErrorCodes.CONFIG_INVALID,
@@ -77,8 +78,9 @@ export function loadConfig(
       problems.push(`${configFile}: unknown key "${key}"${hint}`);
       continue;
     }
+    // an empty path stays empty, for the schema to refuse (resolved, it was the folder itself)
     merged[key] =
-      pathKeys.has(key as keyof AppConfig) && typeof value === 'string'
+      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' && value !== ''
         ? path.resolve(path.dirname(configFile), value)
         : value;
     if (key === 'plugins' && Array.isArray(value)) {
@@ -98,7 +100,9 @@ export function loadConfig(
     if (value === undefined) continue;
     // a path that is not text (a caller of the API passing a number) is left to the schema check, which names it
     merged[key] =
-      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' ? path.resolve(cwd, value) : value;
+      pathKeys.has(key as keyof AppConfig) && typeof value === 'string' && value !== ''
+        ? path.resolve(cwd, value)
+        : value;
     sources[key as keyof AppConfig] = 'flag';
   }
 

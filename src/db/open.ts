@@ -164,6 +164,14 @@ async function openOne(
     await dataSource.initialize();
   } catch (error) {
     openSqliteFiles.delete(key);
+    // a folder or file this user may not write (better-sqlite3 says only "attempt to write a readonly database")
+    const code = (error as { code?: string }).code ?? '';
+    if (/^SQLITE_(READONLY|CANTOPEN|PERM|AUTH)/.test(code))
+      throw new ConfigError(
+        ErrorCodes.CONFIG_INVALID,
+        `${file} cannot be opened for writing (${code}: ${(error as Error).message}): the data folder must be writable; set --data-dir or CPE_DATA_DIR`,
+        { cause: error },
+      );
     throw error;
   }
   const sql = new SqliteExecutor(dataSource, role === 'content' ? new WalCheckpointer(file) : undefined);
@@ -222,6 +230,18 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
     const derived = parseDatabaseUrl(settings.dbUrl);
     derived.pathname = '/ki_dev';
     logUrl = derived.toString();
+  }
+  // one database for both: their migrations share one record and contradict each other ("migrated by a newer cpe")
+  if (settings.dbUrl && logUrl) {
+    const where = (url: string) => {
+      const u = parseDatabaseUrl(url.replace(/^mariadb:/, 'mysql:'));
+      return `${u.hostname}:${u.port || '3306'}/${databaseName(url.replace(/^mariadb:/, 'mysql:'))}`;
+    };
+    if (where(settings.dbUrl) === where(logUrl))
+      throw new ConfigError(
+        ErrorCodes.CONFIG_INVALID,
+        `ki_content and ki_dev are one database (${maskUrl(settings.dbUrl)}): give each its own (CPE_DB_URL, CPE_LOG_DB_URL)`,
+      );
   }
   const content = await openOne('content', settings, settings.dbUrl);
   let log: OpenDatabase;

@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, ErrorCodes } from '../errors.js';
@@ -28,6 +28,9 @@ async function ensureTypeScriptLoader(file: string): Promise<void> {
   if (tsxRegistered || !/\.m?ts$/.test(file) || process.execArgv.some((a) => a.includes('tsx'))) return;
   const { register } = await import('tsx/esm/api');
   register();
+  // a .ts file in a folder without `"type": "module"` is loaded as CommonJS: that loader needs tsx too
+  const { register: registerCommonJs } = await import('tsx/cjs/api');
+  registerCommonJs();
   tsxRegistered = true;
 }
 
@@ -68,8 +71,13 @@ async function loadModule(file: string): Promise<{ plugin?: StepPlugin; problems
   try {
     await ensureTypeScriptLoader(file);
     const mod = await import(pathToFileURL(file).href);
-    const problems = checkContract(mod.default);
-    return problems.length ? { problems } : { plugin: mod.default as StepPlugin, problems };
+    // a module compiled to CommonJS (a .ts file in a folder that is not "type": "module") comes back as
+    // { default: module.exports }, its own default export one level down
+    const inner = mod.default as { default?: unknown; type?: unknown } | undefined;
+    const exported =
+      inner && typeof inner === 'object' && 'default' in inner && !('type' in inner) ? inner.default : inner;
+    const problems = checkContract(exported);
+    return problems.length ? { problems } : { plugin: exported as StepPlugin, problems };
   } catch (error) {
     return { problems: [`cannot be loaded: ${(error as Error).message.split('\n')[0]}`] };
   }
@@ -97,7 +105,17 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
     }
   }
 
+  // a folder named twice (relative and absolute, with a trailing slash) is read once, not a clash with itself
+  const seenDirs = new Set<string>();
   for (const dir of pluginDirs) {
+    let real: string;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      real = path.resolve(dir); // missing: reported below when it is read
+    }
+    if (seenDirs.has(real)) continue;
+    seenDirs.add(real);
     let files: string[];
     try {
       files = listModules(dir);

@@ -14,7 +14,8 @@ export function maskUrl(url: string): string {
   }
 }
 
-const USERINFO = /\/\/([^\s:/@]+):[^\s@/]*@/g;
+/** `//user:password@`; the password up to the `@`, a `/` in it included (a URL with one does not parse) */
+const USERINFO = /\/\/([^\s:/@]+):[^\s@]*@/g;
 
 /**
  * Any text with the passwords of the URLs in it masked: an error message or log line that quotes a configured URL

@@ -1,4 +1,5 @@
-import { chmodSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -138,6 +139,13 @@ for (const backend of testBackends()) {
         expect(badUrl.code, url).to.equal(2);
         expect(badUrl.stderr, url).to.contain(message);
       }
+      const oneDb = await runCli(['status'], {
+        ...setup.env,
+        CPE_DB_URL: 'mysql://root@127.0.0.1:3306/cpe_same',
+        CPE_LOG_DB_URL: 'mysql://root@127.0.0.1:3306/cpe_same',
+      });
+      expect(oneDb.code).to.equal(2);
+      expect(oneDb.stderr).to.contain('ki_content and ki_dev are one database');
     });
 
     it('turns SIGINT into a cancelled run with nothing left locked', async () => {
@@ -330,5 +338,46 @@ describe('cpe run over folders it cannot list', function () {
 
     const status = JSON.parse((await runCli(['status', '--json'], env, undefined, 60000, as)).stdout);
     expect(status.documents).to.deep.include({ done: 2 });
+
+    // a data folder this user may not write: the configuration's error, naming the file
+    chmodSync(path.join(dir, 'data'), 0o555);
+    for (const name of ['ki_content.sqlite', 'ki_content.sqlite-wal', 'ki_content.sqlite-shm'])
+      if (existsSync(path.join(dir, 'data', name))) chmodSync(path.join(dir, 'data', name), 0o444);
+    const readOnly = await runCli(['status'], env, undefined, 60000, as);
+    chmodSync(path.join(dir, 'data'), 0o777);
+    expect(readOnly.code, readOnly.stderr).to.equal(2);
+    expect(readOnly.stderr).to.contain(
+      `${path.join(dir, 'data', 'ki_content.sqlite')} cannot be opened for writing`,
+    );
+  });
+});
+
+describe('custom TypeScript step plugins', function () {
+  this.timeout(120000);
+  it('loads a .ts plugin from a folder that is not "type": "module" (the compiled CLI, without a TypeScript loader)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-ts-plugin-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'einfach.ts'),
+        [
+          "import path from 'node:path';",
+          'interface Cfg { wort: string }',
+          "const plugin = { type: 'einfach', description: `einfach ${path.sep}`, scope: 'document' as const,",
+          "  configSchema: { type: 'object', properties: { wort: { type: 'string', default: 'Feedback' } } },",
+          '  async run(ctx: any) { const c: Cfg = ctx.config; ctx.report({ itemsIn: c.wort.length }); } };',
+          'export default plugin;',
+        ].join('\n'),
+      );
+      const result = spawnSync(process.execPath, [path.join(projectRoot, 'bin/cpe.js'), 'steps', '--json'], {
+        env: { PATH: process.env.PATH, CPE_DATA_DIR: path.join(dir, 'data'), CPE_PLUGIN_DIRS: dir },
+        cwd: dir,
+        encoding: 'utf8',
+      });
+      expect(result.status, result.stderr).to.equal(0);
+      const steps = JSON.parse(result.stdout).steps as Array<{ type: string; source: string }>;
+      expect(steps.find((s) => s.type === 'einfach')?.source).to.equal(path.join(dir, 'einfach.ts'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

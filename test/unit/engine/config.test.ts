@@ -7,6 +7,7 @@ import { describeConfig, loadConfig } from '../../../src/config/load.js';
 import { configSchema } from '../../../src/config/schema.js';
 import { describeProfile } from '../../../src/engine/providers.js';
 import { ConfigError, describeError } from '../../../src/errors.js';
+import { maskUrl } from '../../../src/util/credentials.js';
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
 
@@ -99,6 +100,10 @@ describe('configuration', () => {
     for (const secret of ['OPass9', 'QPass9', 'APass9', 'sk-ant-secret'])
       expect(shown).to.not.contain(secret);
     expect(shown).to.contain('http://u:***@gpu1:11434').and.contain('http://qu:***@qdrant:6333');
+    // a password with an unencoded "/" (such a URL does not parse) is masked too
+    expect(maskUrl('mysql://root:ab/cd9Secret@127.0.0.1:3306/ki_content')).to.equal(
+      'mysql://root:***@127.0.0.1:3306/ki_content',
+    );
     // an error message quoting a configured URL, as it reaches ki_dev and the queue
     expect(describeError(new Error('Ollama http://u:OPass9@gpu1:11434 answered 400: bad'))).to.equal(
       'Ollama http://u:***@gpu1:11434 answered 400: bad',
@@ -110,6 +115,13 @@ describe('configuration', () => {
       ConfigError,
       /flag: dataDir must be string/,
     );
+  });
+
+  it('refuses empty paths (they resolved to the working folder) and reads a config file with a BOM', () => {
+    const cwd = dir();
+    expect(() => loadConfig({ cwd, env: {}, flags: { source: '' } })).to.throw(ConfigError, /source/);
+    writeFileSync(path.join(cwd, 'cpe.config.json'), '\uFEFF{"concurrency": 3}');
+    expect(loadConfig({ cwd, env: {} }).config.concurrency).to.equal(3);
   });
 
   it('splits CPE_PLUGIN_DIRS on the path delimiter', () => {
