@@ -362,7 +362,7 @@ describe('custom TypeScript step plugins', function () {
         [
           "import path from 'node:path';",
           'interface Cfg { wort: string }',
-          "const plugin = { type: 'einfach', description: `einfach ${path.sep}`, scope: 'document' as const,",
+          "const plugin = { type: 'einfach', description: 'einfach ' + path.sep, scope: 'document' as const,",
           "  configSchema: { type: 'object', properties: { wort: { type: 'string', default: 'Feedback' } } },",
           '  async run(ctx: any) { const c: Cfg = ctx.config; ctx.report({ itemsIn: c.wort.length }); } };',
           'export default plugin;',
