@@ -234,8 +234,9 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
   // one database for both: their migrations share one record and contradict each other ("migrated by a newer cpe")
   if (settings.dbUrl && logUrl) {
     const where = (url: string) => {
-      const u = parseDatabaseUrl(url.replace(/^mariadb:/, 'mysql:'));
-      return `${u.hostname}:${u.port || '3306'}/${databaseName(url.replace(/^mariadb:/, 'mysql:'))}`;
+      const mysqlUrl = url.replace(/^mariadb:/, 'mysql:');
+      const { hostname, port } = parseDatabaseUrl(mysqlUrl);
+      return `${hostname}:${port || '3306'}/${databaseName(mysqlUrl)}`;
     };
     if (where(settings.dbUrl) === where(logUrl))
       throw new ConfigError(
@@ -248,21 +249,27 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
   try {
     log = await openOne('log', settings, logUrl);
   } catch (error) {
-    if (content.sql instanceof SqliteExecutor) await content.sql.stopBackgroundWork();
-    await content.dataSource.destroy();
-    content.release?.();
+    await closeDatabase(content);
     throw error;
   }
   return {
     content,
     log,
     async close() {
-      // the checkpoint thread's connection closes first: the last connection to close checkpoints and removes the log
-      for (const db of [content, log])
-        if (db.sql instanceof SqliteExecutor) await db.sql.stopBackgroundWork();
-      await Promise.allSettled([content.dataSource.destroy(), log.dataSource.destroy()]);
-      content.release?.();
-      log.release?.();
+      await Promise.allSettled([closeDatabase(content), closeDatabase(log)]);
     },
   };
+}
+
+/**
+ * Closes one database: the checkpoint thread's connection first (the last connection to close checkpoints and
+ * removes the log), then its own; the file may then be opened again in this process.
+ */
+async function closeDatabase(db: OpenDatabase): Promise<void> {
+  try {
+    if (db.sql instanceof SqliteExecutor) await db.sql.stopBackgroundWork();
+    await db.dataSource.destroy();
+  } finally {
+    db.release?.();
+  }
 }

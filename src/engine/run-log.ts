@@ -170,12 +170,13 @@ export class RunLog {
   logger(scope: { runId: number | null; stepName?: string | null; documentId?: number | null }): Logger {
     const write = (level: LogLevel) => (message: string, context?: Record<string, unknown>) => {
       if (LEVELS[level] < LEVELS[this.minLevel]) return;
+      const shown = redactCredentials(clipText(message));
       this.logRows.push([
         scope.runId,
         level,
         scope.stepName ?? null,
         scope.documentId ?? null,
-        redactCredentials(clipText(message)),
+        shown,
         context ? redactCredentials(safeJson(context)) : null,
         sqlTime(),
       ]);
@@ -183,7 +184,7 @@ export class RunLog {
         const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null]
           .filter(Boolean)
           .join(' ');
-        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${redactCredentials(clipText(message))}`);
+        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${shown}`);
       }
       this.schedule();
     };

@@ -137,11 +137,6 @@ export interface RunSummary extends RunTotals {
 }
 
 /**
- * Runs a plan: run-scoped steps without document dependencies first, then the queued documents (several at a
- * time, each through its DAG, independent branches concurrently), then run-scoped steps that wait for
- * documents. Every attempted step is recorded in ki_dev; a failing document never stops the run.
- */
-/**
  * The options as the run loop needs them: concurrency a whole number of at least 1, limit of at least 0. A caller of
  * the programmatic API may pass anything (the CLI checks its flags): 0 made a run that claimed items and never
  * started one, NaN one that did nothing and said ok.
@@ -164,6 +159,11 @@ function checkedRunOptions(options: RunOptions): RunOptions {
   return { ...options, concurrency, limit };
 }
 
+/**
+ * Runs a plan: run-scoped steps without document dependencies first, then the queued documents (several at a
+ * time, each through its DAG, independent branches concurrently), then run-scoped steps that wait for
+ * documents. Every attempted step is recorded in ki_dev; a failing document never stops the run.
+ */
 export async function runPipeline(engine: Engine, given: RunOptions): Promise<RunSummary> {
   const options = checkedRunOptions(given);
   const { plan } = options;

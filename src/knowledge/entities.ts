@@ -230,11 +230,7 @@ export async function embedEntities(
     if (rows.length === 0) return { embedded: 0, merged: 0 };
     const embedder = await ctx.providers.embedder();
     const embeddings = await embedder.embed(rows.map(entityText), ctx.signal);
-    await vectors.ensureCollection(ENTITY_COLLECTION, {
-      size: embedder.dimensions,
-      distance: 'Cosine',
-      model: embedder.model,
-    });
+    await ensureEntityCollection(vectors, embedder);
 
     let merged = 0;
     const keep: typeof rows = [];
@@ -272,6 +268,17 @@ export async function embedEntities(
   }
 }
 
+/** The `entities` collection, made for the embedder's vectors when missing. */
+const ensureEntityCollection = (
+  index: Awaited<ReturnType<KnowledgeContext['providers']['vectors']>>,
+  embedder: { dimensions: number; model: string },
+) =>
+  index.ensureCollection(ENTITY_COLLECTION, {
+    size: embedder.dimensions,
+    distance: 'Cosine',
+    model: embedder.model,
+  });
+
 /** An entity row as its point is made from it. */
 export interface EntityRow {
   id: number;
@@ -304,11 +311,7 @@ export async function storeEntityPoints(
   if (!given) {
     const embedder = await services.providers.embedder();
     given = await embedder.embed(rows.map(entityText), services.signal);
-    await index.ensureCollection(ENTITY_COLLECTION, {
-      size: embedder.dimensions,
-      distance: 'Cosine',
-      model: embedder.model,
-    });
+    await ensureEntityCollection(index, embedder);
   }
   const points = rows.map((row, i) => ({
     id: entityPointId(row.normalized_name, row.type),
