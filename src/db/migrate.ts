@@ -51,6 +51,80 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS cpe_migrations (
 )`;
 
 /**
+ * MySQL only: how many statements of a migration not yet in cpe_migrations have been applied. DDL commits
+ * implicitly there, so a migration stopped half way (a conflicting table, the server gone) cannot be rolled back;
+ * the next attempt resumes after the statements recorded here instead of failing on the first one.
+ */
+const CREATE_PROGRESS_TABLE = `CREATE TABLE IF NOT EXISTS cpe_migration_progress (
+  version INT NOT NULL PRIMARY KEY,
+  statements INT NOT NULL
+)`;
+
+/**
+ * MySQL errors that say a DDL statement's change is already there: table, column, index or foreign key exists,
+ * or what it drops is gone. Accepted only for the statement a stopped attempt may have applied without recording.
+ */
+const ALREADY_APPLIED = new Set([
+  'ER_TABLE_EXISTS_ERROR',
+  'ER_DUP_FIELDNAME',
+  'ER_DUP_KEYNAME',
+  'ER_FK_DUP_NAME',
+  'ER_CANT_DROP_FIELD_OR_KEY',
+  'ER_BAD_TABLE_ERROR',
+]);
+
+/** A statement's first line, for an error message. */
+const firstLine = (statement: string) => {
+  const line = statement.split('\n', 1)[0]!.trim();
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+};
+
+/**
+ * Applies one migration statement by statement (MySQL), recording each in cpe_migration_progress, and resuming
+ * after the ones a previous attempt recorded. The statement right after them may have been applied without being
+ * recorded (the process stopped in between): "already exists" from it counts as done. Any other failure names the
+ * migration and the statement.
+ */
+async function applyResumable(
+  exec: SqlExecutor,
+  runStatement: (sql: string) => Promise<unknown>,
+  migration: Migration,
+): Promise<void> {
+  await exec.run(CREATE_PROGRESS_TABLE);
+  const statements = splitStatements(migration.sql);
+  const [row] = await exec.query<{ statements: number }>(
+    'SELECT statements FROM cpe_migration_progress WHERE version = ?',
+    [migration.version],
+  );
+  const resumed = row !== undefined;
+  const from = resumed ? Number(row.statements) : 0;
+  if (!resumed)
+    await exec.run('INSERT INTO cpe_migration_progress (version, statements) VALUES (?, 0)', [
+      migration.version,
+    ]);
+  for (let i = from; i < statements.length; i++) {
+    const statement = statements[i]!;
+    try {
+      await runStatement(statement);
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      if (!(resumed && i === from && ALREADY_APPLIED.has(code))) {
+        const reason = error instanceof Error ? error.message : String(error);
+        const kept = i > 0 ? `; the ${i} statement(s) before it are applied and will not be repeated` : '';
+        throw new Error(
+          `migration ${migration.version} '${migration.name}' stopped at statement ${i + 1} of ${statements.length} (${firstLine(statement)}): ${reason}${kept}. Remove the cause and run cpe again`,
+          { cause: error },
+        );
+      }
+    }
+    await exec.run('UPDATE cpe_migration_progress SET statements = ? WHERE version = ?', [
+      i + 1,
+      migration.version,
+    ]);
+  }
+}
+
+/**
  * Applies pending migrations. Safe against concurrent processes: SQLite takes the write lock first,
  * MySQL a named lock. Returns the versions applied.
  */
@@ -61,7 +135,7 @@ export async function migrate(
 ): Promise<number[]> {
   const migrations = listMigrations(db.dialect, role);
   const applied: number[] = [];
-  const apply = async (exec: SqlExecutor, runRaw: (sql: string) => Promise<void>) => {
+  const apply = async (exec: SqlExecutor, runMigration: (migration: Migration) => Promise<void>) => {
     await exec.run(CREATE_TABLE);
     const rows = await exec.query<{ version: number; name: string }>(
       'SELECT version, name FROM cpe_migrations',
@@ -79,7 +153,7 @@ export async function migrate(
     }
     for (const migration of migrations) {
       if (done.has(migration.version)) continue;
-      await runRaw(migration.sql);
+      await runMigration(migration);
       await exec.run('INSERT INTO cpe_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
         migration.version,
         migration.name,
@@ -92,7 +166,7 @@ export async function migrate(
   if (db.dialect === 'sqlite') {
     const raw = (dataSource.driver as unknown as { databaseConnection: { exec(sql: string): void } })
       .databaseConnection;
-    await db.transaction((tx) => apply(tx, async (sql) => raw.exec(sql)));
+    await db.transaction((tx) => apply(tx, async (migration) => raw.exec(migration.sql)));
     return applied;
   }
 
@@ -102,10 +176,14 @@ export async function migrate(
   try {
     await runner.query('SELECT GET_LOCK(?, 60)', [lockName]);
     const exec = runnerExecutor(runner);
-    // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock.
-    await apply(exec, async (sql) => {
-      for (const statement of splitStatements(sql)) await runner.query(statement);
-    });
+    // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock,
+    // each recorded, so that a migration stopped half way resumes where it stopped.
+    await apply(exec, (migration) => applyResumable(exec, (statement) => runner.query(statement), migration));
+    // a recorded migration's progress is no longer needed (kept until the record is written, in case of a stop)
+    if (applied.length > 0)
+      await exec.run(
+        'DELETE FROM cpe_migration_progress WHERE version IN (SELECT version FROM cpe_migrations)',
+      );
   } finally {
     await runner.query('SELECT RELEASE_LOCK(?)', [lockName]).catch(() => undefined);
     await runner.release();

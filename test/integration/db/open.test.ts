@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import mysql from 'mysql2/promise';
 import { listMigrations } from '../../../src/db/migrate.js';
 import { ConfigError } from '../../../src/errors.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -35,6 +36,66 @@ for (const backend of testBackends()) {
     });
   });
 }
+
+describe('a MariaDB migration stopped half way', function () {
+  this.timeout(60000);
+  let setup: TestSetup;
+  before(function () {
+    if (!process.env.CPE_TEST_MYSQL_URL) this.skip();
+  });
+  beforeEach(() => {
+    setup = createTestSetup('mysql');
+  });
+  afterEach(async () => setup?.cleanup());
+
+  it('names the statement it stopped at, and resumes there once the cause is gone', async () => {
+    const url = new URL(setup.flags.dbUrl!);
+    const database = url.pathname.slice(1);
+    url.pathname = '/';
+    const admin = await mysql.createConnection(url.toString());
+    try {
+      // a table in the way of the first migration: MySQL commits each DDL statement, so the ones before it stay
+      await admin.query(`CREATE DATABASE \`${database}\``);
+      await admin.query(`CREATE TABLE \`${database}\`.entities (x INT)`);
+      const initial = listMigrations('mysql', 'content')[0]!;
+      const statements = initial.sql.split(/;\s*\n/);
+      const at = statements.findIndex((s) => /^\s*CREATE TABLE entities \(/m.test(s));
+      const refused = (await setup.open().catch((error: unknown) => error)) as Error;
+      expect(refused).to.be.instanceOf(Error);
+      expect(refused.message).to.contain(
+        `migration 1 'initial' stopped at statement ${at + 1} of ${statements.filter((s) => s.trim()).length} (CREATE TABLE entities (): Table 'entities' already exists; the ${at} statement(s) before it are applied and will not be repeated. Remove the cause and run cpe again`,
+      );
+      // the statement that failed is now applied by hand, as if a stopped attempt had run it without recording it
+      await admin.query(`DROP TABLE \`${database}\`.entities`);
+      await admin.changeUser({ database });
+      await admin.query(statements[at]!.replace(/^\s*--.*$/gm, ''));
+
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const done = await db.query<{ version: number }>(
+          'SELECT version FROM cpe_migrations ORDER BY version',
+        );
+        expect(done.map((r) => Number(r.version))).to.deep.equal(
+          listMigrations('mysql', 'content').map((m) => m.version),
+        );
+        expect(await db.query('SELECT * FROM cpe_migration_progress')).to.deep.equal([]);
+        const steps = await db.query<{ name: string }>(
+          "SELECT s.name FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id WHERE p.name = 'Standard' ORDER BY s.sort_order",
+        );
+        expect(steps.map((s) => s.name)).to.deep.equal(['detect', 'extract', 'chunk', 'embed', 'analyze']);
+        const [row] = await db.query<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'entities'",
+        );
+        expect(Number(row!.n)).to.be.greaterThan(1);
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await admin.end();
+    }
+  });
+});
 
 describe('opening a MariaDB database that cannot be reached', () => {
   it('names the database and its URL without the password, and exits', async function () {

@@ -27,5 +27,37 @@ for (const backend of testBackends()) {
         await engine.close();
       }
     });
+
+    it("leaves a seeded pipeline's steps as edited: a deleted or renamed step does not come back", async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const stepsOf = async (pipeline: string) =>
+          (
+            await db.query<{ name: string }>(
+              'SELECT s.name FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id WHERE p.name = ? ORDER BY s.sort_order, s.name',
+              [pipeline],
+            )
+          ).map((s) => s.name);
+        const seeded = await stepsOf('Schulungsunterlagen');
+        expect(seeded).to.have.length(20);
+        await db.run(
+          "DELETE FROM pipeline_steps WHERE name = 'analyze' AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'Standard')",
+        );
+        await db.run(
+          "UPDATE pipeline_steps SET name = 'zerlegen' WHERE name = 'chunk' AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'Standard')",
+        );
+        await db.run(
+          "DELETE FROM pipeline_steps WHERE pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'Schulungsunterlagen')",
+        );
+        await seedDatabase(db);
+        expect(await stepsOf('Standard')).to.deep.equal(['detect', 'extract', 'zerlegen', 'embed']);
+        // a pipeline left without any step gets its seeded steps again, in their order
+        expect(await stepsOf('Schulungsunterlagen')).to.deep.equal(seeded);
+        expect((await seedDatabase(db)).inserted).to.equal(0);
+      } finally {
+        await engine.close();
+      }
+    });
   });
 }
