@@ -9,6 +9,7 @@
  * as an entry grows beyond what it declared or the whole archive beyond its budget. A 200 MB entry of zeros
  * that claims to be 1 KB is therefore stopped after about 1 KB plus one slice, never allocated whole.
  */
+import { crc32 } from 'node:zlib';
 import { Inflate } from 'fflate';
 import { ErrorCodes, FileError } from '../errors.js';
 import { decodeWindows1252 } from './txt.js';
@@ -29,6 +30,8 @@ export interface ZipEntryInfo {
   size: number;
   /** 0 = stored, 8 = deflate */
   method: number;
+  /** CRC-32 of the uncompressed bytes, as the central directory declares it (checked when the entry is read) */
+  crc32: number;
   encrypted: boolean;
   /** offset of the local file header */
   offset: number;
@@ -153,6 +156,7 @@ export function listZipEntries(
     if (reader.u32(pos) !== SIG_CENTRAL) throw corrupt(file, 'bad central directory entry');
     const flags = reader.u16(pos + 8);
     const method = reader.u16(pos + 10);
+    const crc = reader.u32(pos + 16);
     let compressedSize = reader.u32(pos + 20);
     let size = reader.u32(pos + 24);
     const nameLength = reader.u16(pos + 28);
@@ -185,6 +189,7 @@ export function listZipEntries(
       compressedSize,
       size,
       method,
+      crc32: crc,
       encrypted: (flags & 1) === 1,
       offset: offset + shift,
     });
@@ -312,13 +317,20 @@ export function openZip(bytes: Uint8Array, file: string, limits: ZipLimits): Zip
         throw corrupt(file, `stored entry ${entry.name} has inconsistent sizes`);
       if (data.length > budget) throw bomb(file, `inflated content exceeds ${limits.maxUnzippedBytes} bytes`);
       inflatedBytes += data.length;
-      return data.slice();
+      return checked(entry, data.slice());
     }
     if (entry.method !== 8)
       throw corrupt(file, `entry ${entry.name} uses unsupported compression method ${entry.method}`);
     const out = inflateCapped(data, entry, budget, file, limits);
     inflatedBytes += out.length;
-    return out;
+    return checked(entry, out);
+  };
+
+  /** Damage that still inflates to the declared size (a changed literal, a stored entry) shows in the checksum. */
+  const checked = (entry: ZipEntryInfo, bytes: Uint8Array): Uint8Array => {
+    if (crc32(bytes) >>> 0 !== entry.crc32)
+      throw corrupt(file, `entry ${entry.name} does not match its CRC-32 checksum`);
+    return bytes;
   };
 
   return {

@@ -3,6 +3,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { crc32, inflateRawSync } from 'node:zlib';
 import {
   AlignmentType,
   Document,
@@ -69,9 +70,21 @@ export interface RawEntry {
   /** uncompressed size to declare (may lie) */
   declaredSize: number;
   encrypted?: boolean;
+  /** CRC-32 to declare; by default that of the uncompressed bytes (of `data` inflated, when that is small) */
+  crc32?: number;
 }
 
-/** A ZIP written by hand, so declared sizes can say whatever a test needs. CRCs are zero (not checked). */
+/** The CRC-32 an honest writer would declare for an entry; 0 for deflated data too large to inflate here. */
+function honestCrc(entry: RawEntry): number {
+  if (entry.method === 0) return crc32(entry.data);
+  try {
+    return crc32(inflateRawSync(entry.data, { maxOutputLength: 16 << 20 }));
+  } catch {
+    return 0; // a bomb or broken stream: the reader refuses it before any checksum
+  }
+}
+
+/** A ZIP written by hand, so declared sizes and checksums can say whatever a test needs. */
 export function buildZip(entries: RawEntry[], prefix: Uint8Array = new Uint8Array(0)): Uint8Array {
   const locals: Uint8Array[] = [prefix];
   const centrals: Uint8Array[] = [];
@@ -85,6 +98,8 @@ export function buildZip(entries: RawEntry[], prefix: Uint8Array = new Uint8Arra
     lv.setUint16(4, 20, true);
     lv.setUint16(6, flags, true);
     lv.setUint16(8, entry.method, true);
+    const crc = entry.crc32 ?? honestCrc(entry);
+    lv.setUint32(14, crc, true);
     lv.setUint32(18, entry.data.length, true);
     lv.setUint32(22, entry.declaredSize, true);
     lv.setUint16(26, name.length, true);
@@ -96,6 +111,7 @@ export function buildZip(entries: RawEntry[], prefix: Uint8Array = new Uint8Arra
     cv.setUint16(6, 20, true);
     cv.setUint16(8, flags, true);
     cv.setUint16(10, entry.method, true);
+    cv.setUint32(16, crc, true);
     cv.setUint32(20, entry.data.length, true);
     cv.setUint32(24, entry.declaredSize, true);
     cv.setUint16(28, name.length, true);

@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { expect } from 'chai';
 import { deflateSync, strToU8, zipSync } from 'fflate';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
@@ -143,6 +144,33 @@ describe('extract/zip', () => {
       limits,
     );
     expectError(() => smaller.readBytes('a.xml'), ErrorCodes.CORRUPT_FILE, '5000 declared');
+  });
+
+  it('reports an entry whose bytes do not match their CRC-32 (damage that still inflates) as CORRUPT_FILE', () => {
+    const text = strToU8('<w:t>Gefahrstoffe richtig lagern</w:t>');
+    const honest = openZip(
+      buildZip([{ name: 'a.xml', data: text, method: 0, declaredSize: text.length }]),
+      'c.docx',
+      limits,
+    );
+    expect(honest.readText('a.xml')).to.equal('<w:t>Gefahrstoffe richtig lagern</w:t>');
+    const damaged = text.slice();
+    damaged[10] ^= 0x20; // 'e' -> 'E': the same size, a different text
+    for (const [data, method] of [
+      [damaged, 0],
+      [deflateSync(damaged), 8],
+    ] as const) {
+      const zip = openZip(
+        buildZip([{ name: 'a.xml', data, method, declaredSize: text.length, crc32: crc32(text) }]),
+        'c.docx',
+        limits,
+      );
+      expectError(
+        () => zip.readBytes('a.xml'),
+        ErrorCodes.CORRUPT_FILE,
+        'c.docx: truncated or corrupt ZIP container (entry a.xml does not match its CRC-32 checksum)',
+      );
+    }
   });
 
   it('enforces the total budget across entries while inflating', () => {
