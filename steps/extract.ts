@@ -21,7 +21,7 @@ const extract: StepPlugin<ExtractionConfig> = {
   writes: ['text'],
   configSchema: extractionConfigSchema,
   async run(ctx) {
-    const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
+    const doc = await getExtraction(ctx, extractionLimits(ctx.config, ctx.settings), true);
     // one transaction for the extraction, (without a page_split step) the pages, and a title right away
     // (metadata_store may refine it), so search results and contexts name the document
     await ctx.db.transaction(async (tx) => {

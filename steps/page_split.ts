@@ -17,7 +17,7 @@ const pageSplit: StepPlugin<ExtractionConfig> = {
   scope: 'document',
   configSchema: extractionConfigSchema,
   async run(ctx) {
-    const doc = await getExtraction(ctx, extractionLimits(ctx.config), true);
+    const doc = await getExtraction(ctx, extractionLimits(ctx.config, ctx.settings), true);
     const pages = await savePages(ctx.db, ctx.document.id, doc);
     ctx.report({ itemsIn: 1, itemsOut: pages });
   },

@@ -29,8 +29,18 @@ export interface ExtractionConfig {
   max_pages: number;
 }
 
-export const extractionLimits = (config: ExtractionConfig): ExtractionLimits => ({
+/**
+ * The extraction limits of a step's config and the application's settings: `maxFileMb` (CPE_MAX_FILE_MB, the
+ * config file's maxFileMb) is the largest file extracted; a larger one fails as FILE_TOO_LARGE naming the limit.
+ */
+export const extractionLimits = (
+  config: ExtractionConfig,
+  settings: Readonly<Record<string, unknown>>,
+): ExtractionLimits => ({
   timeoutMs: config.timeout_seconds * 1000,
   maxMemoryMb: config.max_memory_mb,
   maxPages: config.max_pages,
+  ...(typeof settings.maxFileMb === 'number' && {
+    maxFileBytes: Math.floor(settings.maxFileMb * 1024 * 1024),
+  }),
 });

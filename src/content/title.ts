@@ -15,5 +15,5 @@ export function chooseTitle(
     doc.blocks.find((b) => b.type === 'heading' && (b.level ?? 1) === 1) ??
     doc.blocks.find((b) => b.type === 'heading');
   if (heading) return doc.text.slice(heading.start, heading.end).trim().slice(0, 300);
-  return filename.replace(/\.[^.]+$/, '');
+  return filename.replace(/\.[^.]+$/, '').normalize('NFC'); // a macOS file name comes decomposed (NFD)
 }

@@ -459,7 +459,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     itemSignal: AbortSignal,
     releaseSlot: () => void,
   ): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
-    const log = runLog.logger({ runId, documentId: item.document_id });
+    // the scope is read when a line is written: a new file's document id goes in once its version exists
+    const scope = { runId, documentId: item.document_id };
+    const log = runLog.logger(scope);
     if (itemSignal.aborted) {
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
       await releaseQueueItem(db, item.id, worker);
@@ -531,6 +533,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
     }
+    scope.documentId = doc.id;
     // bytes archived in SQL (got above, or read now): the steps take them from memory, and a step that asks for a
     // file path gets the file written from them then
     const archivedBytes = bytes ?? (await readInlineArchive(db, doc.content_hash));
@@ -653,10 +656,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       const retried = status === 'failed' && error.retryable;
       await setDocumentStatus(db, ref.id, retried ? 'pending' : 'failed', message);
       if (error.retryable) backpressure.failed();
-      log.error(`document failed (queue item ${status}): ${message}`, {
-        path: item.path,
-        code: error.causeCode,
-      });
+      runLog
+        .logger({ ...scope, stepName: error.step })
+        .error(`document failed (queue item ${status}): ${message}`, {
+          path: item.path,
+          code: error.causeCode,
+        });
       recordFailure(item.id, { path: item.path, documentId: ref.id, error: message });
       return 'failed';
     }

@@ -97,7 +97,7 @@ class SlideReader {
     if (tree) this.shapes(tree, state, rels);
     const notesRel = [...rels.values()].find((rel) => rel.type === 'notesSlide' && !rel.external);
     const notes = notesRel ? this.notes(notesRel.target) : '';
-    return { state, notes, hidden: attr(root, 'show') === '0' };
+    return { state, notes, hidden: isFalse(attr(root, 'show')) };
   }
 
   /** Walks a shape tree (spTree or grpSp) in document order; returns whether anything was found. */
@@ -239,7 +239,7 @@ function tableText(table: XmlElement): string {
   for (const row of children(table, 'tr')) {
     const cells = children(row, 'tc').map((cell) =>
       // merged continuation cells repeat nothing; they stay empty to keep the columns aligned
-      attr(cell, 'hMerge') === '1' || attr(cell, 'vMerge') === '1'
+      isTrue(attr(cell, 'hMerge')) || isTrue(attr(cell, 'vMerge'))
         ? ''
         : paragraphs(child(cell, 'txBody')).map(paragraphText).join(' ').replace(/\s+/g, ' ').trim(),
     );
@@ -292,22 +292,23 @@ function chartTexts(root: XmlElement): string[] {
   return lines.length > 0 ? [lines.join('\n')] : [];
 }
 
-/** Slide parts in presentation order (p:sldIdLst), resolved through the presentation's relationships. */
-function slideParts(zip: ZipArchive, presentationPart: string, file: string, warnings: string[]): string[] {
+/** xsd:boolean: "true" or "1", "false" or "0" (PowerPoint writes the digits, other writers the words). */
+const isTrue = (value: string | undefined) => value === '1' || value === 'true';
+const isFalse = (value: string | undefined) => value === '0' || value === 'false';
+
+/**
+ * Slide parts in presentation order (p:sldIdLst), resolved through the presentation's relationships; a slide id
+ * without a slide part keeps its place (as a skipped slide), so that the slides after it keep their numbers.
+ */
+function slideParts(zip: ZipArchive, presentationPart: string, file: string): Array<string | { id: string }> {
   const presentation = parseXml(zip.readText(presentationPart), file, presentationPart);
   const rels = readRelationships(zip, presentationPart, file);
   const list = child(presentation, 'sldIdLst');
   if (!list) return [];
-  const parts: string[] = [];
-  for (const slideId of children(list, 'sldId')) {
+  return children(list, 'sldId').map((slideId) => {
     const rel = rels.get(prefixedAttr(slideId, 'id') ?? '');
-    if (!rel || rel.external) {
-      warnings.push(`slide id ${attr(slideId, 'id') ?? '?'} has no slide part`);
-      continue;
-    }
-    parts.push(rel.target);
-  }
-  return parts;
+    return rel && !rel.external ? rel.target : { id: attr(slideId, 'id') ?? '?' };
+  });
 }
 
 export async function extractPptx(
@@ -325,7 +326,7 @@ export async function extractPptx(
     [...packageRels.values()].find(
       (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
     )?.target ?? 'ppt/presentation.xml';
-  const parts = slideParts(zip, presentationPart, file, builder.warnings);
+  const parts = slideParts(zip, presentationPart, file);
   if (parts.length > options.maxPages) {
     throw new FileError(
       ErrorCodes.TOO_MANY_PAGES,
@@ -341,6 +342,8 @@ export async function extractPptx(
     const number = index + 1;
     let slide: ReturnType<SlideReader['read']>;
     try {
+      if (typeof part !== 'string')
+        throw new FileError(ErrorCodes.CORRUPT_FILE, file, `slide id ${part.id} has no slide part`);
       if (!zip.has(part)) throw new FileError(ErrorCodes.CORRUPT_FILE, file, `slide part ${part} missing`);
       slide = reader.read(part);
     } catch (error) {

@@ -7,6 +7,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { ErrorCodes, FileError } from '../errors.js';
+import { guessUtf16 } from './txt.js';
 import type { DocumentFormat } from './types.js';
 import { inspectZip, listZipEntries } from './zip.js';
 
@@ -154,10 +155,27 @@ function sniffOffice(bytes: Uint8Array, format: 'docx' | 'pptx', file: string): 
 
 const SAMPLE_BYTES = 64 * 1024;
 
-/** Text files: no known binary magic, and NUL bytes only where UTF-16 puts them. */
+/**
+ * Whether bytes that begin with a binary format's magic are text all the same ("%PDF/A-Konformität: ...",
+ * "GIF89a ist ein Bildformat."): no control byte other than tab, line breaks and form feed in the sample, where
+ * every binary format puts some within its first bytes (sizes, NULs, compressed data). A PDF header with its
+ * version ("%PDF-1.7") is a PDF, even one written all in ASCII.
+ */
+function textDespiteMagic(bytes: Uint8Array, kind: string): boolean {
+  if (kind !== 'PDF' && kind !== 'GIF') return false; // the only magics that are words a text can begin with
+  if (kind === 'PDF' && bytes[4] === 0x2d && bytes[5]! >= 0x30 && bytes[5]! <= 0x39) return false;
+  const sample = bytes.subarray(0, SAMPLE_BYTES);
+  for (const byte of sample) {
+    if ((byte < 0x20 && byte !== 0x09 && byte !== 0x0a && byte !== 0x0c && byte !== 0x0d) || byte === 0x7f)
+      return false;
+  }
+  return true;
+}
+
+/** Text files: no known binary magic (unless the rest is text), and NUL bytes only where UTF-16 puts them. */
 function sniffText(bytes: Uint8Array, extension: string, file: string): void {
   const kind = binaryKind(bytes);
-  if (kind)
+  if (kind && !textDespiteMagic(bytes, kind))
     throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `binary content (${kind}) in a .${extension} file`);
   if (startsWith(bytes, [0xff, 0xfe]) || startsWith(bytes, [0xfe, 0xff])) return; // UTF-16 with BOM
   const sample = bytes.subarray(0, SAMPLE_BYTES);
@@ -173,11 +191,7 @@ function sniffText(bytes: Uint8Array, extension: string, file: string): void {
     }
   }
   const nuls = even + odd;
-  if (nuls === 0) return;
-  // UTF-16 without BOM: Latin text has a NUL in (nearly) every high byte, all on one side
-  const half = sample.length / 2;
-  const utf16 = (major: number, minor: number): boolean => major >= half * 0.2 && minor <= major / 100;
-  if (utf16(odd, even) || utf16(even, odd)) return;
+  if (nuls === 0 || guessUtf16(bytes)) return;
   // a stray NUL in a long text is noise the normaliser removes, not a binary file
   if (nuls / sample.length < 0.001) return;
   throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `binary content (NUL bytes) in a .${extension} file`);

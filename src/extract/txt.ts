@@ -38,6 +38,8 @@ export function decodeText(bytes: Uint8Array): DecodedText {
   if (utf16) return decodeUtf16(bytes, utf16, utf16);
   const utf8 = strictUtf8(bytes, 'utf-8');
   if (utf8) return utf8;
+  const mixed = mostlyUtf8(bytes);
+  if (mixed) return mixed;
   let c1 = false;
   for (const byte of bytes) {
     if (byte >= 0x80 && byte <= 0x9f) {
@@ -140,8 +142,71 @@ export function decodeWindows1252(bytes: Uint8Array): string {
   return parts.join('');
 }
 
-/** UTF-16 without BOM: NULs in (nearly) every other byte, all on the same side. */
-function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
+/** Length of the valid UTF-8 sequence of more than one byte at `at`, or 0 (an invalid or ASCII byte). */
+function utf8SequenceAt(bytes: Uint8Array, at: number): number {
+  const lead = bytes[at]!;
+  const cont = (i: number, low = 0x80, high = 0xbf) => {
+    const byte = bytes[at + i];
+    return byte !== undefined && byte >= low && byte <= high;
+  };
+  if (lead >= 0xc2 && lead <= 0xdf) return cont(1) ? 2 : 0;
+  if (lead >= 0xe0 && lead <= 0xef) {
+    const second = lead === 0xe0 ? cont(1, 0xa0) : lead === 0xed ? cont(1, 0x80, 0x9f) : cont(1);
+    return second && cont(2) ? 3 : 0;
+  }
+  if (lead >= 0xf0 && lead <= 0xf4) {
+    const second = lead === 0xf0 ? cont(1, 0x90) : lead === 0xf4 ? cont(1, 0x80, 0x8f) : cont(1);
+    return second && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+/**
+ * UTF-8 with a few stray single-byte characters (a line pasted from a Windows-1252 file): when the valid UTF-8
+ * sequences of more than one byte outnumber the bytes that fit none, those bytes alone are read as Windows-1252
+ * and the rest as UTF-8, instead of the whole file as Windows-1252 (which would garble every umlaut in it). A
+ * Windows-1252 file has next to no byte pairs that happen to be valid UTF-8, so it still falls back as a whole.
+ */
+function mostlyUtf8(bytes: Uint8Array): DecodedText | undefined {
+  let valid = 0;
+  const stray: number[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    if (bytes[at]! < 0x80) {
+      at++;
+      continue;
+    }
+    const length = utf8SequenceAt(bytes, at);
+    if (length > 0) {
+      valid++;
+      at += length;
+    } else {
+      stray.push(at);
+      at++;
+    }
+  }
+  if (valid <= stray.length) return undefined;
+  const utf8 = new TextDecoder('utf-8');
+  const parts: string[] = [];
+  let from = 0;
+  for (const at of stray) {
+    parts.push(utf8.decode(bytes.subarray(from, at)), decodeWindows1252(bytes.subarray(at, at + 1)));
+    from = at + 1;
+  }
+  parts.push(utf8.decode(bytes.subarray(from)));
+  const n = stray.length;
+  return {
+    text: parts.join(''),
+    encoding: 'utf-8',
+    warning: `not valid UTF-8 in ${n} ${n === 1 ? 'byte' : 'bytes'}: decoded as windows-1252 there, the rest as UTF-8`,
+  };
+}
+
+/**
+ * UTF-16 without BOM: NULs in many code units' high byte (at least a fifth of them: Latin text has one in nearly
+ * every code unit, Cyrillic or Greek text in its spaces, digits and punctuation), all on the same side. One rule
+ * for the format check (sniff.ts) and the decoder, so that a file the check lets through is decoded as UTF-16.
+ */
+export function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
   const sample = bytes.subarray(0, Math.min(bytes.length, SAMPLE_BYTES) & ~1);
   // almost every file has no NUL at all: a native search says so without counting byte by byte
   if (sample.length < 2 || sample.indexOf(0) < 0) return undefined;
@@ -154,8 +219,8 @@ function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
     }
   }
   const pairs = sample.length / 2;
-  if (odd >= pairs * 0.3 && even <= odd / 50) return 'utf-16le';
-  if (even >= pairs * 0.3 && odd <= even / 50) return 'utf-16be';
+  if (odd >= pairs * 0.2 && even <= odd / 50) return 'utf-16le';
+  if (even >= pairs * 0.2 && odd <= even / 50) return 'utf-16be';
   return undefined;
 }
 

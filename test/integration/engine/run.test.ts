@@ -401,6 +401,35 @@ for (const backend of testBackends()) {
       });
     });
 
+    it('refuses a file over maxFileMb at extraction, naming the limit, and logs the failure under its document and step', async () => {
+      await engine.close();
+      engine = await setup.open({ maxFileMb: 0.01 }); // 10,485 bytes
+      const big = `# Großes Handbuch\n\n${'Ein Satz über Arbeitssicherheit im Lager. '.repeat(400)}\n`;
+      const source = makeSourceFolder({ ...generatedDocuments(2), 'gross.md': big });
+      const summary = await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(summary).to.include({ docsDone: 2, docsFailed: 1 });
+      const file = path.join(source, 'gross.md');
+      const size = Buffer.byteLength(big);
+      expect(summary.failures[0]!.error).to.contain(
+        `${file}: file is too large (${size} bytes, limit 10485)`,
+      );
+      const [doc] = await engine.dbs.content.sql.query<Record<string, any>>(
+        "SELECT * FROM documents WHERE filename = 'gross.md'",
+      );
+      expect(doc.status).to.equal('failed');
+      const [line] = await engine.dbs.log.sql.query<Record<string, any>>(
+        "SELECT * FROM pipeline_log WHERE run_id = ? AND level = 'error'",
+        [summary.runId],
+      );
+      expect(line.message).to.contain('file is too large');
+      expect(Number(line.document_id)).to.equal(Number(doc.id));
+      expect(line.step_name).to.equal('extract');
+    });
+
     it('skips what is done on a rerun, reruns only a changed step and its dependants, and makes new versions', async () => {
       const db = engine.dbs.content.sql;
       const id = await insertPipeline(db, 'incremental', [

@@ -151,6 +151,40 @@ describe('extract/pptx', () => {
     expect(result.warnings.join('\n')).to.contain('slide 2 skipped');
   });
 
+  it('keeps the numbers of the slides after a slide id without a slide part, which is skipped', async () => {
+    const files = unzipSync(pptx);
+    const presentation = strFromU8(files['ppt/presentation.xml']!);
+    const second = presentation.match(/<p:sldId [^>]*\/>/g)![1]!;
+    const dangling = presentation.replace(second, second.replace(/r:id="[^"]+"/, 'r:id="rIdNirgends"'));
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/presentation.xml': dangling }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      result.pages.map((p) => [p.number, p.metadata.slideTitle ?? null, p.metadata.skipped ?? false]),
+    ).to.deep.equal([
+      [1, 'Einführung in die Qualitätssicherung', false],
+      [2, null, true],
+      [3, 'Folie 3', false],
+    ]);
+    expect(result.warnings.join('\n')).to.match(/slide 2 skipped: .*slide id \d+ has no slide part/);
+  });
+
+  it('reads xsd:boolean attributes written as words: show="false" hides a slide, vMerge="true" merges a cell', async () => {
+    const table = `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="5" name="T"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/table"><a:tbl><a:tr h="1"><a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>Rolle</a:t></a:r></a:p></a:txBody></a:tc><a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>Aufgabe</a:t></a:r></a:p></a:txBody></a:tc></a:tr><a:tr h="1"><a:tc vMerge="true"><a:txBody><a:bodyPr/><a:p><a:r><a:t>Rolle</a:t></a:r></a:p></a:txBody></a:tc><a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>Prüfen</a:t></a:r></a:p></a:txBody></a:tc></a:tr></a:tbl></a:graphicData></a:graphic></p:graphicFrame>`;
+    const hidden = slideXml(table).replace('<p:sld ', '<p:sld show="false" ');
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide2.xml': hidden }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(result.pages[1]!.metadata.hidden).to.equal(true);
+    expect(result.pages[0]!.metadata.hidden).to.equal(undefined);
+    const tableBlock = blocksOf(result).find((b) => b.type === 'table')!;
+    expect(tableBlock.text.split('\n')[1]).to.not.contain('Rolle');
+  });
+
   it('never resolves an external entity in slide XML', async () => {
     const target = existsSync('/etc/hostname') ? '/etc/hostname' : '/etc/passwd';
     const secret = readFileSync(target, 'utf8').trim().split('\n')[0]!;

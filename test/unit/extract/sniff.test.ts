@@ -96,6 +96,20 @@ describe('extract/sniff', () => {
     sniffError(binary, 'txt', ErrorCodes.FORMAT_MISMATCH, 'NUL');
   });
 
+  it("reads text that starts like a binary format's magic as text, and a PDF written in ASCII as a PDF", () => {
+    for (const text of ['%PDF/A-Konformität: Hinweise zur Archivierung\n', 'GIF89a ist ein Bildformat.\n']) {
+      expect(sniffFormat(Buffer.from(text), 'txt', 'hinweis.txt').format).to.equal('txt');
+      expect(sniffFormat(Buffer.from(text), 'md', 'hinweis.md').format).to.equal('md');
+    }
+    sniffError(
+      Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n'),
+      'txt',
+      ErrorCodes.FORMAT_MISMATCH,
+      'PDF',
+    );
+    sniffError(Buffer.from('GIF89a\x10\x00\x10\x00'), 'md', ErrorCodes.FORMAT_MISMATCH, 'GIF');
+  });
+
   describe('validateFile', () => {
     let dir: string;
     const options = {

@@ -38,6 +38,25 @@ describe('extract/txt decodeText', () => {
     expect(decodeText(utf16(text, 'be', false))).to.deep.equal({ text, encoding: 'utf-16be' });
   });
 
+  it('recognises UTF-16 without a BOM in Cyrillic text, whose NULs are only in spaces and punctuation', () => {
+    const text = 'Безопасность на складе: правила, обучение и ответственность. Вторая строка, 2026.';
+    expect(decodeText(utf16(text, 'le', false))).to.deep.equal({ text, encoding: 'utf-16le' });
+    expect(decodeText(utf16(text, 'be', false))).to.deep.equal({ text, encoding: 'utf-16be' });
+  });
+
+  it('reads UTF-8 with a stray Windows-1252 line as UTF-8, only the stray bytes as Windows-1252', () => {
+    const utf8 = Buffer.from('Grüße aus München: Übung für Größen.\n'.repeat(20));
+    const stray = Buffer.from(
+      [...'Bärbel sagt: „Schön“\n'].map((c) => (c === '„' ? 0x84 : c === '“' ? 0x93 : c.charCodeAt(0))),
+    );
+    const decoded = decodeText(Buffer.concat([utf8, stray, utf8]));
+    expect(decoded.text).to.equal(`${utf8}Bärbel sagt: „Schön“\n${utf8}`);
+    expect(decoded.encoding).to.equal('utf-8');
+    expect(decoded.warning).to.equal(
+      'not valid UTF-8 in 4 bytes: decoded as windows-1252 there, the rest as UTF-8',
+    );
+  });
+
   it('falls back to Latin-1 for German umlauts that are not UTF-8', () => {
     const latin1 = new Uint8Array(
       [...'Prüfung für Größe: '].map((c) => c.charCodeAt(0)).concat([0xe4, 0xf6, 0xfc, 0xdf]),
