@@ -1,5 +1,5 @@
+import { stepsToRun } from '../engine/checkpoints.js';
 import type { Engine } from '../engine/engine.js';
-import { skippedCheckpointHash } from '../engine/engine.js';
 import type { Plan } from '../engine/plan.js';
 import { scanSource } from '../engine/scan.js';
 import { extractIsolated } from '../extract/isolate.js';
@@ -114,13 +114,8 @@ export async function printDryRun(
           [entry.documentId, plan.pipeline.id],
         );
         const done = new Map(rows.map((r) => [r.step_name, r.config_hash]));
-        const profileKey = String(engine.settings.profileKey);
-        steps = documentSteps
-          .filter((s) => {
-            const hash = done.get(s.name);
-            return hash !== s.lineageHash && hash !== skippedCheckpointHash(s.lineageHash, profileKey);
-          })
-          .map((s) => s.name);
+        const run = stepsToRun(documentSteps, done, String(engine.settings.profileKey));
+        steps = documentSteps.filter((s) => run.has(s.name)).map((s) => s.name);
       }
       files.push({ path: entry.path, decision: entry.decision, steps, documentId: entry.documentId });
     }

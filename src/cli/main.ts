@@ -39,6 +39,15 @@ class UsageError extends Error {}
 export async function main(argv: string[] = hideBin(process.argv)): Promise<void> {
   dropOutputOnClosedPipe(process.stdout);
   dropOutputOnClosedPipe(process.stderr);
+  // Node ends a process whose event loop has nothing left to wait for, even with the command unfinished: then every
+  // open operation waits for another (a deadlock), and the command would end silently with the run left running
+  const stalled = () => {
+    process.stderr.write(
+      'cpe: stopped unfinished: every operation still open waits for another, so none can end (a deadlock; in a custom step: a statement through ctx.db inside its own ctx.db.transaction() instead of through tx)\n',
+    );
+    process.exitCode = 1;
+  };
+  process.once('beforeExit', stalled);
   try {
     await yargs(argv)
       .scriptName('cpe')
@@ -80,5 +89,7 @@ export async function main(argv: string[] = hideBin(process.argv)): Promise<void
     } else {
       process.exitCode = printError(error);
     }
+  } finally {
+    process.off('beforeExit', stalled);
   }
 }

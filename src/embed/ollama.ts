@@ -4,6 +4,9 @@ import { OllamaHttp, OllamaHttpError } from './ollama-http.js';
 import { type RequestFailure, RequestPool, RequestTimeout } from './request-pool.js';
 import { type Embedder, knownDimensions } from './types.js';
 
+/** The largest finite float32: vectors are stored as float32. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
 export interface OllamaEmbedderOptions {
   /** one or more Ollama base URLs ('http://gpu1:11434'); requests are spread over them */
   hosts: string[];
@@ -139,6 +142,10 @@ export class OllamaEmbedder implements Embedder {
       for (const value of values) {
         if (typeof value !== 'number' || !Number.isFinite(value)) {
           throw new BadVectorError('an embedding in the answer holds a value that is not a finite number');
+        }
+        // a finite double beyond float32's range becomes Infinity in the vector, and NaN once normalised
+        if (Math.abs(value) > FLOAT32_MAX) {
+          throw new BadVectorError(`an embedding in the answer holds ${value}, beyond the range of float32`);
         }
       }
       return Float32Array.from(values as number[]);

@@ -3,8 +3,9 @@ import { type LoadedConfig, loadConfig } from '../config/load.js';
 import type { AppConfig } from '../config/schema.js';
 import { type Databases, openDatabases } from '../db/open.js';
 import { seedDatabase } from '../db/seed.js';
-import { sha256, shortHash } from '../util/hash.js';
+import { shortHash } from '../util/hash.js';
 import { archivePathFor } from './archive.js';
+import { skippedCheckpointHash } from './checkpoints.js';
 import type { Plan } from './plan.js';
 import type { Providers } from './plugin.js';
 import { createProviders, describeProfile } from './providers.js';
@@ -98,6 +99,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
       retract: (documentId) => retractDocument(db, providers, documentId),
       async requeueStale(plan, sourceDir, force) {
         const docSteps = plan.steps.filter((s) => s.phase === 'document');
+        if (docSteps.length === 0) return 0; // nothing of a document is stale for a pipeline that has no document steps
         const prefix = `${path.resolve(sourceDir)}${path.sep}`;
         const statuses = force ? "('done', 'failed')" : "('done')";
         const params: unknown[] = [plan.pipeline.id];
@@ -125,11 +127,11 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
            WHERE d.is_latest = 1 AND d.status IN ${statuses} AND d.source_path LIKE ? ESCAPE '!'
              AND NOT EXISTS (SELECT 1 FROM pipeline_queue q WHERE q.document_id = d.id AND q.status = 'processing')
              ${
-               force || docSteps.length === 0
+               force
                  ? ''
                  : `AND (SELECT COUNT(*) FROM step_checkpoints c WHERE c.document_id = d.id AND c.pipeline_id = ? AND (${matches})) < ${docSteps.length}`
              }`,
-          force || docSteps.length === 0 ? [`${escapeLike(prefix)}%`] : [`${escapeLike(prefix)}%`, ...params],
+          force ? [`${escapeLike(prefix)}%`] : [`${escapeLike(prefix)}%`, ...params],
         );
         await enqueueMany(
           db,
@@ -152,10 +154,6 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
     throw error;
   }
 }
-
-/** The checkpoint hash of a step that ended `skipped`: valid only while the provider profile stays the same. */
-export const skippedCheckpointHash = (lineageHash: string, profileKey: string) =>
-  `${sha256(lineageHash + profileKey).slice(0, 8)}:skipped`;
 
 /** LIKE pattern escaping with '!' (the one escape character both SQLite and MySQL read the same way) */
 const escapeLike = (value: string) => value.replace(/[!%_]/g, (c) => `!${c}`);

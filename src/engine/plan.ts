@@ -53,6 +53,13 @@ export function describeConfigError(error: ErrorObject): string {
   }
 }
 
+/**
+ * A name as MariaDB's utf8mb4_unicode_ci compares it, near enough: without case, accents (combining marks) and
+ * trailing spaces, ß as ss. Two step names equal under it share one step_checkpoints key there.
+ */
+export const foldName = (name: string): string =>
+  name.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/ß/g, 'ss').replace(/ +$/, '');
+
 const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 1n;
 /** 0 or 1 as SQL and the drivers give them; anything else in an edited flag column is an error, not "off" */
 const isFlag = (v: unknown) => truthy(v) || v === false || v === 0 || v === '0' || v === 0n;
@@ -62,8 +69,11 @@ const isFlag = (v: unknown) => truthy(v) || v === false || v === 0 || v === '0' 
  * All problems are collected and reported at once, each naming its row.
  */
 export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, name?: string): Promise<Plan> {
+  // MariaDB compares names without case, accents and trailing spaces: the exact name is what counts, on both
   const configs = name
-    ? await db.query<PipelineConfigRow>('SELECT * FROM pipeline_configs WHERE name = ?', [name])
+    ? (await db.query<PipelineConfigRow>('SELECT * FROM pipeline_configs WHERE name = ?', [name])).filter(
+        (c) => c.name === name,
+      )
     : await db.query<PipelineConfigRow>(
         "SELECT * FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id",
       );
@@ -71,8 +81,9 @@ export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, na
     const known = (await db.query<{ name: string }>('SELECT name FROM pipeline_configs ORDER BY name')).map(
       (r) => r.name,
     );
+    const alike = name ? known.filter((k) => foldName(k) === foldName(name)) : [];
     const what = name
-      ? `pipeline '${name}' not found`
+      ? `pipeline '${name}' not found${alike.length ? ` (names are exact: did you mean '${alike[0]}'?)` : ''}`
       : 'no default pipeline (none has is_default = 1 and status active)';
     throw new ConfigError(
       ErrorCodes.PIPELINE_NOT_FOUND,
@@ -163,14 +174,21 @@ export function buildPlan(
     );
   const disabledNames = new Set(rows.filter((r) => !truthy(r.enabled)).map((r) => r.name ?? r.step_type));
   const seen = new Map<string, PipelineStepRow>();
+  const folded = new Map<string, { name: string; row: PipelineStepRow }>();
   let previous: string | undefined;
 
   for (const row of enabledRows) {
     const stepName = (row.name ?? '').trim() || row.step_type;
     const other = seen.get(stepName);
+    const alike = folded.get(foldName(stepName));
     if (other)
       problems.push(`${label(row)}: duplicate step name '${stepName}' (also pipeline_steps id=${other.id})`);
+    else if (alike)
+      problems.push(
+        `${label(row)}: step name '${stepName}' differs from '${alike.name}' (pipeline_steps id=${alike.row.id}) only in case, accents or trailing spaces, which MariaDB takes for the same name: rename one`,
+      );
     seen.set(stepName, row);
+    folded.set(foldName(stepName), { name: stepName, row });
 
     const registered = registry.get(row.step_type);
     if (!registered) {
@@ -227,6 +245,14 @@ export function buildPlan(
         problems.push(`${label(row)}: depends_on is not valid JSON (${(error as Error).message})`);
       }
     }
+    if (
+      !Number.isInteger(Number(row.sort_order)) ||
+      row.sort_order === null ||
+      String(row.sort_order).trim() === ''
+    )
+      problems.push(
+        `${label(row)}: sort_order must be a whole number (is ${JSON.stringify(row.sort_order)})`,
+      );
     previous = stepName;
     drafts.push({
       id: row.id,
@@ -340,7 +366,7 @@ export function buildPlan(
   });
 }
 
-function describeCycle(stuck: Array<{ name: string; dependsOn: string[] }>): string {
+function describeCycle(stuck: Array<{ id: number; name: string; dependsOn: string[] }>): string {
   // walk dependencies inside the stuck set until a name repeats
   const names = new Set(stuck.map((s) => s.name));
   const deps = new Map(stuck.map((s) => [s.name, s.dependsOn.filter((d) => names.has(d))]));
@@ -351,7 +377,9 @@ function describeCycle(stuck: Array<{ name: string; dependsOn: string[] }>): str
     current = deps.get(current)![0] ?? current;
   }
   const cycle = [...path.slice(path.indexOf(current)), current].reverse();
-  return cycle.join(' -> ');
+  const ids = new Map(stuck.map((s) => [s.name, s.id]));
+  const rows = [...new Set(cycle)].map((name) => `id=${ids.get(name)}`).join(', ');
+  return `${cycle.join(' -> ')} (pipeline_steps ${rows})`;
 }
 
 function deepFreeze<T>(value: T): T {

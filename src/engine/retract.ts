@@ -2,8 +2,20 @@ import type { SqlExecutor } from '../db/sql.js';
 import { retractDocumentKnowledge } from '../knowledge/retract.js';
 import type { Providers } from './plugin.js';
 
-/** Collections that hold one point per chunk of a document. */
+/** Collections that may hold no stamp (points stored before stamps, or by the original system) but chunk points. */
 const CHUNK_COLLECTIONS = ['documents', 'mail'];
+
+/**
+ * The collections that may hold a document's chunk points: the ones named above and every collection cpe stamped
+ * in this index (vector_collections: a pipeline may send its points to any collection it names), except the
+ * entities'. Collections cpe did not make are left alone.
+ */
+async function chunkCollections(db: SqlExecutor, backend: 'embedded' | 'qdrant'): Promise<string[]> {
+  const stamped = await db.query<{ name: string }>('SELECT name FROM vector_collections WHERE backend = ?', [
+    backend,
+  ]);
+  return [...new Set([...CHUNK_COLLECTIONS, ...stamped.map((r) => r.name)])].filter((n) => n !== 'entities');
+}
 
 /**
  * Removes what a document version contributed: its points (first: the index never points at missing rows),
@@ -22,7 +34,8 @@ export async function retractDocument(
   );
   if (Number(n) > 0) {
     const vectors = await providers.vectors();
-    for (const collection of CHUNK_COLLECTIONS) await vectors.deleteByDocument(collection, documentId);
+    for (const collection of await chunkCollections(db, vectors.kind))
+      await vectors.deleteByDocument(collection, documentId);
   }
   const knowledge = await retractDocumentKnowledge(db, documentId);
   if (knowledge.deletedEntityPointIds.length > 0) {

@@ -142,7 +142,18 @@ export class RunLog {
   }
 
   recordStep(r: StepRunRecord): void {
-    const { itemsIn, itemsOut, tokensIn, tokensOut, ...rest } = r.counts ?? {};
+    const { itemsIn, itemsOut, tokensIn, tokensOut, ...reported } = r.counts ?? {};
+    const rest: Record<string, unknown> = reported;
+    // the INT columns take whole numbers in their range; anything else a plugin reported goes to the counts JSON
+    const column = (key: string, value: unknown): number | null => {
+      if (value === undefined || value === null) return null;
+      if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= INT_MAX)
+        return value;
+      rest[key] = typeof value === 'number' && !Number.isFinite(value) ? String(value) : value; // JSON has no NaN
+      return null;
+    };
+    const items = [column('itemsIn', itemsIn), column('itemsOut', itemsOut)];
+    const tokens = [column('tokensIn', tokensIn) ?? 0, column('tokensOut', tokensOut) ?? 0];
     this.stepRows.push([
       r.runId,
       r.documentId,
@@ -152,11 +163,9 @@ export class RunLog {
       r.status,
       r.reason === undefined || r.reason === null ? null : redactCredentials(clipText(String(r.reason))),
       r.attempt,
-      itemsIn ?? null,
-      itemsOut ?? null,
-      Object.keys(rest).length ? JSON.stringify(rest) : null,
-      tokensIn ?? 0,
-      tokensOut ?? 0,
+      ...items,
+      Object.keys(rest).length ? safeJson(rest) : null,
+      ...tokens,
       r.errorCode ?? null,
       r.error ? redactCredentials(r.error) : null,
       sqlTime(r.startedAt),
@@ -213,24 +222,19 @@ export class RunLog {
       this.logRows = [];
       const unwritten = { steps, logs };
       try {
-        unwritten.steps = await insertMany(
+        unwritten.steps = await insertAllOrEach(
           this.db,
           'pipeline_step_runs',
           'run_id, document_id, queue_id, step_name, step_type, status, reason, attempt, items_in, items_out, counts, tokens_in, tokens_out, error_code, error, started_at, finished_at, duration_ms',
           steps,
         );
-        unwritten.logs = await insertMany(
+        unwritten.logs = await insertAllOrEach(
           this.db,
           'pipeline_log',
           'run_id, level, step_name, document_id, message, context, created_at',
           logs,
         );
       } catch (error) {
-        if (!isRetryable(error)) {
-          // rows the database refuses (not a connection that failed): trying them again would fail again
-          process.stderr.write(`cpe: could not write to ki_dev: ${describeError(error, 300)}\n`);
-          return;
-        }
         // what did not go in is tried again with the next flush (a database that is down for a while loses no
         // rows; the oldest go only past MAX_KEPT_ROWS)
         const failed = error as Error & { unwritten?: unknown[][] };
@@ -251,6 +255,43 @@ export class RunLog {
     });
     return this.flushing;
   }
+}
+
+/**
+ * insertMany, and where the database refuses a slice (a value out of a column's range, say: not a connection that
+ * failed, which throws for a later try), the slice's rows one by one: only the rows refused alone are lost, and
+ * said so on stderr, not the run's other records in the same statement.
+ */
+async function insertAllOrEach(
+  db: SqlExecutor,
+  table: string,
+  columns: string,
+  rows: unknown[][],
+): Promise<unknown[][]> {
+  let left = rows;
+  while (left.length > 0) {
+    try {
+      return await insertMany(db, table, columns, left);
+    } catch (error) {
+      if (isRetryable(error)) throw error;
+      const unwritten = (error as { unwritten?: unknown[][] }).unwritten ?? left;
+      // the refused slice row by row; a row refused alone is dropped
+      const slice = unwritten.slice(0, 100);
+      for (const [i, row] of slice.entries()) {
+        try {
+          await insertMany(db, table, columns, [row]);
+        } catch (rowError) {
+          if (isRetryable(rowError))
+            throw Object.assign(rowError as Error, { unwritten: unwritten.slice(i) });
+          process.stderr.write(
+            `cpe: ki_dev refused a row of ${table}, which is not kept: ${describeError(rowError, 300)}\n`,
+          );
+        }
+      }
+      left = unwritten.slice(slice.length);
+    }
+  }
+  return [];
 }
 
 /**
@@ -282,6 +323,9 @@ async function insertMany(
   }
   return [];
 }
+
+/** The largest value of an INT column (items_in, items_out, tokens_in, tokens_out of pipeline_step_runs). */
+const INT_MAX = 2 ** 31 - 1;
 
 /** Longest log message, skip reason and log context kept (characters); MariaDB's TEXT holds 64 KB. */
 const MAX_MESSAGE = 4000;

@@ -12,7 +12,14 @@ import {
   readInlineArchive,
   storeInArchive,
 } from './archive.js';
-import { type CheckpointRow, loadCheckpoints, saveCheckpoints } from './checkpoints.js';
+import {
+  type CheckpointRow,
+  loadCheckpoints,
+  othersWriting,
+  saveCheckpoints,
+  skippedCheckpointHash,
+  stepsToRun,
+} from './checkpoints.js';
 import {
   createDocumentVersion,
   createDocumentVersions,
@@ -21,7 +28,7 @@ import {
   setDocumentStatus,
   supersededReason,
 } from './documents.js';
-import { type Engine, skippedCheckpointHash } from './engine.js';
+import type { Engine } from './engine.js';
 import { CompletionBatcher } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
 import type { DocumentRef, RunInfo, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
@@ -296,7 +303,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     log: runLog.logger({ runId, stepName: step.name, documentId }),
     signal,
     report(more: StepCounts) {
-      for (const [key, value] of Object.entries(more)) counts[key] = (counts[key] ?? 0) + value;
+      for (const [key, value] of Object.entries(more)) {
+        if (typeof value === 'number' && Number.isFinite(value)) counts[key] = (counts[key] ?? 0) + value;
+        else
+          runLog
+            .logger({ runId, stepName: step.name, documentId })
+            .warn(`report(): ${key} is not a finite number (${String(value)}); not counted`);
+      }
     },
     skip: (reason: string): StepOutcome => ({ status: 'skipped', reason }),
   });
@@ -372,11 +385,55 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
   };
 
+  /**
+   * A plugin's setup or teardown. A failing setup fails the run, recorded as a failed step run (no document) whose
+   * error names the step, its pipeline_steps row and the plugin's file; a failing teardown (the step's work is done)
+   * is a warning saying the same.
+   */
+  const lifecycle = async (step: PlannedStep, hook: 'setup' | 'teardown') => {
+    const fn = step.plugin[hook];
+    if (!fn) return;
+    const began = Date.now();
+    try {
+      await fn.call(step.plugin, baseContext(step, null, {}, runController.signal));
+    } catch (error) {
+      const plugin = engine.registry.get(step.type)?.source ?? 'builtin';
+      const where = `pipeline_steps id=${step.id}, ${plugin === 'builtin' ? 'built-in' : `plugin ${plugin}`}`;
+      const failed = new StepError(
+        step.name,
+        null,
+        1,
+        new CpeError(ErrorCodes.STEP_FAILED, `${hook} failed (${where}): ${messageOf(error)}`, {
+          cause: error,
+          retryable: isRetryable(error),
+        }),
+      );
+      if (hook === 'teardown') {
+        runLog.logger({ runId, stepName: step.name }).warn(describeError(failed));
+        return;
+      }
+      runLog.recordStep({
+        runId,
+        documentId: null,
+        queueId: null,
+        stepName: step.name,
+        stepType: step.type,
+        status: 'failed',
+        attempt: 1,
+        errorCode: failed.causeCode,
+        error: describeError(failed),
+        startedAt: began,
+        finishedAt: Date.now(),
+      });
+      throw failed;
+    }
+  };
+
   const runRunSteps = async (phase: 'pre' | 'post') => {
     for (const step of plan.steps.filter((s) => s.phase === phase)) {
       if (runController.signal.aborted) return;
       if (phase === 'pre' && options.runPreSteps === false) continue;
-      await step.plugin.setup?.(baseContext(step, null, {}, runController.signal));
+      await lifecycle(step, 'setup');
       const outcome = await executeStep(
         step,
         (counts, signal) => ({ ...baseContext(step, null, counts, signal), documents: processed }),
@@ -384,19 +441,25 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         null,
         null,
       );
-      await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
+      await lifecycle(step, 'teardown');
       if (outcome.status === 'failed') throw outcome.error;
     }
   };
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
+  let superseded: Map<string, readonly string[]> | undefined;
+  /** per document step: the step types whose checkpoints in other pipelines its run makes stale */
+  const supersededTypes = () => {
+    const plugins = engine.registry.all().map((r) => r.plugin);
+    superseded ??= new Map(documentSteps.map((s) => [s.name, othersWriting(s, plugins)]));
+    return superseded;
+  };
   // document steps' setup runs once, when the run has its first document or a pre step expects some (a run with
   // nothing to do sets up nothing)
   let documentStepsSetUp: Promise<void> | undefined;
   const setUpDocumentSteps = () =>
     (documentStepsSetUp ??= (async () => {
-      for (const step of documentSteps)
-        await step.plugin.setup?.(baseContext(step, null, {}, runController.signal));
+      for (const step of documentSteps) await lifecycle(step, 'setup');
     })());
   /** once, after the document phase, for a run that set its document steps up */
   const tearDownDocumentSteps = async () => {
@@ -405,8 +468,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     documentStepsSetUp = undefined;
     // a setup a pre step started may still be running (or have failed: its failure is reported where it was awaited)
     await setUp.catch(() => undefined);
-    for (const step of documentSteps)
-      await step.plugin.teardown?.(baseContext(step, null, {}, runController.signal));
+    for (const step of documentSteps) await lifecycle(step, 'teardown');
   };
 
   const completions = new CompletionBatcher(db, engine.providers);
@@ -469,7 +531,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
     if (item.action === 'delete') {
       const ids = await markPathDeleted(db, item.path);
-      for (const id of ids) await engine.retract(id);
+      // and the versions an earlier attempt marked deleted but could not retract (the vector index was down)
+      const left = await db.query<{ id: number }>(
+        `SELECT d.id FROM documents d WHERE d.source_path = ? AND d.status = 'deleted'
+           AND (EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
+             OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`,
+        [item.path],
+      );
+      for (const id of new Set([...ids, ...left.map((r) => Number(r.id))])) await engine.retract(id);
       await completeQueueItem(db, item.id, worker);
       log.info(`deleted ${item.path}: ${ids.length} version(s) retracted`, { documentIds: ids });
       return 'done';
@@ -553,11 +622,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       },
       archivedBytes,
     };
-    // a new version has no checkpoints; a document processed before may have some
-    const checkpoints =
-      options.force || !item.document_id
-        ? new Map<string, string>()
-        : await loadCheckpoints(db, doc.id, plan.pipeline.id);
+    // a new version has no checkpoints; a document processed before may have some, of this pipeline and others
+    const stored = item.document_id ? await loadCheckpoints(db, doc.id, plan.pipeline.id) : undefined;
+    const checkpoints = options.force || !stored ? new Map<string, string>() : stored.done;
+    // a document's data is one set whichever pipeline wrote it: what runs here makes other pipelines' checkpoints
+    // of the same data stale
+    const supersedes = stored?.othersHave ? supersededTypes() : undefined;
     // Checkpoints of quick steps are written with the document's completion (one statement); a step that took
     // longer than a second is checkpointed at once, so a crash does not make a resumed run repeat it.
     const pendingCheckpoints: CheckpointRow[] = [];
@@ -568,11 +638,11 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
 
     const skippedHash = (step: PlannedStep) =>
       skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey));
+    const toRun = stepsToRun(documentSteps, checkpoints, String(engine.settings.profileKey));
     const runDocStep = async (step: PlannedStep) => {
       const began = Date.now();
-      const checkpoint = checkpoints.get(step.name);
-      if (checkpoint && (checkpoint === step.lineageHash || checkpoint === skippedHash(step))) {
-        state.set(step.name, checkpoint === step.lineageHash ? 'ok' : 'skipped');
+      if (!toRun.has(step.name)) {
+        state.set(step.name, checkpoints.get(step.name) === step.lineageHash ? 'ok' : 'skipped');
         return;
       }
       const outcome = await executeStep(
@@ -594,6 +664,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         stepType: step.type,
         hash: outcome.status === 'ok' ? step.lineageHash : skippedHash(step),
         runId,
+        ...(supersedes && { supersedes: supersedes.get(step.name) }),
       };
       if (Date.now() - began > 1000) await saveCheckpoints(db, [checkpointRow]);
       else pendingCheckpoints.push(checkpointRow);
@@ -762,7 +833,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     };
     runController.signal.addEventListener('abort', abortActive, { once: true });
     let claimed = 0;
-    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    // a pipeline without document steps (only run steps: detect, index_optimize, ...) has nothing to do with a
+    // queued file: its items are left to a pipeline that processes documents, not marked done with nothing stored
+    const limit = documentSteps.length === 0 ? 0 : (options.limit ?? Number.POSITIVE_INFINITY);
+    if (documentSteps.length === 0 && options.sourceDir)
+      runLogger.info(
+        'no document steps in this pipeline: queued files are left for a pipeline that processes documents',
+      );
     let wake: (() => void) | undefined;
     let claimFailures = 0;
     const startItem = (id: number) => {

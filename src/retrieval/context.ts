@@ -8,6 +8,8 @@ export interface ContextOptions {
   /** hits considered (default 20) */
   limit?: number;
   collection?: string;
+  /** the query is prepared like chunk texts (default 800) */
+  maxEmbedChars?: number;
   signal?: AbortSignal;
 }
 
@@ -54,6 +56,7 @@ export async function buildContext(
   const hits = await searchChunks(services, query, {
     limit: options.limit ?? 20,
     collection: options.collection,
+    maxEmbedChars: options.maxEmbedChars,
     signal: options.signal,
   });
   return assembleContext(hits, maxTokens);

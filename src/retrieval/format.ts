@@ -74,8 +74,12 @@ function describeState(report: VerifyReport): string[] {
   return [
     `  chunks of current documents: ${c.expected}   points: ${c.points}`,
     `  missing points: ${c.missing} (not embedded: ${c.unembedded})   orphan points: ${c.orphans}   ` +
-      `stale versions: ${c.stale}   wrong size: ${c.wrongSize}   wrong chunk refs: ${c.wrongChunkRefs}`,
+      `stale versions: ${c.stale}   outdated vectors: ${c.outdated}   wrong size: ${c.wrongSize}   ` +
+      `wrong chunk refs: ${c.wrongChunkRefs}`,
     ...(c.failedChunks > 0 ? [`  chunks the embedder rejected (status failed): ${c.failedChunks}`] : []),
+    ...(c.inFlight > 0
+      ? [`  points of versions still being processed (kept for when they complete): ${c.inFlight}`]
+      : []),
   ];
 }
 

@@ -69,6 +69,10 @@ export async function searchChunks(
     [prepareEmbedText(query, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)],
     options.signal,
   );
+  // a query of no words (punctuation, symbols) gives the local embedder nothing: its vector is all zeros and
+  // every chunk would score 0, in no meaningful order
+  if (!vector!.some((v) => v !== 0))
+    throw new CpeError(ErrorCodes.USAGE, `the search query '${query.trim()}' has no words to search for`);
 
   let fetch = Math.min(MAX_FETCH, limit * OVERFETCH + 10);
   for (;;) {
@@ -101,9 +105,17 @@ async function joinWithSql(
   }
   const byKey = new Map(rows.map((r) => [`${Number(r.document_id)}:${Number(r.chunk_index)}`, r]));
   const hits: SearchHit[] = [];
+  const seen = new Set<number>();
   for (const result of results) {
     const row = byKey.get(`${Number(result.payload.document_id)}:${Number(result.payload.chunk_index)}`);
     if (!row) continue;
+    // a point of a chunk that was replaced since (re-chunked, its new vector not stored yet) holds the old text's
+    // vector under the same place: not a hit for the new text. A point's payload names its chunk.
+    const chunkId = result.payload.chunk_id;
+    if (chunkId !== undefined && chunkId !== null && Number(chunkId) !== Number(row.id)) continue;
+    // one hit per chunk, its best (a collection adopted from elsewhere may hold two points of one chunk)
+    if (seen.has(Number(row.id))) continue;
+    seen.add(Number(row.id));
     hits.push({
       score: result.score,
       document_id: Number(row.document_id),

@@ -31,6 +31,13 @@ export interface VerifyCounts {
   orphans: number;
   /** points of superseded versions or deleted documents */
   stale: number;
+  /**
+   * points holding the vector of a chunk that was replaced since (the document re-chunked, its new vectors not
+   * stored): the point's place is the new chunk's, its vector the old text's
+   */
+  outdated: number;
+  /** points of versions still on their way (newer than the latest of their file, not done): left alone */
+  inFlight: number;
   /** points whose vector has the wrong size */
   wrongSize: number;
   /** chunks whose qdrant_id does not name their point */
@@ -101,6 +108,8 @@ export async function verifyIndex(
       unembedded: 0,
       orphans: 0,
       stale: 0,
+      outdated: 0,
+      inFlight: 0,
       wrongSize: 0,
       wrongChunkRefs: 0,
       failedChunks: 0,
@@ -123,11 +132,30 @@ export async function verifyIndex(
   }
 
   const { db } = services;
-  const documents = await db.query<{ id: number; is_latest: number; status: string }>(
-    'SELECT id, is_latest, status FROM documents',
-  );
+  const documents = await db.query<{
+    id: number;
+    source_path: string;
+    version: number;
+    is_latest: number;
+    status: string;
+  }>('SELECT id, source_path, version, is_latest, status FROM documents');
   const current = new Set(
     documents.filter((d) => Number(d.is_latest) === 1 && d.status !== 'deleted').map((d) => Number(d.id)),
+  );
+  // a version newer than the latest of its file and not done is on its way (pending, processing, or failed and
+  // waiting for a retry): its points are kept for when it completes, as the run keeps them
+  const latestVersion = new Map<string, number>();
+  for (const d of documents)
+    if (Number(d.is_latest) === 1) latestVersion.set(d.source_path, Number(d.version));
+  const inFlight = new Set(
+    documents
+      .filter(
+        (d) =>
+          Number(d.is_latest) !== 1 &&
+          d.status !== 'deleted' &&
+          Number(d.version) > (latestVersion.get(d.source_path) ?? 0),
+      )
+      .map((d) => Number(d.id)),
   );
   const known = new Set(documents.map((d) => Number(d.id)));
   const chunks = await db.query<{
@@ -162,11 +190,23 @@ export async function verifyIndex(
       : [];
 
   const missing = [...expected.entries()].filter(([id]) => !present.has(id));
+  const kept = points.filter((p) => inFlight.has(p.documentId)).length;
   const orphans = points.filter((p) => !known.has(p.documentId) || !allChunkIds.has(p.id));
   const stale = points.filter(
-    (p) => known.has(p.documentId) && allChunkIds.has(p.id) && !current.has(p.documentId),
+    (p) =>
+      known.has(p.documentId) &&
+      allChunkIds.has(p.id) &&
+      !current.has(p.documentId) &&
+      !inFlight.has(p.documentId),
   );
-  const wrongRefs = [...expected.entries()].filter(([id, c]) => present.has(id) && c.qdrant_id !== id);
+  const outdated = points.filter((p) => {
+    const chunk = expected.get(p.id);
+    return chunk !== undefined && p.chunkId !== undefined && p.chunkId !== Number(chunk.id);
+  });
+  const outdatedIds = new Set(outdated.map((p) => p.id));
+  const wrongRefs = [...expected.entries()].filter(
+    ([id, c]) => present.has(id) && !outdatedIds.has(id) && c.qdrant_id !== id,
+  );
   const c = report.counts;
   c.expected = expected.size;
   c.points = points.length;
@@ -176,6 +216,8 @@ export async function verifyIndex(
   ).length;
   c.orphans = orphans.length;
   c.stale = stale.length;
+  c.outdated = outdated.length;
+  c.inFlight = kept;
   c.wrongSize = wrongSize.length;
   c.wrongChunkRefs = wrongRefs.length;
 
@@ -195,6 +237,11 @@ export async function verifyIndex(
   if (stale.length > 0) {
     report.problems.push(
       `${stale.length} points belong to superseded or deleted document versions; e.g. documents ${sample([...new Set(stale.map((p) => String(p.documentId)))])}`,
+    );
+  }
+  if (outdated.length > 0) {
+    report.problems.push(
+      `${outdated.length} points hold the vector of a chunk replaced since (re-chunked, not embedded again); e.g. documents ${sample([...new Set(outdated.map((p) => String(p.documentId)))])}`,
     );
   }
   if (wrongSize.length > 0) {
@@ -221,10 +268,13 @@ export async function verifyIndex(
   if (report.ok || !options.repair) return report;
 
   // repair: remove what should not be there, then restore documents that lack points
-  const doomed = [...new Set([...orphans.map((p) => p.id), ...stale.map((p) => p.id), ...wrongSize])];
+  const doomed = [
+    ...new Set([...orphans.map((p) => p.id), ...stale.map((p) => p.id), ...outdatedIds, ...wrongSize]),
+  ];
   await index.deletePoints(collection, doomed);
   const toRestore = new Set<number>([
     ...missing.map(([, chunk]) => Number(chunk.document_id)),
+    ...outdated.map((p) => p.documentId),
     ...wrongRefs.map(([, chunk]) => Number(chunk.document_id)),
   ]);
   for (const id of wrongSize) {

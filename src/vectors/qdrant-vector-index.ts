@@ -238,7 +238,8 @@ export class QdrantVectorIndex implements VectorIndex {
 
   async deletePoints(collection: string, ids: readonly string[]): Promise<void> {
     for (let start = 0; start < ids.length; start += DELETE_BATCH) {
-      const slice = ids.slice(start, start + DELETE_BATCH);
+      // Qdrant's ids are UUIDs or unsigned integers; listPoints gives both as text, an integer is sent as one
+      const slice = ids.slice(start, start + DELETE_BATCH).map((id) => (/^\d+$/.test(id) ? Number(id) : id));
       await ignoreMissingCollection(
         this.call(`delete ${slice.length} points from '${collection}'`, (client) =>
           client.delete(collection, { wait: true, points: slice }),
@@ -278,11 +279,18 @@ export class QdrantVectorIndex implements VectorIndex {
         client.scroll(collection, {
           limit: SCROLL_PAGE,
           offset: offset ?? undefined,
-          with_payload: ['document_id'],
+          with_payload: ['document_id', 'chunk_id'],
           with_vector: false,
         }),
       );
-      for (const p of page.points) out.push({ id: String(p.id), documentId: Number(p.payload?.document_id) });
+      for (const p of page.points) {
+        const chunkId = p.payload?.chunk_id;
+        out.push({
+          id: String(p.id),
+          documentId: Number(p.payload?.document_id),
+          ...(typeof chunkId === 'number' && { chunkId }),
+        });
+      }
       offset = page.next_page_offset as string | number | null | undefined;
     } while (offset !== null && offset !== undefined);
     return out;

@@ -99,7 +99,9 @@ class PackedCollection {
     const bestScores: number[] = [];
     let floor = -Infinity;
     const keep = (row: number, score: number) => {
+      // NaN (a vector that was never a number) is no score: as the floor it would let no better row in
       if (bestRows.length === limit && score <= floor) return;
+      if (Number.isNaN(score)) return;
       let at = bestScores.length;
       while (at > 0 && bestScores[at - 1] < score) at--;
       bestScores.splice(at, 0, score);
@@ -484,11 +486,15 @@ export class SqlVectorIndex implements VectorIndex {
   }
 
   async listPoints(collection: string): Promise<PointRef[]> {
-    const rows = await this.db.query<{ point_id: string; document_id: number }>(
-      'SELECT point_id, document_id FROM vector_points WHERE collection = ?',
+    const rows = await this.db.query<{ point_id: string; document_id: number; chunk_id: number | null }>(
+      'SELECT point_id, document_id, chunk_id FROM vector_points WHERE collection = ?',
       [collection],
     );
-    return rows.map((r) => ({ id: r.point_id, documentId: Number(r.document_id) }));
+    return rows.map((r) => ({
+      id: r.point_id,
+      documentId: Number(r.document_id),
+      ...(r.chunk_id !== null && r.chunk_id !== undefined && { chunkId: Number(r.chunk_id) }),
+    }));
   }
 
   /**

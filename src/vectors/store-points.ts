@@ -156,8 +156,9 @@ async function fillContents(
 /**
  * Stores the points of one document version and then removes what they replace. Order matters: the new points
  * are upserted first (ids are deterministic, so a rerun replaces instead of duplicating), only then are the
- * document's stale points (chunks that no longer exist) and all points of its other versions (same source_path)
- * deleted. A search therefore never finds the document missing, and duplicates never last. A version that is no
+ * document's stale points (chunks that no longer exist) deleted. The latest version's points stay until this one
+ * is done (its completion retracts the versions it replaces), so a search never finds the document missing, not
+ * even when this version fails; search shows latest versions only, so it finds no duplicates meanwhile. A version that is no
  * longer the latest, or a deleted document, gets its points removed instead.
  */
 export async function storeDocumentPoints(
@@ -250,7 +251,12 @@ export async function storeDocumentPoints(
   await index.upsert(options.collection, points);
   const keepIds = points.map((p) => p.id);
   await index.deleteByDocument(options.collection, doc.id, { keepIds });
-  const others = otherRows.map((o) => Number(o.id));
+  // Versions this one replaces keep their points until it is done (finishDocument retracts them then): the latest
+  // one is what search finds meanwhile, and stays found if this version fails. Only versions that are neither
+  // latest nor in flight (left over) lose theirs now.
+  const others = otherRows
+    .filter((o) => Number(o.is_latest) !== 1 && o.status !== 'processing' && o.status !== 'pending')
+    .map((o) => Number(o.id));
   for (const other of others) await index.deleteByDocument(options.collection, other);
 
   const changes = pointIdChanges(rows, pointOf);

@@ -44,6 +44,8 @@ export interface CollectionInfo {
 export interface PointRef {
   id: string;
   documentId: number;
+  /** the chunk the point was stored for (its payload's chunk_id), when it says */
+  chunkId?: number;
 }
 
 /**

@@ -32,6 +32,21 @@ const fail = (status: number, error: string): RouteResult => ({
   body: { status: { error }, time: 0.0001 },
 });
 
+/** Qdrant's point ids: an unsigned integer or a UUID; anything else (the text "42") is refused as Qdrant does. */
+const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+function badId(ids: unknown[]): string | undefined {
+  const bad = ids.find(
+    (id) =>
+      !(
+        (typeof id === 'number' && Number.isInteger(id) && id >= 0) ||
+        (typeof id === 'string' && UUID.test(id))
+      ),
+  );
+  return bad === undefined
+    ? undefined
+    : `Unable to parse point id: value ${JSON.stringify(String(bad))} is not a valid point ID`;
+}
+
 function normalizeId(id: unknown): string {
   return typeof id === 'number' ? String(id) : String(id).toLowerCase();
 }
@@ -199,6 +214,8 @@ export class QdrantTestServer extends TestHttpServer {
       guarded(
         withCollection((c, r) => {
           const points: StoredPoint[] = r.body?.points ?? [];
+          const invalid = badId(points.map((p) => p.id));
+          if (invalid) return fail(400, `Wrong input: ${invalid}`);
           for (const p of points) {
             if (!Array.isArray(p.vector) || p.vector.length !== c.size) {
               return fail(
@@ -242,6 +259,8 @@ export class QdrantTestServer extends TestHttpServer {
       guarded(
         withCollection((c, r) => {
           if (Array.isArray(r.body?.points)) {
+            const invalid = badId(r.body.points);
+            if (invalid) return fail(400, `Wrong input: ${invalid}`);
             for (const id of r.body.points) c.points.delete(normalizeId(id));
           } else if (r.body?.filter) {
             for (const [key, p] of c.points) if (matchFilter(p, r.body.filter)) c.points.delete(key);

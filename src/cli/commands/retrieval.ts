@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import type { Engine } from '../../engine/engine.js';
 import {
   contextJson,
   formatContext,
@@ -17,18 +18,44 @@ const retrieval = {
   context: () => import('../../retrieval/context.js'),
   verify: () => import('../../retrieval/verify.js'),
   prompts: () => import('../../llm/prompts.js'),
+  settings: () => import('../../retrieval/embed-settings.js'),
 };
 
-interface QueryArgs extends GlobalArgs {
+interface IndexArgs extends GlobalArgs {
+  collection?: string;
+  pipeline?: string;
+}
+
+interface QueryArgs extends IndexArgs {
   query: string;
   limit?: number;
   'max-tokens'?: number;
 }
 
-const queryOptions = <T>(y: Argv<T>) =>
+/** --collection and --pipeline: which collection to read, and whose embed settings to read it with */
+const indexOptions = <T>(y: Argv<T>) =>
   globalOptions(y)
+    .option('collection', {
+      type: 'string',
+      describe: "collection to use (default: the one the pipeline's vector_store or embed step writes)",
+    })
+    .option('pipeline', {
+      type: 'string',
+      describe:
+        'pipeline whose embed settings (collection, max_embed_chars) apply (default: the default one)',
+    });
+
+const queryOptions = <T>(y: Argv<T>) =>
+  indexOptions(y)
     .positional('query', { type: 'string', demandOption: true })
     .option('json', { type: 'boolean' });
+
+/** The collection and text preparation for these arguments: the options, else the pipeline's embed settings. */
+async function indexSettings(engine: Engine, args: IndexArgs) {
+  const { embedSettings } = await retrieval.settings();
+  const settings = await embedSettings(engine.dbs.content.sql, args.pipeline ?? engine.config.pipeline);
+  return { collection: args.collection ?? settings.collection, maxEmbedChars: settings.maxEmbedChars };
+}
 
 export const searchModule: CommandModule<object, QueryArgs> = {
   command: 'search <query>',
@@ -41,7 +68,7 @@ export const searchModule: CommandModule<object, QueryArgs> = {
       const hits = await searchChunks(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
-        { limit: args.limit },
+        { limit: args.limit, ...(await indexSettings(engine, args)) },
       );
       if (args.json) printJson(searchHitsJson(hits));
       else process.stdout.write(`${formatSearchHits(args.query, hits)}\n`);
@@ -61,9 +88,7 @@ export const contextModule: CommandModule<object, QueryArgs> = {
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
-        {
-          maxTokens: args['max-tokens'],
-        },
+        { maxTokens: args['max-tokens'], ...(await indexSettings(engine, args)) },
       );
       if (args.json) printJson(contextJson(context));
       else process.stdout.write(`${formatContext(context)}\n`);
@@ -77,15 +102,16 @@ interface Answer {
   sources: number[];
 }
 
-const answerSchema = {
+/** The answer's shape for a context of `sources` sources: each cited once, none outside the context. */
+const answerSchema = (sources: number) => ({
   type: 'object',
   additionalProperties: false,
   required: ['answer', 'sources'],
   properties: {
     answer: { type: 'string', minLength: 1 },
-    sources: { type: 'array', items: { type: 'integer', minimum: 1 } },
+    sources: { type: 'array', uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: sources } },
   },
-};
+});
 
 export const askModule: CommandModule<object, QueryArgs & { provider?: string; model?: string }> = {
   command: 'ask <query>',
@@ -104,9 +130,7 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
       const context = await buildContext(
         { db: engine.dbs.content.sql, providers: engine.providers },
         args.query,
-        {
-          maxTokens: args['max-tokens'],
-        },
+        { maxTokens: args['max-tokens'], ...(await indexSettings(engine, args)) },
       );
       const resolution = await engine.providers.llm({ provider: args.provider, model: args.model });
       if (!resolution.llm) {
@@ -125,7 +149,7 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
       });
       const result = await resolution.llm.generate<Answer>({
         prompt,
-        schema: answerSchema,
+        schema: answerSchema(context.sources.length),
         schemaName: 'answer',
         maxTokens: 1500,
       });
@@ -150,20 +174,22 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
   },
 };
 
-export const verifyModule: CommandModule<object, GlobalArgs & { repair?: boolean }> = {
+export const verifyModule: CommandModule<object, IndexArgs & { repair?: boolean; json?: boolean }> = {
   command: 'verify',
   describe:
     'compare SQL with the vector index (missing, orphan, stale points; model and dimension); --repair fixes',
   builder: (y) =>
-    globalOptions(y)
+    indexOptions(y)
       .option('repair', { type: 'boolean', describe: 'make the index agree with SQL' })
-      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { repair?: boolean }>,
+      .option('json', { type: 'boolean' }) as unknown as Argv<
+      IndexArgs & { repair?: boolean; json?: boolean }
+    >,
   handler: async (args) => {
     const { verifyIndex } = await retrieval.verify();
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const report = await verifyIndex(
         { db: engine.dbs.content.sql, providers: engine.providers },
-        { repair: args.repair },
+        { repair: args.repair, ...(await indexSettings(engine, args)) },
       );
       if (args.json) printJson(report);
       else process.stdout.write(`${formatVerifyReport(report)}\n`);

@@ -154,7 +154,42 @@ for (const backend of testBackends()) {
       const problems = await planError(engine, 'cyclic');
       expect(problems).to.have.length(1);
       expect(problems[0]).to.match(
-        /^pipeline 'cyclic': steps form a cycle: (x|y|z) -> (x|y|z) -> (x|y|z) -> (x|y|z)$/,
+        /^pipeline 'cyclic': steps form a cycle: (x|y|z) -> (x|y|z) -> (x|y|z) -> (x|y|z) \(pipeline_steps id=\d+, id=\d+, id=\d+\)$/,
+      );
+    });
+
+    it('refuses step names that MariaDB takes for the same name, and a sort_order that is not a number', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'namen', [
+        { name: 'wörter', type: 'double' },
+        { name: 'Worter', type: 'double' },
+        { name: 'zahl', type: 'double' },
+      ]);
+      const [zahl] = await db.query<{ id: number }>("SELECT id FROM pipeline_steps WHERE name = 'zahl'");
+      await db
+        .run("UPDATE pipeline_steps SET sort_order = 'zehn' WHERE name = 'zahl'")
+        .catch(() => undefined);
+      const problems = await planError(engine, 'namen');
+      expect(
+        problems.some((p) =>
+          /'Worter' differs from 'wörter' \(pipeline_steps id=\d+\) only in case, accents or trailing spaces/.test(
+            p,
+          ),
+        ),
+      ).to.equal(true);
+      // MariaDB refuses the text in an INT column already; SQLite keeps it, and planning names it
+      if (db.dialect === 'sqlite')
+        expect(problems).to.include(
+          `pipeline_steps id=${zahl!.id} 'zahl': sort_order must be a whole number (is "zehn")`,
+        );
+    });
+
+    it('finds a pipeline by its exact name on every backend', async () => {
+      const error = await planPipeline(engine.dbs.content.sql, engine.registry, 'schulungsunterlagen ').catch(
+        (e: unknown) => e as Error,
+      );
+      expect((error as Error).message).to.match(
+        /^pipeline 'schulungsunterlagen ' not found \(names are exact: did you mean 'Schulungsunterlagen'\?\); known pipelines: /,
       );
     });
 

@@ -112,5 +112,76 @@ for (const backend of testBackends()) {
         await engine.close();
       }
     });
+
+    it("stores counts out of the columns' range in the counts JSON, and loses only a row the database refuses", async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.log.sql;
+        let refuse = '';
+        // ki_dev refusing one row's value as a strict server does (not a connection that failed: not retryable)
+        const strict: SqlExecutor = {
+          dialect: db.dialect,
+          query: (sql, params) => db.query(sql, params),
+          transaction: (fn) => db.transaction(fn),
+          run: async (sql, params) => {
+            if (refuse && params?.includes(refuse))
+              throw new Error(`Data too long for column 'message' at row 1`);
+            return db.run(sql, params);
+          },
+        };
+        const log = new RunLog(strict);
+        const runId = await log.startRun({
+          pipelineId: null,
+          pipelineName: 'p',
+          versionHash: null,
+          command: 'test',
+          profile: {},
+        });
+        const step = (stepName: string, counts: Record<string, number>) =>
+          log.recordStep({
+            runId,
+            documentId: null,
+            queueId: null,
+            stepName,
+            stepType: 'zaehlen',
+            status: 'ok',
+            attempt: 1,
+            startedAt: Date.now(),
+            finishedAt: Date.now(),
+            counts,
+          });
+        step('riesig', { itemsIn: 5e9, itemsOut: Number.NaN, tokensIn: 12, tokensOut: -1, pages: 3 });
+        step('normal', { itemsIn: 2, itemsOut: 4 });
+        const logger = log.logger({ runId });
+        logger.info('vorher');
+        refuse = 'abgelehnt';
+        logger.info('abgelehnt');
+        logger.info('nachher');
+        await log.flush();
+        const steps = await db.query<Record<string, unknown>>(
+          'SELECT step_name, items_in, items_out, tokens_in, tokens_out, counts FROM pipeline_step_runs WHERE run_id = ? ORDER BY id',
+          [runId],
+        );
+        expect(
+          steps.map((r) => [r.step_name, r.items_in, r.items_out, Number(r.tokens_in), Number(r.tokens_out)]),
+        ).to.deep.equal([
+          ['riesig', null, null, 12, 0],
+          ['normal', 2, 4, 0, 0],
+        ]);
+        expect(JSON.parse(String(steps[0]!.counts))).to.deep.equal({
+          pages: 3,
+          itemsIn: 5000000000,
+          itemsOut: 'NaN',
+          tokensOut: -1,
+        });
+        const lines = await db.query<{ message: string }>(
+          'SELECT message FROM pipeline_log WHERE run_id = ? ORDER BY id',
+          [runId],
+        );
+        expect(lines.map((r) => r.message)).to.deep.equal(['vorher', 'nachher']);
+      } finally {
+        await engine.close();
+      }
+    });
   });
 }

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { mapMysqlError } from '../../../src/db/executor.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
+import { enqueueMany } from '../../../src/engine/queue.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { parseSqlTime, sqlTime } from '../../../src/util/time.js';
@@ -261,10 +262,105 @@ for (const backend of testBackends()) {
         });
         expect(summary).to.include({ docsDone: 0, docsFailed: 1 });
         expect(summary.failures[0]!.error).to.contain(
-          mode === 'returns-failed'
-            ? `the step returned status "failed": Glossar fehlt`
-            : '{"code":"E_GLOSSAR","detail":"Glossar fehlt"}',
+          {
+            'returns-failed': `the step returned status "failed": Glossar fehlt`,
+            'throws-object': '{"code":"E_GLOSSAR","detail":"Glossar fehlt"}',
+          }[mode],
         );
+      }
+    });
+
+    it("retracts a deleted file's version that an earlier attempt marked deleted but could not retract", async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(generatedDocuments(1));
+      await runPipeline(engine, { plan: await plan('Standard'), sourceDir: source, concurrency: 1 });
+      const [doc] = await db.query<{ id: number; source_path: string; content_hash: string }>(
+        'SELECT id, source_path, content_hash FROM documents',
+      );
+      // the first attempt of the delete item: the document marked deleted, then the vector index was unreachable
+      await db.run("UPDATE documents SET status = 'deleted', is_latest = 0 WHERE id = ?", [doc!.id]);
+      await enqueueMany(db, [
+        {
+          path: doc!.source_path,
+          hash: doc!.content_hash,
+          action: 'delete',
+          documentId: Number(doc!.id),
+          maxAttempts: 3,
+        },
+      ]);
+      const retried = await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      expect(retried).to.include({ docsFailed: 0 });
+      const left = await db.query('SELECT id FROM chunks WHERE document_id = ?', [doc!.id]);
+      const points = await db.query('SELECT point_id FROM vector_points WHERE document_id = ?', [doc!.id]);
+      expect([left.length, points.length]).to.deep.equal([0, 0]);
+    });
+
+    it('leaves queued files to a pipeline with document steps when its own has none', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'NurScan', [{ name: 'detect', type: 'detect' }]);
+      const source = makeSourceFolder(generatedDocuments(2));
+      const scanOnly = await runPipeline(engine, {
+        plan: await plan('NurScan'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(scanOnly).to.include({ status: 'ok', docsTotal: 0 });
+      const pending = await db.query("SELECT id FROM pipeline_queue WHERE status = 'pending'");
+      expect(pending).to.have.length(2);
+      expect(await db.query('SELECT id FROM documents')).to.have.length(0);
+      const standard = await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(standard).to.include({ docsDone: 2 });
+      const again = await runPipeline(engine, {
+        plan: await plan('NurScan'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(again).to.include({ docsTotal: 0 });
+      expect(await db.query("SELECT id FROM pipeline_queue WHERE status <> 'done'")).to.have.length(0);
+    });
+
+    it('names the step, its row and its plugin when a setup fails; a failing teardown is a warning', async () => {
+      const db = engine.dbs.content.sql;
+      for (const mode of ['setup-throws', 'teardown-throws'] as const) {
+        await insertPipeline(db, mode, [
+          { name: 'detect', type: 'detect' },
+          { name: 'haken', type: 'misbehaves', config: { mode } },
+        ]);
+        const [row] = await db.query<{ id: number }>(
+          "SELECT s.id FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id WHERE p.name = ? AND s.name = 'haken'",
+          [mode],
+        );
+        const run = runPipeline(engine, {
+          plan: await plan(mode),
+          sourceDir: makeSourceFolder(generatedDocuments(2, mode)),
+          concurrency: 2,
+        });
+        const where = `pipeline_steps id=${row!.id}, plugin ${path.join(fixturePlugins, 'misbehaves.ts')}`;
+        if (mode === 'setup-throws') {
+          const error = (await run.catch((e: unknown) => e)) as Error;
+          expect(error.message).to.equal(
+            `step 'haken' failed (attempt 1): setup failed (${where}): Setup kaputt`,
+          );
+          const [last] = await engine.dbs.log.sql.query<Record<string, any>>(
+            'SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+          );
+          expect(last!.status).to.equal('failed');
+          const failedStep = (await stepRuns(Number(last!.id))).find((r) => r.step_name === 'haken')!;
+          expect(failedStep).to.include({ status: 'failed', document_id: null });
+          expect(failedStep.error).to.contain('setup failed').and.contain('Setup kaputt');
+        } else {
+          const summary = await run;
+          expect(summary).to.include({ status: 'ok', docsFailed: 0 }); // with the items the failed setup left queued
+          const [warning] = await engine.dbs.log.sql.query<Record<string, any>>(
+            "SELECT * FROM pipeline_log WHERE run_id = ? AND level = 'warn' AND step_name = 'haken'",
+            [summary.runId],
+          );
+          expect(warning!.message).to.contain(`teardown failed (${where}): Aufräumen kaputt`);
+        }
       }
     });
 
@@ -428,6 +524,63 @@ for (const backend of testBackends()) {
       expect(line.message).to.contain('file is too large');
       expect(Number(line.document_id)).to.equal(Number(doc.id));
       expect(line.step_name).to.equal('extract');
+    });
+
+    it("runs the steps after a renamed step again, and a pipeline's steps after another pipeline replaced their data", async () => {
+      const db = engine.dbs.content.sql;
+      const paragraph = (i: number) =>
+        `Absatz ${i}: Jede Maßnahme im Lager wird geprüft, dokumentiert und von der Leitung freigegeben. Die Unterweisung erfolgt jährlich.`;
+      const text = `# Lagerhandbuch\n\n${Array.from({ length: 24 }, (_, i) => paragraph(i)).join('\n\n')}\n`;
+      const source = makeSourceFolder({ 'lager-a.md': text, 'lager-b.md': text.replace('Lager', 'Werk') });
+      const standard = "(SELECT id FROM pipeline_configs WHERE name = 'Standard')";
+      await db.run(
+        `UPDATE pipeline_steps SET config = '{"max_chars": 400}' WHERE step_type = 'chunk' AND pipeline_id = ${standard}`,
+      );
+      const run = async (name: string) =>
+        runPipeline(engine, { plan: await plan(name), sourceDir: source, concurrency: 2 });
+      const chunkCount = async () =>
+        Number((await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks'))[0]!.n);
+      const ranSteps = async (runId: number) =>
+        (await stepRuns(runId))
+          .filter((r) => r.document_id !== null && r.status !== 'skipped')
+          .map((r) => r.step_name)
+          .sort();
+      const consistent = async () => {
+        const [waiting] = await db.query<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM chunks WHERE status <> 'embedded'",
+        );
+        const [orphans] = await db.query<{ n: number }>(
+          'SELECT COUNT(*) AS n FROM vector_points vp LEFT JOIN chunks c ON c.id = vp.chunk_id WHERE vp.chunk_id IS NOT NULL AND c.id IS NULL',
+        );
+        expect(
+          [Number(waiting!.n), Number(orphans!.n)],
+          'chunks not embedded, points without their chunk',
+        ).to.deep.equal([0, 0]);
+      };
+
+      await run('Standard');
+      const small = await chunkCount();
+      await insertPipeline(db, 'NurText', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk' },
+        { name: 'embed', type: 'embed' },
+      ]);
+      await run('NurText'); // its chunk step (2000 characters) replaces the documents' chunks
+      expect(await chunkCount()).to.be.lessThan(small);
+      await consistent();
+      const back = await run('Standard'); // Standard's checkpoints no longer describe the data: chunked again
+      expect(await chunkCount()).to.equal(small);
+      expect(await ranSteps(back.runId)).to.include.members(['chunk', 'chunk', 'embed', 'embed']);
+      await consistent();
+
+      await db.run(
+        `UPDATE pipeline_steps SET name = 'zerteilen' WHERE step_type = 'chunk' AND pipeline_id = ${standard}`,
+      );
+      const renamed = await run('Standard');
+      expect(await ranSteps(renamed.runId)).to.deep.equal(['embed', 'embed', 'zerteilen', 'zerteilen']);
+      await consistent();
+      expect(await run('Standard')).to.include({ docsTotal: 0 });
     });
 
     it('skips what is done on a rerun, reruns only a changed step and its dependants, and makes new versions', async () => {

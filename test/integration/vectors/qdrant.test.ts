@@ -112,6 +112,7 @@ for (const backend of backends()) {
       await run(v1);
       expect(server.points('documents').map((p) => ({ id: p.id, payload: p.payload }))).to.deep.equal(first);
 
+      await t.db.run(`UPDATE documents SET status = 'done' WHERE id = ?`, [v1]);
       const v2 = await newVersion(t.db, v1, '/src/q.md', 'Qualität');
       await insertChunks(t.db, v2, ['Qualitätssicherung beginnt beim Wareneingang.']);
       await run(v2, 'update');
@@ -212,15 +213,20 @@ for (const backend of backends()) {
       );
       server.collections.get('documents')!.points.delete(chunkPointId(id, 2));
       const stray = chunkPointId(4242, 0);
+      const vector = Array.from((await createLocalEmbedder().embed(['x']))[0]!);
       server.collections.get('documents')!.points.set(stray, {
         id: stray,
-        vector: Array.from((await createLocalEmbedder().embed(['x']))[0]),
+        vector,
         payload: { document_id: 4242, chunk_index: 0 },
       });
+      // a point of the original system, with an integer id: deleted as an integer (Qdrant refuses the text "42")
+      server.collections
+        .get('documents')!
+        .points.set('42', { id: 42, vector, payload: { document_id: 4243 } });
       const services = { db: t.db, providers };
       const report = await verifyIndex(services);
       expect(report).to.include({ ok: false, backend: 'qdrant' });
-      expect(report.counts).to.include({ expected: 3, points: 3, missing: 1, orphans: 1 });
+      expect(report.counts).to.include({ expected: 3, points: 4, missing: 1, orphans: 2 });
       const repaired = await verifyIndex(services, { repair: true });
       expect(repaired.ok).to.equal(true);
       expect(

@@ -5,8 +5,10 @@ import { textHash } from '../../../src/embed/cache.js';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
 import { chunkEmbedText } from '../../../src/embed/prepare.js';
 import { type Embedder, EmbedInputError } from '../../../src/embed/types.js';
+import { retractDocument } from '../../../src/engine/retract.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
+import { embedSettings } from '../../../src/retrieval/embed-settings.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import type { ChunkDraft } from '../../../src/text/chunk.js';
@@ -17,6 +19,7 @@ import collectionSetup from '../../../steps/collection_setup.js';
 import embed from '../../../steps/embed.js';
 import indexOptimize from '../../../steps/index_optimize.js';
 import vectorStore from '../../../steps/vector_store.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
 import {
   backends,
   insertChunks,
@@ -481,6 +484,7 @@ for (const backend of backends()) {
           document: { id: v1, sourcePath: '/src/b.docx' },
         }),
       );
+      await t.db.run(`UPDATE documents SET status = 'done' WHERE id = ?`, [v1]);
       const v2 = await newVersion(t.db, v1, '/src/b.docx', 'B');
       await insertChunks(t.db, v2, ['Neu eins.', 'Neu zwei.']);
       ops.length = 0;
@@ -511,6 +515,110 @@ for (const backend of backends()) {
       await embed.run(ctx);
       expect(await index.count('documents')).to.equal(0);
       expect(ctx.reports[0]).to.include({ versionsRemoved: 2 });
+    });
+
+    it('a new version in flight leaves the latest version its points: search finds it until the new one is done', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const v1 = await insertDocument(t.db, { sourcePath: '/src/k.md', title: 'Konflikte', status: 'done' });
+      await insertChunks(t.db, v1, ['Konflikte früh ansprechen und sachlich bleiben.']);
+      const run = (id: number, action: 'new' | 'update' = 'new') =>
+        embed.run(
+          makeCtx({
+            db: t.db,
+            providers,
+            config: embedConfig,
+            type: 'embed',
+            document: { id, sourcePath: '/src/k.md', action },
+          }),
+        );
+      await run(v1);
+      // version 2 is being processed: not latest until it is done (its later steps may still fail)
+      const v2 = await insertDocument(t.db, {
+        sourcePath: '/src/k.md',
+        title: 'Konflikte',
+        version: 2,
+        isLatest: false,
+        previousId: v1,
+      });
+      await insertChunks(t.db, v2, ['Konflikte früh ansprechen, sachlich bleiben und Lösungen vereinbaren.']);
+      await run(v2, 'update');
+      expect((await index.listPoints('documents')).map((p) => p.documentId).sort()).to.deep.equal(
+        [v1, v2].sort(),
+      );
+      const hits = await searchChunks({ db: t.db, providers }, 'Konflikte ansprechen');
+      expect(hits.map((h) => h.document_id)).to.deep.equal([v1]);
+      // verify leaves the points of the version in flight alone
+      const report = await verifyIndex({ db: t.db, providers }, { repair: true });
+      expect(report.ok).to.equal(true);
+      expect(report.counts).to.include({ stale: 0, inFlight: 1 });
+      expect((await index.listPoints('documents')).map((p) => p.documentId).sort()).to.deep.equal(
+        [v1, v2].sort(),
+      );
+    });
+
+    it("verify finds points that hold a replaced chunk's vector, search does not show them, and repair replaces them", async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const v1 = await insertDocument(t.db, { sourcePath: '/src/r.md', title: 'R', status: 'done' });
+      await insertChunks(t.db, v1, [
+        'Stichwort Ablage: Ordner beschriften.',
+        'Stichwort Archiv: Fristen beachten.',
+      ]);
+      const ctx = () =>
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id: v1, sourcePath: '/src/r.md' },
+        });
+      await embed.run(ctx());
+      // re-chunked, and the embedding of the new chunks failed: the old points still sit in the new chunks' places
+      await t.db.run('DELETE FROM chunks WHERE document_id = ?', [v1]);
+      await insertChunks(t.db, v1, ['Neuer Text über Besprechungen.', 'Neuer Text über Pausen.']);
+      const hits = await searchChunks({ db: t.db, providers }, 'Stichwort Ablage Ordner');
+      expect(hits).to.deep.equal([]);
+      const report = await verifyIndex({ db: t.db, providers });
+      expect(report.ok).to.equal(false);
+      expect(report.counts.outdated).to.equal(2);
+      expect(report.problems.join('\n')).to.contain('2 points hold the vector of a chunk replaced since');
+      const repaired = await verifyIndex({ db: t.db, providers }, { repair: true });
+      expect(repaired.ok).to.equal(true);
+      const found = await searchChunks({ db: t.db, providers }, 'Besprechungen');
+      expect(found[0]!.content).to.equal('Neuer Text über Besprechungen.');
+    });
+
+    it('refuses a query of no words, retracts points from a collection of its own, and reads where a pipeline writes', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const id = await insertDocument(t.db, { sourcePath: '/src/h.md', title: 'Handbuch', status: 'done' });
+      await insertChunks(t.db, id, ['Die Kantine öffnet um 11:30 Uhr.', 'Die Kantine schließt um 14 Uhr.']);
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: { ...embedConfig, collection: 'handbuch' },
+          type: 'embed',
+          document: { id, sourcePath: '/src/h.md' },
+        }),
+      );
+      const error = await searchChunks({ db: t.db, providers }, '???', { collection: 'handbuch' }).catch(
+        (e: unknown) => e as CpeError,
+      );
+      expect((error as CpeError).code).to.equal(ErrorCodes.USAGE);
+      expect((error as CpeError).message).to.equal("the search query '???' has no words to search for");
+
+      await insertPipeline(t.db, 'Eigen', [
+        { name: 'embed', type: 'embed', config: { collection: 'handbuch', max_embed_chars: 1500 } },
+      ]);
+      expect(await embedSettings(t.db, 'Eigen')).to.deep.equal({
+        collection: 'handbuch',
+        maxEmbedChars: 1500,
+      });
+      expect(await embedSettings(t.db)).to.deep.equal({ collection: 'documents', maxEmbedChars: 800 });
+      const hits = await searchChunks({ db: t.db, providers }, 'Kantine', await embedSettings(t.db, 'Eigen'));
+      expect(hits).to.have.length(2);
+
+      await retractDocument(t.db, providers, id);
+      expect(await index.count('handbuch')).to.equal(0);
     });
 
     it('an older version whose file has a newer latest version gets no points', async () => {

@@ -249,6 +249,24 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
     }
   });
 
+  it('refuses a value beyond float32 (it would become Infinity, and NaN once normalised), naming it', async () => {
+    await server.close();
+    server = new OllamaTestServer({
+      dimensions: 8,
+      vectorize: (text, dims) => {
+        const vector = Array.from(hashedVector(text, dims));
+        if (text.includes('riesig')) vector[3] = 1e39;
+        return vector;
+      },
+    });
+    url = (await server.start()).url;
+    const failed = (await embedder({ maxRetries: 1 })
+      .embed(['normal', 'riesig'])
+      .catch((e: unknown) => e)) as Error;
+    expect(failed).to.be.instanceOf(Error);
+    expect(failed.message).to.contain('an embedding in the answer holds 1e+39, beyond the range of float32');
+  });
+
   it('spreads requests over several hosts', async () => {
     const second = new OllamaTestServer({ dimensions: 8 });
     const secondUrl = (await second.start()).url;

@@ -111,6 +111,8 @@ describe('plain-text renderers', () => {
         unembedded: 0,
         orphans: 0,
         stale: 0,
+        outdated: 0,
+        inFlight: 0,
         wrongSize: 0,
         wrongChunkRefs: 0,
         failedChunks: 0,
