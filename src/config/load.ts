@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, ErrorCodes } from '../errors.js';
-import { maskUrl } from '../util/credentials.js';
+import { maskUrl, registerSecrets } from '../util/credentials.js';
 import { schemaValidator } from '../util/schema-validators.js';
 import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
 
@@ -135,12 +135,15 @@ export function loadConfig(
       details: { problems },
     });
   }
+  const secrets = {
+    anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
+    qdrantApiKey: env.QDRANT_API_KEY || undefined,
+  };
+  // masked wherever they would be shown or stored (an error that quotes an echoed header)
+  registerSecrets([secrets.anthropicApiKey, secrets.qdrantApiKey]);
   return {
     config: merged as unknown as AppConfig,
-    secrets: {
-      anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
-      qdrantApiKey: env.QDRANT_API_KEY || undefined,
-    },
+    secrets,
     sources,
     configFile: existsSync(configFile) ? configFile : undefined,
   };

@@ -1,4 +1,5 @@
 import type { ExtractedDocument } from '../extract/types.js';
+import { cutText } from '../text/cut.js';
 
 /** A document's title: its metadata, then the first title/H1 (slide 1's title for decks), then the file name. */
 export function chooseTitle(
@@ -9,11 +10,11 @@ export function chooseTitle(
     doc.metadata.title,
     (doc.metadata.frontMatter as Record<string, unknown> | undefined)?.title,
   ].find((t): t is string => typeof t === 'string' && t.trim() !== '');
-  if (fromMeta) return fromMeta.trim().slice(0, 300);
+  if (fromMeta) return cutText(fromMeta.trim(), 300);
   const heading =
     doc.blocks.find((b) => b.type === 'title') ??
     doc.blocks.find((b) => b.type === 'heading' && (b.level ?? 1) === 1) ??
     doc.blocks.find((b) => b.type === 'heading');
-  if (heading) return doc.text.slice(heading.start, heading.end).trim().slice(0, 300);
+  if (heading) return cutText(doc.text.slice(heading.start, heading.end).trim(), 300);
   return filename.replace(/\.[^.]+$/, '').normalize('NFC'); // a macOS file name comes decomposed (NFD)
 }

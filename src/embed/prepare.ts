@@ -1,3 +1,4 @@
+import { cutText } from '../text/cut.js';
 import { textHash } from './cache.js';
 import type { Embedder } from './types.js';
 
@@ -22,12 +23,7 @@ export function prepareEmbedText(text: string, maxChars: number = DEFAULT_MAX_EM
     .replace(/[…]{2,}/g, '…')
     .replace(WHITESPACE_TO_COLLAPSE, ' ')
     .trim();
-  if (collapsed.length <= maxChars) return collapsed;
-  // do not cut a surrogate pair in half
-  let end = maxChars;
-  const last = collapsed.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return collapsed.slice(0, end);
+  return cutText(collapsed, maxChars);
 }
 
 /**

@@ -99,6 +99,11 @@ export function describeProfile(
       ? `${ollama}, model ${config.embedModel ?? 'mxbai-embed-large'}`
       : `embedded ${LOCAL_EMBEDDER_MODEL} (no server)`,
     llm,
-    vision: ollama ? `${ollama}` : 'none: vision_analyze ends skipped',
+    // as chooseVisionProvider picks: Ollama when configured, else Claude (it reads images too)
+    vision: ollama
+      ? `${ollama}`
+      : secrets.anthropicApiKey
+        ? `Anthropic${config.anthropicBaseUrl ? ` via ${maskUrl(config.anthropicBaseUrl)}` : ''}`
+        : 'none: vision_analyze ends skipped',
   };
 }

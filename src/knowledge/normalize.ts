@@ -3,6 +3,8 @@
  * Ausbildungsvertrag", "Ausbildungsvertrages" and "ausbildungs­vertrag" are the same entity.
  */
 
+import { cutText } from '../text/cut.js';
+
 /** Unicode NFC, soft hyphens and zero-width characters removed, whitespace collapsed, quotes trimmed. */
 export function cleanEntityName(name: string): string {
   return (
@@ -62,7 +64,7 @@ export function normalizeEntityName(name: string, type: string): string {
     if (words.length > 0) words[words.length - 1] = foldGermanInflection(words[words.length - 1]!);
   }
   // a single-byte-per-char cap would cut UTF-8 mid-character; 190 characters fits every index
-  return words.join(' ').slice(0, 190);
+  return cutText(words.join(' '), 190);
 }
 
 /** Types are upper case with underscores: "Organisation" -> ORGANISATION. */

@@ -53,6 +53,13 @@ export function groupByBudget(texts: readonly string[], budget: number): string[
   return groups;
 }
 
+/** The texts two by two (the last alone when their number is odd). */
+function pairsOf(texts: readonly string[]): string[][] {
+  const pairs: string[][] = [];
+  for (let i = 0; i < texts.length; i += 2) pairs.push(texts.slice(i, i + 2));
+  return pairs;
+}
+
 /** How many calls a document of these chunk sizes needs (for dry-run estimates). */
 export function summaryCalls(chunkTokens: readonly number[], config: SummaryConfig): number {
   const total = chunkTokens.reduce((a, b) => a + b, 0);
@@ -136,9 +143,15 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
     )
       .filter((a): a is { summary: string } => a !== undefined)
       .map((a) => a.summary);
-    // reduce in rounds until the partial summaries fit one call
+    // reduce in rounds until the partial summaries fit one call. Every round at least halves their number: when
+    // the budget fits no two of them (a model that answers at length), they are reduced in pairs all the same,
+    // else a round would give back as many summaries as it got, for ever.
     while (texts.length > 1 && countTokens(texts.join('\n\n')) > config.max_input_tokens) {
+      // answers from the cache come back without the event loop turning: let a signal (SIGTERM) be handled
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      ctx.signal.throwIfAborted();
       level = groupByBudget(texts, config.max_input_tokens);
+      if (level.length === texts.length) level = pairsOf(texts);
       const reduced = await forEachItem(
         ctx,
         asker,

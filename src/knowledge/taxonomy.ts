@@ -1,6 +1,7 @@
 import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { fillPrompt } from '../llm/prompts.js';
+import { cutText } from '../text/cut.js';
 import { countTokens } from '../text/tokenizer.js';
 import { documentTitle, loadChunks, loadSections } from './chunks.js';
 import { type Asker, ask, type KnowledgeContext } from './llm-step.js';
@@ -68,7 +69,7 @@ interface TaxonomyAnswer {
 
 /** A term name as stored: NFC, whitespace collapsed, no path separator inside. */
 export const cleanTermName = (name: string): string =>
-  name.normalize('NFC').replace(/>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 120);
+  cutText(name.normalize('NFC').replace(/>/g, ' ').replace(/\s+/g, ' ').trim(), 120);
 
 /** The term of a path, created with its ancestors when missing. Returns the leaf's id. */
 export async function ensureTermPath(db: SqlExecutor, names: readonly string[]): Promise<number> {
@@ -154,12 +155,18 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
   }
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [ctx.document.id]);
+    // two paths that differ only in case or accents are one term where the collation says so (MariaDB): one
+    // placement per term, with the higher confidence
+    const byTerm = new Map<number, number>();
     for (const placement of placements.values()) {
       const termId = await ensureTermPath(tx, placement.names);
+      byTerm.set(termId, Math.max(byTerm.get(termId) ?? 0, placement.confidence));
+    }
+    for (const [termId, confidence] of byTerm) {
       await tx.run('INSERT INTO document_taxonomy (document_id, term_id, confidence) VALUES (?, ?, ?)', [
         ctx.document.id,
         termId,
-        placement.confidence,
+        confidence,
       ]);
     }
     await deleteOrphanTerms(tx);

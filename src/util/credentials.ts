@@ -1,5 +1,6 @@
 /**
- * Passwords in URLs (`mysql://cpe:secret@db`, `http://user:pass@gpu1:11434`) are secrets: shown and stored as `***`.
+ * Passwords in URLs (`mysql://cpe:secret@db`, `http://user:pass@gpu1:11434`) and the values of secret environment
+ * variables (ANTHROPIC_API_KEY, QDRANT_API_KEY, ...) are secrets: shown and stored as `***`.
  */
 
 /** The URL with its password masked ('mysql://cpe:***@db:3306/ki_content'); other text is left as it is. */
@@ -22,5 +23,21 @@ const USERINFO = /\/\/([^\s:/@]+):[^\s@]*@/g;
  * (an Ollama host, a Qdrant URL, a database URL) keeps the user name, never the password.
  */
 export function redactCredentials(text: string): string {
-  return text.includes('@') ? text.replace(USERINFO, '//$1:***@') : text;
+  let out = text.includes('@') ? text.replace(USERINFO, '//$1:***@') : text;
+  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join('***');
+  return out;
+}
+
+/** Secret values registered by the configuration (longest first, so that one inside another is masked whole). */
+let secrets: string[] = [];
+
+/**
+ * Registers the values of secrets the configuration read (ANTHROPIC_API_KEY, QDRANT_API_KEY): a provider's or a
+ * proxy's error that quotes one (an echoed Authorization header) must not carry it into a log, ki_dev or the
+ * terminal, so redactCredentials masks them wherever they appear. Values shorter than 8 characters are left alone
+ * (they would mask ordinary words).
+ */
+export function registerSecrets(values: ReadonlyArray<string | undefined>): void {
+  const more = values.filter((v): v is string => typeof v === 'string' && v.length >= 8);
+  secrets = [...new Set([...secrets, ...more])].sort((a, b) => b.length - a.length);
 }

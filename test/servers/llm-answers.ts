@@ -224,6 +224,11 @@ export class FaultPlan {
   /** how the next answers end: cut off by the token limit (half their JSON), or declined (no text) */
   private endings: Array<'max_tokens' | 'refusal'> = [];
 
+  /** a model that answers at length: every summary this many words (whatever it was asked for), 0 = as usual */
+  summaryWords = 0;
+  /** a test's own answer for a schema (by its top-level property names), instead of the one made from the prompt */
+  answers = new Map<string, unknown>();
+
   /** the next `count` answers end as `stop` says */
   endNext(count: number, stop: 'max_tokens' | 'refusal'): void {
     for (let i = 0; i < count; i++) this.endings.push(stop);
@@ -259,7 +264,21 @@ export class FaultPlan {
     const invalid =
       this.alwaysInvalid ||
       (!isRepair && this.invalidRate > 0 && (hashOf(prompt) % 1000) / 1000 < this.invalidRate);
-    if (!invalid) return { text: JSON.stringify(fakeAnswer(schema, messages)), invalid: false };
+    if (!invalid) {
+      const own = this.answers.get(
+        Object.keys(schema.properties ?? {})
+          .sort()
+          .join(','),
+      );
+      if (own !== undefined) return { text: JSON.stringify(own), invalid: false };
+      const answer = fakeAnswer(schema, messages) as Record<string, unknown>;
+      if (this.summaryWords > 0 && typeof answer?.summary === 'string')
+        answer.summary = Array.from(
+          { length: this.summaryWords },
+          (_, i) => `Zusammenfassungswort${i % 50}`,
+        ).join(' ');
+      return { text: JSON.stringify(answer), invalid: false };
+    }
     // half malformed JSON, half well-formed JSON of the wrong shape
     return hashOf(`${prompt}#kind`) % 2 === 0
       ? { text: '{"ergebnis": [{"name": "unvollständig"', invalid: true }

@@ -113,6 +113,20 @@ const validate: CommandModule<object, PipelineArgs> = {
           process.stdout.write(`invalid  ${error.message}\n`);
         }
       }
+      // all of them: the default too, which `cpe run` without --pipeline takes (none, or more than one)
+      if (!args.name) {
+        const defaults = await engine.dbs.content.sql.query<{ id: number; name: string }>(
+          "SELECT id, name FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id",
+        );
+        if (defaults.length !== 1) {
+          failed = true;
+          process.stdout.write(
+            defaults.length === 0
+              ? 'invalid  no default pipeline (none has is_default = 1 and status active): `cpe run` needs --pipeline\n'
+              : `invalid  more than one default pipeline: ${defaults.map((d) => `'${d.name}' (id=${d.id})`).join(', ')}; set is_default = 0 on all but one\n`,
+          );
+        }
+      }
       return failed ? EXIT_USAGE : EXIT_OK;
     });
   },

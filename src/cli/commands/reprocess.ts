@@ -33,7 +33,20 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
       if (!doc) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.id}`);
       const superseded = await supersededReason(db, doc);
       if (superseded) throw new ConfigError(ErrorCodes.USAGE, `cannot reprocess: ${superseded}`);
-      const plan = await planPipeline(db, engine.registry, args.pipeline ?? engine.config.pipeline);
+      // by default the pipeline that processed the document last (its data is that pipeline's), then the
+      // configured one, then the default
+      const [last] = args.pipeline
+        ? []
+        : await db.query<{ name: string }>(
+            `SELECT p.name FROM step_checkpoints c JOIN pipeline_configs p ON p.id = c.pipeline_id
+             WHERE c.document_id = ? ORDER BY c.created_at DESC, c.id DESC LIMIT 1`,
+            [doc.id],
+          );
+      const plan = await planPipeline(
+        db,
+        engine.registry,
+        args.pipeline ?? last?.name ?? engine.config.pipeline,
+      );
       await enqueue(db, {
         path: doc.source_path,
         hash: doc.content_hash,

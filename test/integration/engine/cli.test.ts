@@ -46,6 +46,22 @@ for (const backend of testBackends()) {
       expect(bad.stdout).to.match(/pipeline_steps id=\d+ 'x': config\.value must be integer/);
       const good = await runCli(['pipelines', 'validate', 'Schulungsunterlagen'], setup.env);
       expect(good.code).to.equal(0);
+      // all of them: a second default pipeline is a problem too (`cpe run` without --pipeline refuses it)
+      const engine = await setup.open();
+      await engine.dbs.content.sql.run(
+        "UPDATE pipeline_configs SET is_default = 1 WHERE name = 'Schulungsunterlagen'",
+      );
+      await engine.close();
+      const all = await runCli(['pipelines', 'validate'], setup.env);
+      const reset = await setup.open();
+      await reset.dbs.content.sql.run(
+        "UPDATE pipeline_configs SET is_default = 0 WHERE name = 'Schulungsunterlagen'",
+      );
+      await reset.close();
+      expect(all.code).to.equal(2);
+      expect(all.stdout).to.match(
+        /invalid {2}more than one default pipeline: 'Standard' \(id=\d+\), 'Schulungsunterlagen' \(id=\d+\)/,
+      );
       const show = await runCli(['pipelines', 'show', 'Schulungsunterlagen'], setup.env);
       expect(show.stdout)
         .to.contain('per document:')

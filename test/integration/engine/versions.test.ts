@@ -6,6 +6,7 @@ import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { sha256 } from '../../../src/util/hash.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { runCli } from '../../helpers/cli.js';
 import { makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 
@@ -118,6 +119,20 @@ for (const backend of testBackends()) {
         [1, 1, 'done'],
         [2, 0, 'failed'],
       ]);
+    });
+
+    it('reprocess runs the pipeline that processed the document, unless told another', async () => {
+      const source = makeSourceFolder({ 'doc.md': ALPHA });
+      await run(source);
+      const [v1] = await versions();
+      await engine.close();
+      const cli = await runCli(['reprocess', String(v1!.id), '--json'], setup.env, undefined, 60_000);
+      expect(cli.code, cli.stderr).to.equal(0);
+      engine = await setup.open();
+      const [last] = await engine.dbs.log.sql.query<{ pipeline_name: string }>(
+        'SELECT pipeline_name FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+      );
+      expect(last!.pipeline_name).to.equal('versions');
     });
 
     it('does not queue again a document whose item is still in flight (finalized, checkpoints not yet written)', async () => {

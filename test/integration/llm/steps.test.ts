@@ -422,6 +422,46 @@ describe('LLM steps on a real database', function () {
     expect(await count(t, 'document_summaries')).to.equal(1);
   });
 
+  it('summarize ends when the partial summaries are too long to pair within the budget (a verbose model)', async () => {
+    const long = Array.from({ length: 12 }, (_, i) => ({
+      content: `Abschnitt ${i + 1}: ${'Der Prüfungsausschuss bewertet die Leistungen sorgfältig. '.repeat(12)}`,
+    }));
+    const a = await insertDocument(t.db, { filename: 'lang.md', chunks: long });
+    anthropic.faults.summaryWords = 400; // each summary alone takes most of the 600-token budget
+    try {
+      const run = await runStep(summarize, t.db, a.ref, claude(), { max_input_tokens: 600 });
+      expect(run.outcome).to.equal(undefined);
+      expect(await count(t, 'document_summaries')).to.equal(1);
+      // map calls, then rounds of pairs (each at least halving the summaries), then at most one final call
+      expect(run.counts.llmCalls).to.be.at.most(run.counts.itemsIn! * 2 + 1);
+    } finally {
+      anthropic.faults.summaryWords = 0;
+    }
+  });
+
+  it('taxonomy_build files a document once under categories the database takes for one (case or accents)', async () => {
+    const a = await insertDocument(t.db, { filename: 'fuehrung.md', chunks: CHUNKS.slice(0, 1) });
+    anthropic.faults.answers.set('categories', {
+      categories: [
+        { path: ['Führung'], confidence: 0.6 },
+        { path: ['führung'], confidence: 0.9 },
+      ],
+    });
+    try {
+      const run = await runStep(taxonomyBuild, t.db, a.ref, claude());
+      expect(run.outcome).to.equal(undefined);
+      const placed = await t.db.query<{ name: string; confidence: number }>(
+        'SELECT t.name, d.confidence FROM document_taxonomy d JOIN taxonomy_terms t ON t.id = d.term_id WHERE d.document_id = ?',
+        [a.ref.id],
+      );
+      // MariaDB's collation makes them one term (the higher confidence kept); SQLite compares exactly: two
+      expect(placed).to.have.length(t.db.dialect === 'mysql' ? 1 : 2);
+      if (t.db.dialect === 'mysql') expect(Number(placed[0]!.confidence)).to.be.closeTo(0.9, 1e-6);
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
   it('analyze runs entities, relations, taxonomy and chunk semantics in one step', async () => {
     const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
     const run = await runStep(analyze, t.db, a.ref, claude());

@@ -108,6 +108,24 @@ describe('configuration', () => {
     expect(describeError(new Error('Ollama http://u:OPass9@gpu1:11434 answered 400: bad'))).to.equal(
       'Ollama http://u:***@gpu1:11434 answered 400: bad',
     );
+    // an API key quoted by a provider's (or a proxy's) error: masked once the configuration has read it
+    expect(
+      describeError(
+        new Error('Anthropic answered 401: invalid header "Authorization: Bearer sk-ant-secret"'),
+      ),
+    ).to.equal('Anthropic answered 401: invalid header "Authorization: Bearer ***"');
+  });
+
+  it('describes the vision part as the provider it picks: Ollama, else Claude, else none', () => {
+    const vision = (env: NodeJS.ProcessEnv) => {
+      const loaded = loadConfig({ cwd: dir(), env });
+      return describeProfile(loaded.config, loaded.secrets, { content: 'c', log: 'l' }).vision;
+    };
+    expect(vision({})).to.equal('none: vision_analyze ends skipped');
+    expect(vision({ ANTHROPIC_API_KEY: 'sk-ant-vision-123' })).to.equal('Anthropic');
+    expect(vision({ ANTHROPIC_API_KEY: 'sk-ant-vision-123', CPE_OLLAMA_HOST: 'http://gpu1:11434' })).to.equal(
+      'Ollama http://gpu1:11434',
+    );
   });
 
   it('names a path flag of the wrong type (from a JavaScript caller) instead of failing in path.resolve', () => {
