@@ -28,7 +28,8 @@ export async function createEmbedder(settings: EmbedderSettings, signal?: AbortS
   const hosts = settings.ollamaHosts.map((h) => h.trim()).filter(Boolean);
   const options: OllamaEmbedderOptions = {
     hosts,
-    model: settings.model ?? DEFAULT_OLLAMA_EMBED_MODEL,
+    // 'mxbai-embed-large:latest' is 'mxbai-embed-large' to Ollama: one name for the cache, stamps and search
+    model: (settings.model ?? DEFAULT_OLLAMA_EMBED_MODEL).replace(/:latest$/, ''),
     dimensions: settings.dimensions,
     batchSize: settings.batchSize,
     maxBatchChars: settings.maxBatchChars,

@@ -134,8 +134,9 @@ export class OllamaEmbedder implements Embedder {
       if (this.dims > 0 && values.length !== this.dims) {
         throw new CpeError(
           ErrorCodes.COLLECTION_MISMATCH,
-          `Ollama model ${this.model} returned ${values.length}-dimensional vectors, but ${this.dims} are configured; ` +
-            'set the embedding dimensions to match the model',
+          `Ollama model ${this.model} returned ${values.length}-dimensional vectors, but ${this.dims} were expected ` +
+            `(the size cpe knows for that name, or the one the server gave when asked): is another model installed ` +
+            `under that name? cpe asks the server for the size of a model it does not know`,
         );
       }
       // checked before the conversion: Float32Array.from turns null (and "1") into numbers without a word

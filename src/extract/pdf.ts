@@ -34,6 +34,7 @@ import { DocumentBuilder } from './document-builder.js';
 import { joinLineEndHyphenation, normalizeText } from './normalize.js';
 import { fontSizeOf, groupLines, type TextLine } from './pdf-lines.js';
 import { compatibilityForms, dingbatsText, isDingbatsFont } from './pdf-unicode.js';
+import { installPdfWorker } from './pdf-worker.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 /** pixels; larger images are dropped by pdf.js before decoding (a 100000x100000 JBIG2 bomb never allocates) */
@@ -76,6 +77,7 @@ export async function extractPdf(
   options: ExtractOptions,
 ): Promise<ExtractedDocument> {
   if (bytes.length === 0) throw new FileError(ErrorCodes.FILE_EMPTY, file, 'empty file');
+  await installPdfWorker(); // keeps soft hyphens in the text (see pdf-worker.ts)
   const parser = new PDFParse({
     // pdf.js may take ownership of the buffer; the caller keeps its bytes
     data: bytes.slice(),
@@ -469,9 +471,15 @@ const comparable = (text: string): string =>
 
 const NUMBERED_HEADING = /^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+\p{L}/u;
 
+/**
+ * Headings from the outline; where it names no heading found in the text, or fewer than half of its entries (an
+ * outline whose titles differ from the ones printed: "Kapitel 1: Grundlagen" for "KAPITEL EINS: Grundlagen"),
+ * the heuristics mark the paragraphs it left unmarked as well.
+ */
 function markHeadings(pages: PageData[], outline: OutlineEntry[]): void {
-  const matched = outline.length > 0 ? markOutlineHeadings(pages, outline) : 0;
-  if (matched === 0) markHeuristicHeadings(pages);
+  const titles = outline.filter((entry) => comparable(entry.title) !== '').length;
+  const matched = titles > 0 ? markOutlineHeadings(pages, outline) : 0;
+  if (matched < titles / 2 || matched === 0) markHeuristicHeadings(pages);
 }
 
 /**
@@ -526,7 +534,7 @@ function splitHeading(page: PageData, index: number, count: number, level: numbe
 }
 
 /**
- * Without a usable outline: short single-line paragraphs that are numbered ("2.1 Aufbau") and not smaller
+ * Without a usable outline (or beside one that missed most of its headings): short single-line paragraphs that are numbered ("2.1 Aufbau") and not smaller
  * than the body text, or that stand out by a clearly larger font, or by bold type where the body is not
  * bold. Numbered headings take their level from the numbering depth, the others from the rank of their
  * (size, boldness) among the heading candidates (at most 3).
@@ -561,6 +569,7 @@ function markHeuristicHeadings(pages: PageData[]): void {
   const ranked: Array<{ paragraph: Paragraph; key: number }> = [];
   for (const page of pages) {
     for (const paragraph of page.paragraphs) {
+      if (paragraph.heading !== undefined) continue; // the outline's
       const size = paragraph.size;
       // a title in a large font may wrap; anything else must be a single line
       if (paragraph.lines.length > (size >= body * 1.5 ? 3 : 1)) continue;
@@ -598,6 +607,29 @@ function usableTitle(title: string | undefined): string | undefined {
 const isoDate = (value: unknown): string | undefined =>
   value instanceof Date && !Number.isNaN(value.getTime()) ? value.toISOString() : undefined;
 
+/**
+ * A word hyphenated at the end of a page ("Qualitäts-" / "sicherung" on the next): its second part moves up to the
+ * page where it starts, when the last paragraph of a page ends in a hyphen (or a soft hyphen) after a letter and
+ * the next page's first paragraph begins in lower case, and joinLineEndHyphenation joins them as it would within
+ * a page ("Lehr-" / "und Lernmittel" stays). Headings are left alone (undefined entries).
+ */
+function joinAcrossPageBreaks(bodies: Array<Array<string | undefined>>): void {
+  for (let p = 0; p + 1 < bodies.length; p++) {
+    const here = bodies[p]!;
+    const next = bodies[p + 1]!;
+    const last = here.length - 1;
+    const end = here[last];
+    const start = next[0];
+    if (end === undefined || start === undefined || !/\p{L}[-\u2010\u00AD]$/u.test(end)) continue;
+    const word = /^\p{Ll}\S*/u.exec(start)?.[0];
+    if (!word) continue;
+    const joined = joinLineEndHyphenation(`${end}\n${word}`);
+    if (joined === `${end}\n${word}`) continue;
+    here[last] = joined;
+    next[0] = start.slice(word.length).replace(/^\s+/, '');
+  }
+}
+
 function build(
   pages: PageData[],
   info: Awaited<ReturnType<PDFParse['getInfo']>>,
@@ -607,20 +639,31 @@ function build(
   const builder = new DocumentBuilder('pdf');
   builder.warnings.push(...warnings);
   let firstHeading: string | undefined;
-  for (const page of pages) {
+  // body paragraphs' texts (soft hyphens still there to be joined; NFC first so umlauts count as letters)
+  const bodies = pages.map((page) =>
+    page.paragraphs.map((paragraph) =>
+      paragraph.heading === undefined
+        ? paragraph.lines
+            .map((line) => line.text)
+            .join('\n')
+            .normalize('NFC')
+        : undefined,
+    ),
+  );
+  joinAcrossPageBreaks(bodies);
+  for (const [p, page] of pages.entries()) {
     builder.startPage(page.number, page.metadata);
     if (page.metadata.ocrNeeded) builder.ocrNeeded = true;
-    for (const paragraph of page.paragraphs) {
-      const raw = paragraph.lines.map((line) => line.text).join('\n');
-      if (paragraph.heading !== undefined) {
-        // from the start of a run of white space only (at every position of a long run, the match was quadratic)
-        const block = builder.add('heading', raw.replace(/(?<!\s)\s*\n\s*/g, ' '), paragraph.heading);
-        if (block && firstHeading === undefined)
-          firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();
-      } else {
-        // soft hyphens must still be there to be joined; NFC first so umlauts count as letters
-        builder.add('paragraph', joinLineEndHyphenation(raw.normalize('NFC')));
+    for (const [i, paragraph] of page.paragraphs.entries()) {
+      const body = bodies[p]![i];
+      if (body !== undefined) {
+        builder.add('paragraph', joinLineEndHyphenation(body));
+        continue;
       }
+      const raw = paragraph.lines.map((line) => line.text).join('\n');
+      // from the start of a run of white space only (at every position of a long run, the match was quadratic)
+      const block = builder.add('heading', raw.replace(/(?<!\s)\s*\n\s*/g, ' '), paragraph.heading);
+      if (block && firstHeading === undefined) firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();
     }
   }
   const pdfInfo = (info.info ?? {}) as Record<string, unknown>;

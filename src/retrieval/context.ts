@@ -107,8 +107,10 @@ export function assembleContext(hits: readonly SearchHit[], maxTokens: number): 
 function trimmedBlock(n: number, hit: SearchHit, maxTokens: number): string {
   const fits = (chars: number) => {
     const cut = hit.content.slice(0, chars);
-    const atWord = chars < hit.content.length ? cut.replace(/\s+\S*$/, '') : cut;
-    const block = formatSourceBlock(n, { ...hit, content: `${atWord} …` });
+    // a cut inside a word drops that word's start (the whole first word too: then only the heading line and "…")
+    const atWord =
+      chars < hit.content.length && /\S/.test(hit.content[chars]!) ? cut.replace(/\S*$/, '').trimEnd() : cut;
+    const block = formatSourceBlock(n, { ...hit, content: atWord ? `${atWord} …` : '…' });
     return countTokens(block) <= maxTokens ? block : undefined;
   };
   if (!fits(0)) return '';

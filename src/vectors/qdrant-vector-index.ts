@@ -65,6 +65,8 @@ export class QdrantVectorIndex implements VectorIndex {
   private readonly db: SqlExecutor;
   private readonly maxRetries: number;
   private readonly retryDelayMs: number;
+  /** how long one request may go unanswered */
+  private readonly timeoutMs: number;
   private readonly upsertBatch: number;
   private readonly ensured = new Map<string, string>();
 
@@ -73,6 +75,7 @@ export class QdrantVectorIndex implements VectorIndex {
     this.db = options.db;
     this.maxRetries = options.maxRetries ?? 4;
     this.retryDelayMs = options.retryDelayMs ?? 250;
+    this.timeoutMs = options.timeoutMs ?? 60_000;
     this.upsertBatch = options.upsertBatch ?? 128;
     const apiKey = options.apiKey || undefined;
     this.apiKeyOverHttp = apiKey !== undefined && options.url.startsWith('http:');
@@ -80,7 +83,7 @@ export class QdrantVectorIndex implements VectorIndex {
       url: options.url,
       apiKey,
       checkCompatibility: false,
-      timeout: options.timeoutMs ?? 60_000,
+      timeout: this.timeoutMs,
     };
   }
 
@@ -115,7 +118,10 @@ export class QdrantVectorIndex implements VectorIndex {
           isTransientNodeError(error) ||
           isTransientNodeError(cause) ||
           (error instanceof TypeError && /fetch failed/i.test(error.message));
-        const detail = describeQdrantError(error);
+        const detail =
+          name === 'QdrantClientTimeoutError'
+            ? `no answer within ${this.timeoutMs / 1000} s (timed out)`
+            : describeQdrantError(error);
         if (!transient) {
           throw new ProviderError(`Qdrant ${this.location}: ${operation} failed: ${detail}`, {
             cause: error,

@@ -177,7 +177,9 @@ for (const backend of backends()) {
       const error = await slow.count('documents').catch((e) => e);
       expect(error).to.be.instanceOf(CpeError);
       expect((error as CpeError).retryable).to.equal(true);
-      expect((error as Error).message).to.match(/count 'documents' failed after 2 attempts/);
+      expect((error as Error).message).to.match(
+        /count 'documents' failed after 2 attempts: no answer within 0\.1 s \(timed out\)/,
+      );
       expect(server.requests('POST /collections/:name/points/count')).to.equal(2);
     });
 

@@ -245,7 +245,7 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
       expect.fail('expected failure');
     } catch (e) {
       expect((e as CpeError).code).to.equal('COLLECTION_MISMATCH');
-      expect((e as Error).message).to.include('returned 8-dimensional vectors, but 16 are configured');
+      expect((e as Error).message).to.include('returned 8-dimensional vectors, but 16 were expected');
     }
   });
 
@@ -301,6 +301,9 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
   it('createEmbedder probes the size of a model it does not know; without hosts it is local-hash-v2', async () => {
     const probed = await createEmbedder({ ollamaHosts: [url], model: 'some-new-model' });
     expect(probed).to.include({ kind: 'ollama', model: 'some-new-model', dimensions: 8 });
+    // the tag Ollama adds by itself is no other model: the cache, stamps and search see one name
+    const tagged = await createEmbedder({ ollamaHosts: [url], model: 'mxbai-embed-large:latest' });
+    expect(tagged).to.include({ model: 'mxbai-embed-large', dimensions: 1024 });
     const local = await createEmbedder({ ollamaHosts: [], model: 'mxbai-embed-large' });
     expect(local).to.include({ kind: 'local', model: 'local-hash-v2', dimensions: 1024 });
   });

@@ -86,3 +86,91 @@ export function germanHandbookPdf(): Promise<Uint8Array> {
     doc.image(makePng(200, 150), 50, 60, { width: 400 });
   });
 }
+
+/** `(text)` for a content stream: Windows-1252 bytes, with the string's special characters escaped. */
+const pdfString = (text: string): Buffer =>
+  Buffer.concat([
+    Buffer.from('('),
+    Buffer.from(
+      Array.from(
+        text.replace(/[\\()]/g, (c) => `\\${c}`),
+        (c) => {
+          const code = c.charCodeAt(0);
+          if (code > 0xff) throw new Error(`not in Windows-1252 here: ${c}`);
+          return code;
+        },
+      ),
+    ),
+    Buffer.from(')'),
+  ]);
+
+/**
+ * A PDF written by hand, one array of lines per page, in Helvetica (WinAnsiEncoding) with a ToUnicode map that
+ * maps byte 0xAD to U+00AD SOFT HYPHEN, as word processors write the hyphen they draw at a line end ("\xad").
+ * pdfkit cannot write such a map for the standard fonts.
+ */
+export function softHyphenPdf(pages: string[][]): Uint8Array {
+  const toUnicode = [
+    '/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def',
+    '1 begincodespacerange <00> <FF> endcodespacerange',
+    '2 beginbfrange <20> <7E> <0020> <C0> <FF> <00C0> endbfrange',
+    '1 beginbfchar <AD> <00AD> endbfchar',
+    'endcmap CMapName currentdict /CMap defineresource pop end end',
+  ].join('\n');
+  const stream = (content: Buffer) =>
+    Buffer.concat([
+      Buffer.from(`<< /Length ${content.length} >>\nstream\n`),
+      content,
+      Buffer.from('\nendstream'),
+    ]);
+  const objects = new Map<number, Buffer>([
+    [1, Buffer.from('<< /Type /Catalog /Pages 2 0 R >>')],
+    [
+      2,
+      Buffer.from(
+        `<< /Type /Pages /Kids [${pages.map((_, i) => `${10 + i} 0 R`).join(' ')}] /Count ${pages.length} >>`,
+      ),
+    ],
+    [
+      3,
+      Buffer.from(
+        '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding /ToUnicode 4 0 R >>',
+      ),
+    ],
+    [4, stream(Buffer.from(toUnicode))],
+  ]);
+  pages.forEach((lines, i) => {
+    objects.set(
+      10 + i,
+      Buffer.from(
+        `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents ${100 + i} 0 R >>`,
+      ),
+    );
+    const content = Buffer.concat([
+      Buffer.from('BT\n'),
+      ...lines.flatMap((line, n) => [
+        Buffer.from(`/F1 11 Tf 1 0 0 1 72 ${760 - 14 * n} Tm `),
+        pdfString(line),
+        Buffer.from(' Tj\n'),
+      ]),
+      Buffer.from('ET\n'),
+    ]);
+    objects.set(100 + i, stream(content));
+  });
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')];
+  let length = parts[0]!.length;
+  const offsets = new Map<number, number>();
+  for (const [n, body] of [...objects].sort(([a], [b]) => a - b)) {
+    offsets.set(n, length);
+    const part = Buffer.concat([Buffer.from(`${n} 0 obj\n`), body, Buffer.from('\nendobj\n')]);
+    parts.push(part);
+    length += part.length;
+  }
+  const size = Math.max(...objects.keys()) + 1;
+  const xref = [`xref\n0 ${size}\n0000000000 65535 f \n`];
+  for (let n = 1; n < size; n++) xref.push(`${String(offsets.get(n) ?? 0).padStart(10, '0')} 00000 n \n`);
+  parts.push(
+    Buffer.from(`${xref.join('')}trailer\n<< /Size ${size} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`),
+  );
+  return new Uint8Array(Buffer.concat(parts));
+}

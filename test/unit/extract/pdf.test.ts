@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ErrorCodes, FileError } from '../../../src/errors.js';
 import { extractPdf } from '../../../src/extract/pdf.js';
 import { defaultExtractOptions, type ExtractedDocument } from '../../../src/extract/types.js';
-import { germanHandbookPdf, makePng, renderPdf } from './pdf-fixtures.js';
+import { germanHandbookPdf, makePng, renderPdf, softHyphenPdf } from './pdf-fixtures.js';
 
 const blockTexts = (doc: ExtractedDocument, type: string) =>
   doc.blocks
@@ -37,6 +37,29 @@ describe('extract/pdf', function () {
     expect(handbook.text).to.include('Qualitätssicherung in der Ausbildung');
     expect(handbook.text).not.to.include('Qualitäts-');
     expect(handbook.text).to.include('Lehr-\nund Lernmittel');
+  });
+
+  it('joins words at soft hyphens (which pdf.js leaves out of its text) and across a page break', async () => {
+    const doc = await extractPdf(
+      softHyphenPdf([
+        [
+          'Die Verant\xad',
+          'wortung liegt bei der Zu\xad',
+          'ständigkeit des Teams. Die Lehr-',
+          'und Lernmittel. Die Qualitäts-',
+        ],
+        ['sicherung beginnt beim Wareneingang.'],
+      ]),
+      'weich.pdf',
+      defaultExtractOptions,
+    );
+    expect(doc.text).to.include('Die Verantwortung liegt bei der Zuständigkeit des Teams.');
+    expect(doc.text).to.include('Lehr-\nund Lernmittel');
+    expect(doc.text).to.include('Die Qualitätssicherung');
+    expect(doc.text).to.not.include('\u00AD');
+    // the word moved to the page where it begins; the next page starts after it
+    const second = doc.pages[1]!;
+    expect(doc.text.slice(second.start, second.end)).to.equal('beginnt beim Wareneingang.');
   });
 
   it('finds numbered headings with their level and page, and paragraphs between them', () => {
@@ -88,6 +111,28 @@ describe('extract/pdf', function () {
     expect(doc.metadata.outline).to.deep.equal([
       { title: 'Kapitel Anfang', level: 1, page: 1 },
       { title: 'Ein Abschnitt', level: 2, page: 2 },
+    ]);
+  });
+
+  it('finds headings by their look where the outline names them differently than the page prints them', async () => {
+    const bytes = await renderPdf((doc) => {
+      doc.addPage();
+      doc.font('Helvetica').fontSize(11).text('Vorwort', 50, 60, { lineBreak: false });
+      doc.text('Ein kurzes Vorwort.', 50, 90, { lineBreak: false });
+      doc.outline.addItem('Vorwort');
+      doc.font('Helvetica-Bold').fontSize(18).text('KAPITEL EINS: Grundlagen', 50, 140, { lineBreak: false });
+      doc.font('Helvetica').fontSize(11).text('Text über die Grundlagen.', 50, 180, { lineBreak: false });
+      doc.outline.addItem('Kapitel 1: Grundlagen');
+      doc.addPage();
+      doc.font('Helvetica-Bold').fontSize(18).text('KAPITEL ZWEI: Praxis', 50, 60, { lineBreak: false });
+      doc.font('Helvetica').fontSize(11).text('Text über die Praxis.', 50, 100, { lineBreak: false });
+      doc.outline.addItem('Kapitel 2: Praxis');
+    });
+    const doc = await extractPdf(bytes, 'kapitel.pdf', defaultExtractOptions);
+    expect(blockTexts(doc, 'heading').map((h) => h.text)).to.deep.equal([
+      'Vorwort',
+      'KAPITEL EINS: Grundlagen',
+      'KAPITEL ZWEI: Praxis',
     ]);
   });
 

@@ -76,6 +76,12 @@ describe('context assembly', () => {
     expect(context.sources.map((s) => s.title)).to.deep.equal(['Langes']);
     expect(context.tokens).to.be.at.most(60);
     expect(context.text).to.match(/^\[Quelle 1: Langes\]\nWort0 Wort1 .* Wort\d+ …$/);
+    // a budget that ends inside the first word keeps none of it
+    const one = assembleContext(
+      [hit(0.9, 'Auftrag', `Auftragsklärung${'sehrlang'.repeat(20)} und mehr`)],
+      12,
+    );
+    expect(one.text).to.equal('[Quelle 1: Auftrag]\n…');
   });
 });
 
