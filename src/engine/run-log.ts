@@ -84,6 +84,29 @@ export class RunLog {
     return insertId;
   }
 
+  /**
+   * A run refused before it began (its pipeline invalid or not found): recorded as a failed run with the reason
+   * and an error line, so that ki_dev shows every `cpe run`, the ones configuration stopped too.
+   */
+  async recordRefusedRun(run: { pipelineName: string; command: string; profile: unknown; error: string }) {
+    const startedAt = Date.now();
+    const runId = await this.startRun({ ...run, pipelineId: null, versionHash: null });
+    this.logger({ runId }).error(`run refused: ${run.error}`);
+    const none: RunTotals = {
+      docsTotal: 0,
+      docsDone: 0,
+      docsFailed: 0,
+      docsSkipped: 0,
+      stepsOk: 0,
+      stepsFailed: 0,
+      stepsSkipped: 0,
+      tokensIn: 0,
+      tokensOut: 0,
+    };
+    await this.finishRun(runId, 'failed', none, startedAt, run.error);
+    return runId;
+  }
+
   async finishRun(
     runId: number,
     status: 'ok' | 'failed' | 'cancelled',

@@ -44,6 +44,16 @@ for (const backend of testBackends()) {
       const bad = await runCli(['pipelines', 'validate', 'bad'], setup.env);
       expect(bad.code).to.equal(2);
       expect(bad.stdout).to.match(/pipeline_steps id=\d+ 'x': config\.value must be integer/);
+      // a run the pipeline's configuration stops is recorded in ki_dev as a failed run, with the reason
+      const refused = await runCli(['run', '--pipeline=bad'], setup.env);
+      expect(refused.code).to.equal(2);
+      const looked = await setup.open();
+      const [last] = await looked.dbs.log.sql.query<Record<string, any>>(
+        'SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+      );
+      await looked.close();
+      expect(last).to.include({ pipeline_name: 'bad', status: 'failed' });
+      expect(last!.error).to.match(/config\.value must be integer/);
       const good = await runCli(['pipelines', 'validate', 'Schulungsunterlagen'], setup.env);
       expect(good.code).to.equal(0);
       // all of them: a second default pipeline is a problem too (`cpe run` without --pipeline refuses it)
