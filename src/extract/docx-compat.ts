@@ -6,7 +6,11 @@
  * - w:fldSimple, w:dir, w:bdo, m:oMathPara: the element goes, its content stays (their runs are ordinary runs);
  * - w:cr: a w:br (a line break);
  * - m:oMath: one run with the formula's text (its m:t texts in order: "E=mc²", "a2+b2=c2"; the layout of
- *   fractions and exponents is lost, the symbols are kept).
+ *   fractions and exponents is lost, the symbols are kept);
+ * - w:sdt showing its placeholder (w:showingPlcHdr: "Klicken oder tippen Sie hier, um Text einzugeben."): the
+ *   control is empty, so it goes with its prompt;
+ * - w:drawing of SmartArt or a chart: the texts of its data part, given by the caller (mammoth reads neither), as
+ *   lines of the run that held the drawing.
  *
  * String work over tags of fixed names, each found with indexOf or an anchored pattern that reads quoted attribute
  * values whole (an attribute may hold ">"): one pass per rewrite, linear in the part.
@@ -22,20 +26,86 @@ const CARRIAGE_RETURN =
 const MATH_START = tags('m:oMath');
 const MATH_TEXT = /<m:t(?=[\s>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*>([^<]*)<\/m:t\s*>/g;
 
+/** The texts of a drawing's data part by its relationship id (SmartArt: r:dm; chart: r:id), when there is one. */
+export type DrawingTexts = (relationshipId: string, kind: 'diagram' | 'chart') => string[] | undefined;
+
 /** The part with the elements above rewritten; a part without any comes back as it was. */
-export function rewriteForMammoth(xml: string): string {
+export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): string {
+  const drawings = drawingTexts !== undefined && xml.includes('<w:drawing');
   if (
     !xml.includes('<w:fldSimple') &&
     !xml.includes('<w:cr') &&
     !xml.includes('<w:dir') &&
     !xml.includes('<w:bdo') &&
-    !xml.includes('<m:oMath')
+    !xml.includes('<m:oMath') &&
+    !xml.includes('<w:showingPlcHdr') &&
+    !drawings
   )
     return xml;
   let out = xml;
   for (const pattern of UNWRAPPED) out = out.replace(pattern, '');
   out = out.replace(CARRIAGE_RETURN, '<w:br/>');
-  return out.includes('<m:oMath') ? mathAsRuns(out) : out;
+  if (out.includes('<m:oMath')) out = mathAsRuns(out);
+  if (out.includes('<w:showingPlcHdr')) out = withoutPlaceholders(out);
+  return drawings ? drawingsAsText(out, drawingTexts) : out;
+}
+
+const SDT = tags('w:sdt');
+
+/** Removes each w:sdt (content control) that shows its placeholder instead of content; they may nest. */
+function withoutPlaceholders(xml: string): string {
+  const drop: Array<[number, number]> = [];
+  const open: number[] = [];
+  SDT.lastIndex = 0;
+  for (let tag = SDT.exec(xml); tag; tag = SDT.exec(xml)) {
+    if (tag[0].endsWith('/>')) continue;
+    if (!tag[0].startsWith('</')) {
+      open.push(tag.index);
+      continue;
+    }
+    const start = open.pop();
+    if (start === undefined) continue; // a stray end tag: left for the XML reader
+    const end = tag.index + tag[0].length;
+    const propertiesEnd = xml.indexOf('</w:sdtPr>', start);
+    const properties = xml.slice(start, propertiesEnd < 0 ? end : Math.min(propertiesEnd, end));
+    if (properties.includes('<w:showingPlcHdr') && !drop.some(([s, e]) => s <= start && end <= e))
+      drop.push([start, end]);
+  }
+  if (drop.length === 0) return xml;
+  drop.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let from = 0;
+  for (const [start, end] of drop) {
+    if (start < from) continue; // inside one dropped already
+    out += xml.slice(from, start);
+    from = end;
+  }
+  return out + xml.slice(from);
+}
+
+const DRAWING = /<w:drawing(?=[\s>])[\s\S]*?<\/w:drawing\s*>/g;
+const DIAGRAM_REF = /<(?:\w+:)?relIds\b[^>]*?\s(?:\w+:)?dm\s*=\s*"([^"]*)"/;
+const CHART_REF = /<(?:\w+:)?chart\b[^>]*?\s(?:\w+:)?id\s*=\s*"([^"]*)"/;
+
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** Each w:drawing of SmartArt or a chart with texts: replaced by those texts, one line each, in its run. */
+function drawingsAsText(xml: string, drawingTexts: DrawingTexts): string {
+  return xml.replace(DRAWING, (drawing) => {
+    const diagram = DIAGRAM_REF.exec(drawing)?.[1];
+    const chart = diagram === undefined ? CHART_REF.exec(drawing)?.[1] : undefined;
+    const texts =
+      diagram !== undefined
+        ? drawingTexts(diagram, 'diagram')
+        : chart !== undefined
+          ? drawingTexts(chart, 'chart')
+          : undefined;
+    if (!texts?.length) return drawing;
+    return texts
+      .flatMap((text) => text.split('\n'))
+      .map((line) => `<w:t xml:space="preserve">${escapeXml(line)}</w:t>`)
+      .join('<w:br/>');
+  });
 }
 
 /** Each m:oMath element (they do not nest) as one run with its text. */

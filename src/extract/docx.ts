@@ -24,7 +24,8 @@ import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
-import { rewriteForMammoth } from './docx-compat.js';
+import { type DrawingTexts, rewriteForMammoth } from './docx-compat.js';
+import { chartTexts, smartArtTexts } from './drawingml-text.js';
 import { readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
@@ -41,6 +42,8 @@ const STYLE_MAP = [
     `p[style-name='Überschrift ${n}'] => h6:fresh`,
   ]),
   "br[type='page'] => hr.cpe-page-break",
+  // a column break separates text as a line break does (mammoth drops it otherwise: "Vor SpalteNach Spalte")
+  "br[type='column'] => br",
 ];
 
 const utf8 = new TextEncoder();
@@ -80,6 +83,75 @@ function reachableParts(zip: ZipArchive, file: string): Set<string> {
   return parts;
 }
 
+/** Style names that are headings already for mammoth or STYLE_MAP (built-in "heading 1", "Überschrift 1", ...). */
+const KNOWN_HEADING = /^(?:heading|überschrift) [1-9]$|^(?:title|titel)$/i;
+
+/**
+ * Style map lines for the paragraph styles that are headings without a heading's name: a style with an outline
+ * level (w:outlineLvl 0-8: "Kapitel" set up as level 1), or one based on a heading style ("Abschnitt" based on
+ * "heading 2") — mammoth maps styles by their exact names only, so their paragraphs were body text.
+ */
+function headingStyles(zip: ZipArchive, file: string): string[] {
+  if (!zip.has('word/styles.xml')) return [];
+  let root: XmlElement;
+  try {
+    root = parseXml(sanitizeXml(zip.readText('word/styles.xml')), file, 'word/styles.xml');
+  } catch {
+    return []; // mammoth reports a broken styles part itself
+  }
+  const styles = new Map<string, { name: string; basedOn?: string; outline?: number }>();
+  for (const style of descendants(root, 'style')) {
+    if ((style.attrs['w:type'] ?? style.attrs.type) !== 'paragraph') continue;
+    const id = style.attrs['w:styleId'] ?? style.attrs.styleId;
+    const value = (name: string) => {
+      const element = descendants(style, name)[0];
+      return element?.attrs['w:val'] ?? element?.attrs.val;
+    };
+    const name = value('name');
+    if (!id || !name) continue;
+    const outline = Number(value('outlineLvl'));
+    styles.set(id, {
+      name,
+      basedOn: value('basedOn'),
+      ...(Number.isInteger(outline) && outline >= 0 && outline <= 8 && { outline }),
+    });
+  }
+  const levelOf = (id: string, seen = new Set<string>()): number | undefined => {
+    const style = styles.get(id);
+    if (!style || seen.has(id)) return undefined;
+    seen.add(id);
+    const named = /^(?:heading|überschrift) ([1-9])$/i.exec(style.name);
+    if (named) return Number(named[1]);
+    if (style.outline !== undefined) return style.outline + 1;
+    return style.basedOn ? levelOf(style.basedOn, seen) : undefined;
+  };
+  const lines: string[] = [];
+  for (const [id, style] of styles) {
+    if (KNOWN_HEADING.test(style.name) || style.name.includes("'")) continue;
+    const level = levelOf(id);
+    if (level !== undefined) lines.push(`p[style-name='${style.name}'] => h${Math.min(level, 6)}:fresh`);
+  }
+  return lines;
+}
+
+/**
+ * The texts of the SmartArt and chart parts a part's drawings refer to (mammoth reads neither): SmartArt nodes,
+ * a chart's title, series and categories. A part that cannot be read gives none (its drawing stays a drawing).
+ */
+function drawingTexts(zip: ZipArchive, part: string, file: string): DrawingTexts {
+  const rels = readRelationships(zip, part, file);
+  return (id, kind) => {
+    const rel = rels.get(id);
+    if (!rel || rel.external || !zip.has(rel.target)) return undefined;
+    try {
+      const root = parseXml(sanitizeXml(zip.readText(rel.target)), file, rel.target);
+      return kind === 'diagram' ? smartArtTexts(root) : chartTexts(root);
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
 function buildCleanPackage(zip: ZipArchive, file: string): Uint8Array {
   const reachable = reachableParts(zip, file);
@@ -90,7 +162,11 @@ function buildCleanPackage(zip: ZipArchive, file: string): Uint8Array {
     if (lower.startsWith('word/embeddings/') || lower.startsWith('customxml/')) continue;
     if (!reachable.has(lower)) continue;
     const clean = sanitizeXml(zip.readText(name));
-    files[name] = [utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean)), { level: 0 }];
+    const drawings = lower === 'word/document.xml' ? drawingTexts(zip, name, file) : undefined;
+    files[name] = [
+      utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean, drawings)),
+      { level: 0 },
+    ];
   }
   return zipSync(files);
 }
@@ -203,7 +279,7 @@ class HtmlWalker {
     if (node.name === 'br') return '\n';
     if (node.name === 'img') {
       this.count('images');
-      return '';
+      return altText(node);
     }
     if (node.name === 'a') {
       const href = node.attrs.href ?? '';
@@ -341,6 +417,15 @@ function plainText(element: XmlElement): string {
   return text;
 }
 
+/** Elements whose text stands apart from its neighbours' in a cell (paragraphs, headings, items, breaks). */
+const CELL_SEPARATED = new Set(['p', 'li', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+
+/** An image's description (alt text: what it shows, in words) as text, " [Bild: …] "; '' without one. */
+const altText = (img: XmlElement): string => {
+  const alt = (img.attrs.alt ?? '').replace(/\s+/g, ' ').trim();
+  return alt ? ` [Bild: ${alt}] ` : '';
+};
+
 /**
  * Cell text: paragraphs and list items separated by spaces. A nested table keeps its shape with its own
  * separators ("a; b / c; d"), so its cells are not mistaken for columns of the outer row.
@@ -350,7 +435,8 @@ function cellText(element: XmlElement): string {
   for (const node of element.children) {
     if (typeof node === 'string') text += node;
     else if (node.name === 'table') text += ` ${nestedTableText(node)} `;
-    else if (node.name === 'p' || node.name === 'li' || node.name === 'br') text += ` ${cellText(node)} `;
+    else if (CELL_SEPARATED.has(node.name)) text += ` ${cellText(node)} `;
+    else if (node.name === 'img') text += altText(node);
     else if (node.name === 'a' && /^#(footnote|endnote)-ref-/.test(node.attrs.href ?? '')) continue;
     else text += cellText(node);
   }
@@ -421,7 +507,7 @@ export async function extractDocx(
     const result = await mammoth.convertToHtml(
       { buffer: Buffer.from(cleanPackage.buffer, cleanPackage.byteOffset, cleanPackage.byteLength) },
       {
-        styleMap: STYLE_MAP,
+        styleMap: [...STYLE_MAP, ...headingStyles(zip, file)],
         includeEmbeddedStyleMap: false,
         externalFileAccess: false,
         // count images, never read them (their bytes are not in the clean package)

@@ -29,7 +29,7 @@ const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const SETEXT_1 = /^ {0,3}=+[ \t]*$/;
 const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
 const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
-const GRID_TABLE = /^ {0,3}\+[-=:+]+\+[ \t]*$/;
+const GRID_TABLE = /^ {0,3}\+(?=[-=:+]*[-=])[-=:+]+\+[ \t]*$/;
 const BLOCKQUOTE = /^ {0,3}>/;
 /** an HTML comment opening a line (CommonMark HTML block, type 2): it runs to the line holding `-->` */
 const HTML_COMMENT = /^ {0,3}<!--/;
@@ -140,6 +140,7 @@ const YAML_KEY = /^[A-Za-z_][\w.-]*[ \t]*:/;
  * raw, in the metadata, with a warning).
  */
 function readFrontMatter(lines: string[]): FrontMatter | undefined {
+  if (lines[0]?.trimEnd() === '+++') return readTomlFrontMatter(lines);
   if (lines[0]?.trimEnd() !== '---') return undefined;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!.trimEnd();
@@ -163,6 +164,54 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
   return undefined; // no closing fence: a thematic break, not front matter
 }
 
+/** `key = value` in TOML: a bare or quoted key, a string, number, boolean or array of those. */
+const TOML_PAIR = /^\s*([A-Za-z0-9_-]+|"[^"]*")\s*=\s*(.+?)\s*$/;
+
+/**
+ * TOML front matter (Hugo, Zola: between `+++` lines). Its top-level pairs of strings, numbers, booleans and
+ * arrays of those are read (title, date, tags: what a document's metadata needs); anything else (tables, inline
+ * tables, multi-line strings) leaves the whole block raw, with the error saying so. No closing `+++`: no front matter.
+ */
+function readTomlFrontMatter(lines: string[]): FrontMatter | undefined {
+  const end = lines.findIndex((line, i) => i > 0 && line.trimEnd() === '+++');
+  if (end < 0) return undefined;
+  const raw = lines.slice(1, end).join('\n');
+  const data: Record<string, unknown> = {};
+  for (const line of lines.slice(1, end)) {
+    if (line.trim() === '' || line.trim().startsWith('#')) continue;
+    const pair = TOML_PAIR.exec(line);
+    const value = pair ? tomlValue(pair[2]!) : undefined;
+    if (!pair || value === undefined)
+      return { raw, error: `TOML beyond simple pairs: ${line.trim().slice(0, 60)}`, lines: end + 1 };
+    data[pair[1]!.replace(/^"|"$/g, '')] = value;
+  }
+  return { data, raw, lines: end + 1 };
+}
+
+/** A TOML value of the simple kinds (see readTomlFrontMatter), or undefined. */
+function tomlValue(text: string): unknown {
+  const value = text.replace(/\s+#.*$/, '');
+  if (/^"(?:[^"\\]|\\.)*"$/.test(value)) {
+    try {
+      return JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  if (/^'[^']*'$/.test(value)) return value.slice(1, -1);
+  if (value === 'true' || value === 'false') return value === 'true';
+  if (/^[+-]?\d+(?:\.\d+)?$/.test(value)) return Number(value);
+  if (/^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:\d{2})?)?$/.test(value)) return value;
+  if (value.startsWith('[') && value.endsWith(']')) {
+    const items = value.slice(1, -1).trim();
+    if (items === '') return [];
+    const parts = items.split(/\s*,\s*/).filter((p) => p !== '');
+    const values = parts.map(tomlValue);
+    return values.every((v) => v !== undefined && typeof v !== 'object') ? values : undefined;
+  }
+  return undefined;
+}
+
 export function extractMarkdown(
   bytes: Uint8Array,
   _file: string,
@@ -181,8 +230,9 @@ export function extractMarkdown(
       if (frontMatter) {
         lines = lines.slice(frontMatter.lines);
         if (frontMatter.error !== undefined) {
+          const kind = page.startsWith('+++') ? 'read as TOML' : 'valid YAML';
           builder.warnings.push(
-            `front matter is not valid YAML (${frontMatter.error}); kept as raw text in the metadata (frontMatterRaw)`,
+            `front matter is not ${kind} (${frontMatter.error}); kept as raw text in the metadata (frontMatterRaw)`,
           );
           metadata.frontMatterRaw = frontMatter.raw;
         } else {

@@ -21,20 +21,11 @@
  */
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
+import { chartTexts, paragraphs, paragraphText, smartArtTexts } from './drawingml-text.js';
 import { type Relationship, readCoreProperties, readRelationships } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { BlockType, ExtractedDocument, ExtractOptions } from './types.js';
-import {
-  attr,
-  child,
-  children,
-  descendants,
-  parseXml,
-  path,
-  prefixedAttr,
-  textContent,
-  type XmlElement,
-} from './xml.js';
+import { attr, child, children, descendants, parseXml, path, prefixedAttr, type XmlElement } from './xml.js';
 import { openZip, type ZipArchive } from './zip.js';
 
 interface SlideItem {
@@ -59,25 +50,6 @@ const TITLE_TYPES = new Set(['title', 'ctrTitle']);
 /** placeholders whose paragraphs are bullets unless they say otherwise */
 const BULLET_PLACEHOLDERS = new Set(['body', 'obj', '']);
 const FURNITURE_TYPES = new Set(['dt', 'ftr', 'hdr']);
-
-/** Text of one a:p: runs, fields (dates, numbers) and line breaks, in order. */
-function paragraphText(paragraph: XmlElement): string {
-  let text = '';
-  for (const node of paragraph.children) {
-    if (typeof node === 'string') continue;
-    if (node.local === 'r' || node.local === 'fld') {
-      const t = child(node, 't');
-      if (t) text += textContent(t);
-    } else if (node.local === 'br') {
-      text += '\n';
-    }
-  }
-  return text;
-}
-
-function paragraphs(txBody: XmlElement | undefined): XmlElement[] {
-  return txBody ? children(txBody, 'p') : [];
-}
 
 class SlideReader {
   /** furniture texts already emitted once as text somewhere in the deck */
@@ -247,49 +219,6 @@ function tableText(table: XmlElement): string {
     if (cells.some((c) => c !== '')) rows.push(cells.join(' | '));
   }
   return rows.join('\n');
-}
-
-/** SmartArt: one text per content node (transitions and the document node carry no text of their own). */
-function smartArtTexts(root: XmlElement): string[] {
-  const texts: string[] = [];
-  for (const point of descendants(root, 'pt')) {
-    const type = attr(point, 'type') ?? 'node';
-    if (type !== 'node' && type !== 'asst') continue;
-    const text = paragraphs(child(point, 't')).map(paragraphText).join('\n').trim();
-    if (text) texts.push(text);
-  }
-  return texts;
-}
-
-/** Chart: title, series names and categories, as one caption. Values are not text worth indexing. */
-function chartTexts(root: XmlElement): string[] {
-  const chart = child(root, 'chart');
-  if (!chart) return [];
-  const lines: string[] = [];
-  const title = child(chart, 'title');
-  if (title) {
-    const text = descendants(title, 'p').map(paragraphText).join(' ').trim();
-    if (text) lines.push(text);
-  }
-  const series: string[] = [];
-  const categories: string[] = [];
-  for (const ser of descendants(chart, 'ser')) {
-    const name = descendants(child(ser, 'tx') ?? ser, 'v')
-      .map(textContent)
-      .join(' ')
-      .trim();
-    if (child(ser, 'tx') && name) series.push(name);
-    const cat = child(ser, 'cat');
-    if (cat && categories.length === 0) {
-      for (const v of descendants(cat, 'v')) {
-        const value = textContent(v).trim();
-        if (value) categories.push(value);
-      }
-    }
-  }
-  if (series.length > 0) lines.push(`Series: ${series.join(', ')}`);
-  if (categories.length > 0) lines.push(`Categories: ${categories.join(', ')}`);
-  return lines.length > 0 ? [lines.join('\n')] : [];
 }
 
 /** xsd:boolean: "true" or "1", "false" or "0" (PowerPoint writes the digits, other writers the words). */

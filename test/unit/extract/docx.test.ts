@@ -149,6 +149,93 @@ describe('extract/docx', () => {
     ]);
   });
 
+  it('keeps SmartArt texts, image descriptions, column breaks and words apart in cells; drops empty form prompts', async () => {
+    const p = (inner: string) => `<w:p>${inner}</w:p>`;
+    const t = (text: string) => `<w:r><w:t xml:space="preserve">${text}</w:t></w:r>`;
+    const smartArt =
+      '<w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram"><dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" r:dm="rIdDgm" r:lo="rIdLo" r:qs="rIdQs" r:cs="rIdCs"/></a:graphicData></a:graphic></wp:inline></w:drawing></w:r>';
+    const data =
+      '<?xml version="1.0"?><dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>' +
+      '<dgm:pt modelId="0" type="doc"><dgm:t><a:p><a:r><a:t>Dokument</a:t></a:r></a:p></dgm:t></dgm:pt>' +
+      ['Planen', 'Durchführen', 'Überprüfen']
+        .map(
+          (x, i) =>
+            `<dgm:pt modelId="${i + 1}"><dgm:t><a:bodyPr/><a:p><a:r><a:t>${x}</a:t></a:r></a:p></dgm:t></dgm:pt>`,
+        )
+        .join('') +
+      '</dgm:ptLst></dgm:dataModel>';
+    const placeholder =
+      '<w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent><w:r><w:t>Klicken oder tippen Sie hier, um Text einzugeben.</w:t></w:r></w:sdtContent></w:sdt>';
+    const cell = (inner: string) => `<w:tc>${inner}</w:tc>`;
+    const heading = (text: string) => `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>${t(text)}</w:p>`;
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        p(t('Der Zyklus:')) +
+          p(smartArt) +
+          p(`${t('Vor Spalte')}<w:r><w:br w:type="column"/></w:r>${t('Nach Spalte')}`) +
+          p(`${t('Name: ')}${placeholder}`) +
+          `<w:tbl><w:tr>${cell(heading('Modul') + heading('Einführung'))}${cell(p(t('Dauer')))}</w:tr></w:tbl>`,
+      ),
+      'word/_rels/document.xml.rels': (old) =>
+        old.replace(
+          '</Relationships>',
+          '<Relationship Id="rIdDgm" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/diagramData" Target="diagrams/data1.xml"/></Relationships>',
+        ),
+      'word/diagrams/data1.xml': data,
+    });
+    const result = await extractDocx(edited, 'kreis.docx', extractOptions);
+    expect(result.text).to.contain('Der Zyklus:\n\nPlanen\nDurchführen\nÜberprüfen');
+    expect(result.text).to.not.contain('Dokument');
+    expect(result.text).to.contain('Vor Spalte\nNach Spalte');
+    expect(result.text).to.not.contain('Klicken oder tippen');
+    expect(result.text).to.match(/Name:/);
+    expect(result.text).to.contain('Modul Einführung | Dauer');
+    // an image's description is text (Word's "Alternativtext")
+    const picture =
+      '<w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="7" name="Bild 1" descr="Ablaufdiagramm der Prüfung"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="rIdBild"/></pic:blipFill></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r>';
+    const image = await extractDocx(
+      editPackage(docx, {
+        'word/document.xml': insertIntoBody(p(t('Siehe:') + picture)),
+        'word/_rels/document.xml.rels': (old) =>
+          old.replace(
+            '</Relationships>',
+            '<Relationship Id="rIdBild" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="media/bild.png"/></Relationships>',
+          ),
+      }),
+      'bild.docx',
+      extractOptions,
+    );
+    expect(image.text).to.contain('Siehe: [Bild: Ablaufdiagramm der Prüfung]');
+  });
+
+  it('takes a style based on a heading style, or with an outline level, for a heading', async () => {
+    const para = (text: string, style: string) =>
+      `<w:p><w:pPr><w:pStyle w:val="${style}"/></w:pPr><w:r><w:t>${text}</w:t></w:r></w:p>`;
+    const edited = editPackage(docx, {
+      'word/styles.xml': (old) =>
+        old.replace(
+          '</w:styles>',
+          '<w:style w:type="paragraph" w:styleId="Kapitel"><w:name w:val="Kapitel"/><w:basedOn w:val="Heading1"/></w:style>' +
+            '<w:style w:type="paragraph" w:styleId="Abschnitt"><w:name w:val="Abschnitt"/><w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style>' +
+            '<w:style w:type="paragraph" w:styleId="Hinweis"><w:name w:val="Hinweis"/><w:basedOn w:val="Normal"/></w:style></w:styles>',
+        ),
+      'word/document.xml': insertIntoBody(
+        para('Kapitel Zwei', 'Kapitel') +
+          para('Aufbau der Prüfung', 'Abschnitt') +
+          para('Nur ein Hinweis.', 'Hinweis'),
+      ),
+    });
+    const result = await extractDocx(edited, 'stile.docx', extractOptions);
+    const headings = result.blocks
+      .filter((b) => b.type === 'heading')
+      .map((b) => [result.text.slice(b.start, b.end), b.level]);
+    expect(headings).to.deep.include.members([
+      ['Kapitel Zwei', 1],
+      ['Aufbau der Prüfung', 2],
+    ]);
+    expect(blockTexts(result, 'paragraph')).to.include('Nur ein Hinweis.');
+  });
+
   it('reads only the parts relationships reach: an XML part nothing refers to is never inflated', async () => {
     const entries: RawEntry[] = Object.entries(unzipSync(docx)).map(([name, data]) => ({
       name,

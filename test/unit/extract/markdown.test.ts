@@ -32,6 +32,29 @@ describe('extract/markdown', () => {
     expect(doc.warnings[0]).to.match(/^front matter is not valid YAML/);
   });
 
+  it('reads TOML front matter (+++) into metadata, and keeps one it cannot read raw, with a warning', async () => {
+    const doc = await md(
+      '+++\ntitle = "Handbuch Lager"\ndate = 2024-01-01\ndraft = false\ntags = ["lager", "sicherheit"]\n+++\n\n# Inhalt\n\nText.\n',
+    );
+    expect(doc.metadata.frontMatter).to.deep.equal({
+      title: 'Handbuch Lager',
+      date: '2024-01-01',
+      draft: false,
+      tags: ['lager', 'sicherheit'],
+    });
+    expect(doc.metadata.title).to.equal('Handbuch Lager');
+    expect(doc.text).to.equal('Inhalt\n\nText.');
+    const nested = await md('+++\ntitle = "X"\n[params]\nfarbe = "blau"\n+++\nText.\n');
+    expect(nested.text).to.equal('Text.');
+    expect(nested.metadata.frontMatterRaw).to.equal('title = "X"\n[params]\nfarbe = "blau"');
+    expect(nested.warnings[0]).to.match(
+      /^front matter is not read as TOML \(TOML beyond simple pairs: \[params\]\)/,
+    );
+    // a grid table still is one
+    const grid = await md('+---+---+\n| a | b |\n+---+---+\n');
+    expect(blocks(grid).map((b) => b[0])).to.deep.equal(['table']);
+  });
+
   it('reads ATX and Setext headings with their levels, without the markup', async () => {
     const doc = await md(
       '# Titel #\n\nText\n\nKapitel\n=======\n\nAbschnitt\n---------\n\n### § 3 Pflichten {#sec-pflichten}\n\n####### kein Heading\n',
