@@ -355,8 +355,11 @@ class BlockReader {
       this.flushItem();
     }
 
-    const fence = FENCE.exec(line);
-    if (fence && !(fence[2]!.startsWith('`') && fence[3]!.includes('`'))) return this.fencedCode(fence[2]!);
+    // inside a list a fence is indented to its item's text (4 spaces and more in a nested item): measured from there
+    const inList = this.listIndents.length > 0 && indent >= 4;
+    const fence = FENCE.exec(inList ? line.trimStart() : line);
+    if (fence && !(fence[2]!.startsWith('`') && fence[3]!.includes('`')))
+      return this.fencedCode(fence[2]!, inList ? indent : 0);
     if (DIV_FENCE.test(line)) {
       this.flushAll();
       // a callout's title is shown: kept (`::: {.callout-note title="Zusammenfassung"}`)
@@ -425,13 +428,18 @@ class BlockReader {
   }
 
   /** A fenced code block from this.i to its closing fence (or the end), fences included. */
-  private fencedCode(marker: string): number {
+  /** Fenced code from this.i; `indent`: the fence's indent inside a list item, taken off each of its lines. */
+  private fencedCode(marker: string, indent = 0): number {
     this.flushAll();
     const { lines, i } = this;
-    const close = new RegExp(`^ {0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*$`);
+    const close = new RegExp(
+      `^ {0,${indent + 3}}${marker[0] === '`' ? '`' : '~'}{${marker.length},}[ \\t]*$`,
+    );
     let end = i + 1;
     while (end < lines.length && !close.test(lines[end]!)) end++;
-    this.builder.add('code', lines.slice(i, Math.min(end + 1, lines.length)).join('\n'));
+    const block = lines.slice(i, Math.min(end + 1, lines.length));
+    const dedent = new RegExp(`^ {0,${indent}}`);
+    this.builder.add('code', (indent > 0 ? block.map((l) => l.replace(dedent, '')) : block).join('\n'));
     return end + 1;
   }
 

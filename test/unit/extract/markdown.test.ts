@@ -55,6 +55,18 @@ describe('extract/markdown', () => {
     expect(blocks(grid).map((b) => b[0])).to.deep.equal(['table']);
   });
 
+  it('keeps fenced code in a nested list item whole, its lines as written', async () => {
+    const doc = await md(
+      '- Punkt eins\n  - Unterpunkt\n\n    ```bash\n    # Kommentar im Code\n      eingerückt\n    - kein Listenpunkt\n    ```\n\n- Punkt zwei\n',
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['list_item', '- Punkt eins', 0],
+      ['list_item', '- Unterpunkt', 1],
+      ['code', '```bash\n# Kommentar im Code\n  eingerückt\n- kein Listenpunkt\n```'],
+      ['list_item', '- Punkt zwei', 0],
+    ]);
+  });
+
   it('reads ATX and Setext headings with their levels, without the markup', async () => {
     const doc = await md(
       '# Titel #\n\nText\n\nKapitel\n=======\n\nAbschnitt\n---------\n\n### § 3 Pflichten {#sec-pflichten}\n\n####### kein Heading\n',
