@@ -243,7 +243,10 @@ class Units {
 /** Lists grown beyond this many entries by a huge document are not kept for the next one. */
 const SHARED_MAX_UNITS = 1 << 16;
 
-/** Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits. */
+/**
+ * Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits; the
+ * first piece leaves room for `reserved` characters and tokens before it (the heading it follows).
+ */
 function splitOversized(
   text: string,
   codes: Uint16Array,
@@ -252,16 +255,20 @@ function splitOversized(
   maxChars: number,
   maxTokens: number,
   preferLines: boolean,
+  reserved = { chars: 0, tokens: 0 },
 ): number[] {
   const pieces: number[] = []; // start, end, start, end, ...
   let s = start;
   while (s < end) {
-    let limit = Math.min(end, s + maxChars);
+    const first = s === start;
+    const charLimit = first ? maxChars - reserved.chars : maxChars;
+    const tokenLimit = first ? maxTokens - reserved.tokens : maxTokens;
+    let limit = Math.min(end, s + charLimit);
     if (limit < end) {
       // shrink until the token budget holds as well (token-dense text)
       let tokens = thirdsToTokens(weightThirds(codes, s, limit));
-      while (tokens > maxTokens && limit - s > 20) {
-        limit = s + Math.max(20, Math.floor(((limit - s) * maxTokens) / tokens));
+      while (tokens > tokenLimit && limit - s > 20) {
+        limit = s + Math.max(20, Math.floor(((limit - s) * tokenLimit) / tokens));
         tokens = thirdsToTokens(weightThirds(codes, s, limit));
       }
     }
@@ -420,6 +427,25 @@ class UnitBuilder implements BlockVisitor {
     this.add(ps, pe, weight >= 0 ? weight : weightThirds(codes, ps, pe), gap, clean, cont);
   }
 
+  /**
+   * The room the heading units right before `ps` in the same section take (characters from the first of them,
+   * and tokens): an oversized block that follows its heading directly leaves it that much in its first piece, so
+   * that heading and piece fit one chunk (the heading alone would be a chunk of its own). Nothing when the
+   * headings would take more than half a chunk.
+   */
+  private headingRoom(ps: number): { chars: number; tokens: number } {
+    const { units, section } = this;
+    let k = units.count - 1;
+    let from = ps;
+    while (k >= 0 && (units.headingLevel[k] as number) >= 0 && units.section[k] === section) {
+      from = units.start[k] as number;
+      k--;
+    }
+    const chars = ps - from;
+    if (chars === 0 || chars > this.config.maxChars / 2) return { chars: 0, tokens: 0 };
+    return { chars, tokens: thirdsToTokens(weightThirds(this.codes, from, ps)) };
+  }
+
   /** A sentence or block: one unit, or pieces cut at line breaks or word boundaries when it is oversized. */
   span(ps: number, pe: number, weight: number, preferLines: boolean): void {
     const config = this.config;
@@ -435,6 +461,7 @@ class UnitBuilder implements BlockVisitor {
       config.maxChars,
       config.targetTokens,
       preferLines,
+      this.headingRoom(ps),
     );
     for (let k = 0; k < pieces.length; k += 2)
       this.unit(pieces[k] as number, pieces[k + 1] as number, -1, k > 0);

@@ -117,6 +117,24 @@ describe('chunkDocument', () => {
     }
   });
 
+  it('keeps a heading with the first piece of an oversized table or sentence right after it', () => {
+    const rows = Array.from(
+      { length: 60 },
+      (_, i) => `| Modul ${i} | Inhalt der Schulung Nummer ${i} über Arbeitssicherheit |`,
+    );
+    const table = ['| Modul | Inhalt |', '|---|---|', ...rows].join('\n');
+    const words = Array.from({ length: 400 }, (_, i) => `Begriff${i}`).join(' ');
+    for (const body of [table, words]) {
+      const doc = markdownDocument(`## Einleitung\n\nKurz.\n\n## Lange Übersicht\n\n${body}\n`);
+      const chunks = chunkDocument(doc);
+      expectExact(doc.text, chunks);
+      for (const c of chunks) expect(c.end - c.start).to.be.at.most(2000);
+      expect(chunks.map((c) => c.content).filter((c) => c.trim() === 'Lange Übersicht')).to.deep.equal([]);
+      const q = chunkQuality(doc.text, chunks, { maxChars: 2000, tinyChars: 100, blocks: doc.blocks });
+      expect(q.headingAtEnd).to.equal(0);
+    }
+  });
+
   it('cuts a single sentence longer than max_chars at word boundaries', () => {
     const words: string[] = [];
     for (let i = 0; words.join(' ').length < 5200; i++) words.push(`Wort${i}lang`);
