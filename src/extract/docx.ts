@@ -25,6 +25,7 @@ import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { type DrawingTexts, rewriteForMammoth } from './docx-compat.js';
+import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
 import { readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
@@ -155,14 +156,17 @@ function drawingTexts(zip: ZipArchive, part: string, file: string): DrawingTexts
 /** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
 function buildCleanPackage(zip: ZipArchive, file: string): Uint8Array {
   const reachable = reachableParts(zip, file);
+  const numbering = readNumbering(zip, file);
   const files: Record<string, [Uint8Array, { level: 0 }]> = {};
   for (const name of zip.names()) {
     const lower = name.toLowerCase();
     if (!lower.endsWith('.xml') && !lower.endsWith('.rels')) continue;
     if (lower.startsWith('word/embeddings/') || lower.startsWith('customxml/')) continue;
     if (!reachable.has(lower)) continue;
-    const clean = sanitizeXml(zip.readText(name));
-    const drawings = lower === 'word/document.xml' ? drawingTexts(zip, name, file) : undefined;
+    let clean = sanitizeXml(zip.readText(name));
+    const main = lower === 'word/document.xml';
+    if (main && numbering) clean = withNumberLabels(clean, numbering);
+    const drawings = main ? drawingTexts(zip, name, file) : undefined;
     files[name] = [
       utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean, drawings)),
       { level: 0 },

@@ -236,6 +236,56 @@ describe('extract/docx', () => {
     expect(blockTexts(result, 'paragraph')).to.include('Nur ein Hinweis.');
   });
 
+  it('keeps the numbers Word shows before numbered headings and list items', async () => {
+    const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
+    const lvl = (ilvl: number, text: string, format = 'decimal', extra = '') =>
+      `<w:lvl w:ilvl="${ilvl}"><w:start w:val="1"/><w:numFmt w:val="${format}"/><w:lvlText w:val="${text}"/>${extra}</w:lvl>`;
+    const numbering =
+      `<?xml version="1.0"?><w:numbering ${W}>` +
+      `<w:abstractNum w:abstractNumId="10">${lvl(0, '%1')}${lvl(1, '%1.%2')}</w:abstractNum>` +
+      `<w:abstractNum w:abstractNumId="11">${lvl(0, 'Schritt %1:')}${lvl(1, '%2)', 'lowerLetter')}</w:abstractNum>` +
+      `<w:abstractNum w:abstractNumId="12">${lvl(0, '•', 'bullet')}</w:abstractNum>` +
+      '<w:num w:numId="21"><w:abstractNumId w:val="10"/></w:num><w:num w:numId="22"><w:abstractNumId w:val="11"/></w:num>' +
+      '<w:num w:numId="23"><w:abstractNumId w:val="12"/></w:num>' +
+      '<w:num w:numId="24"><w:abstractNumId w:val="11"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="5"/></w:lvlOverride></w:num>' +
+      '</w:numbering>';
+    const styles = (old: string) =>
+      old.replace(
+        '</w:styles>',
+        '<w:style w:type="paragraph" w:styleId="Kap1"><w:name w:val="Kapitel 1"/><w:basedOn w:val="Heading1"/><w:pPr><w:numPr><w:numId w:val="21"/></w:numPr></w:pPr></w:style>' +
+          '<w:style w:type="paragraph" w:styleId="Kap2"><w:name w:val="Kapitel 2"/><w:basedOn w:val="Heading2"/><w:pPr><w:numPr><w:ilvl w:val="1"/><w:numId w:val="21"/></w:numPr></w:pPr></w:style></w:styles>',
+      );
+    const styled = (text: string, style: string) =>
+      `<w:p><w:pPr><w:pStyle w:val="${style}"/></w:pPr><w:r><w:t>${text}</w:t></w:r></w:p>`;
+    const item = (text: string, numId: number, ilvl = 0) =>
+      `<w:p><w:pPr><w:numPr><w:ilvl w:val="${ilvl}"/><w:numId w:val="${numId}"/></w:numPr></w:pPr><w:r><w:t>${text}</w:t></w:r></w:p>`;
+    const edited = editPackage(docx, {
+      'word/numbering.xml': numbering,
+      'word/styles.xml': styles,
+      'word/document.xml': insertIntoBody(
+        styled('Einleitung', 'Kap1') +
+          styled('Ziele', 'Kap2') +
+          item('Auftrag klären.', 22) +
+          item('Mit dem Team', 22, 1) +
+          item('Rollen verteilen.', 22) +
+          item('Punkt ohne Nummer', 23) +
+          styled('Praxis', 'Kap1') +
+          styled('Übungen', 'Kap2') +
+          item('Weiter ab fünf.', 24),
+      ),
+    });
+    const result = await extractDocx(edited, 'nummern.docx', extractOptions);
+    const headings = blockTexts(result, 'heading');
+    expect(headings).to.include.members(['1 Einleitung', '1.1 Ziele', '2 Praxis', '2.1 Übungen']);
+    expect(blockTexts(result, 'list_item')).to.include.members([
+      'Schritt 1: Auftrag klären.',
+      'a) Mit dem Team',
+      'Schritt 2: Rollen verteilen.',
+      'Punkt ohne Nummer',
+      'Schritt 5: Weiter ab fünf.',
+    ]);
+  });
+
   it('reads only the parts relationships reach: an XML part nothing refers to is never inflated', async () => {
     const entries: RawEntry[] = Object.entries(unzipSync(docx)).map(([name, data]) => ({
       name,

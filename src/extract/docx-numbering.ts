@@ -1,0 +1,198 @@
+/**
+ * The numbers Word shows in front of numbered paragraphs ("1.1 Ziele", "Schritt 2: Rollen verteilen", "a)"), which
+ * mammoth leaves out: it turns a numbered paragraph into a list item (or a heading) without its label. German
+ * training material refers to them ("siehe Abschnitt 1.1", "Schritt 2"), so cpe puts each label back as text at
+ * the start of its paragraph, before mammoth reads the document.
+ *
+ * Read from word/numbering.xml (w:abstractNum levels: format, label text, start; w:num instances with start
+ * overrides) and the paragraph styles' w:numPr (a heading style numbered by the outline). Counters run per list
+ * instance (w:numId) in document order, a level's counter restarting when a higher level counts on. Bullets and
+ * levels without a label are left as they are.
+ */
+import { attr, child, children, descendants, parseXml, sanitizeXml, type XmlElement } from './xml.js';
+import type { ZipArchive } from './zip.js';
+
+interface Level {
+  format: string;
+  text: string;
+  start: number;
+}
+
+interface Numbering {
+  /** per w:numId: its levels by w:ilvl (the abstract definition with the instance's start overrides) */
+  lists: Map<string, Map<number, Level>>;
+  /** per paragraph style id: the numbering it gives its paragraphs */
+  styles: Map<string, { numId: string; ilvl: number }>;
+}
+
+const val = (element: XmlElement | undefined) => attr(element, 'val');
+
+/** The numbering definitions of a package; undefined when it has none (nothing to do). */
+export function readNumbering(zip: ZipArchive, file: string): Numbering | undefined {
+  if (!zip.has('word/numbering.xml')) return undefined;
+  let root: XmlElement;
+  try {
+    root = parseXml(sanitizeXml(zip.readText('word/numbering.xml')), file, 'word/numbering.xml');
+  } catch {
+    return undefined; // mammoth reports a broken numbering part itself
+  }
+  const abstracts = new Map<string, Map<number, Level>>();
+  for (const abstract of children(root, 'abstractNum')) {
+    const levels = new Map<number, Level>();
+    for (const lvl of children(abstract, 'lvl')) {
+      const ilvl = Number(attr(lvl, 'ilvl'));
+      if (!Number.isInteger(ilvl)) continue;
+      levels.set(ilvl, {
+        format: val(child(lvl, 'numFmt')) ?? 'decimal',
+        text: val(child(lvl, 'lvlText')) ?? '',
+        start: Number(val(child(lvl, 'start')) ?? 1) || 0,
+      });
+    }
+    abstracts.set(attr(abstract, 'abstractNumId') ?? '', levels);
+  }
+  const lists = new Map<string, Map<number, Level>>();
+  for (const num of children(root, 'num')) {
+    const levels = new Map(abstracts.get(val(child(num, 'abstractNumId')) ?? '') ?? []);
+    for (const override of children(num, 'lvlOverride')) {
+      const ilvl = Number(attr(override, 'ilvl'));
+      const start = Number(val(child(override, 'startOverride')));
+      const level = levels.get(ilvl);
+      if (level && Number.isInteger(start)) levels.set(ilvl, { ...level, start });
+    }
+    lists.set(attr(num, 'numId') ?? '', levels);
+  }
+  return { lists, styles: numberedStyles(zip, file) };
+}
+
+/** Paragraph styles that number their paragraphs (w:pPr/w:numPr), their own or from the style they are based on. */
+function numberedStyles(zip: ZipArchive, file: string): Numbering['styles'] {
+  const styles = new Map<string, { numId: string; ilvl: number }>();
+  if (!zip.has('word/styles.xml')) return styles;
+  let root: XmlElement;
+  try {
+    root = parseXml(sanitizeXml(zip.readText('word/styles.xml')), file, 'word/styles.xml');
+  } catch {
+    return styles;
+  }
+  const own = new Map<string, { numId?: string; ilvl?: number; basedOn?: string }>();
+  for (const style of descendants(root, 'style')) {
+    if (attr(style, 'type') !== 'paragraph') continue;
+    const numPr = child(child(style, 'pPr'), 'numPr');
+    const ilvl = Number(val(child(numPr, 'ilvl')));
+    own.set(attr(style, 'styleId') ?? '', {
+      numId: val(child(numPr, 'numId')),
+      ilvl: Number.isInteger(ilvl) ? ilvl : undefined,
+      basedOn: val(child(style, 'basedOn')),
+    });
+  }
+  const resolve = (id: string, seen: Set<string>): { numId?: string; ilvl?: number } => {
+    const style = own.get(id);
+    if (!style || seen.has(id)) return {};
+    seen.add(id);
+    const inherited = style.basedOn ? resolve(style.basedOn, seen) : {};
+    return { numId: style.numId ?? inherited.numId, ilvl: style.ilvl ?? inherited.ilvl };
+  };
+  for (const id of own.keys()) {
+    const { numId, ilvl } = resolve(id, new Set());
+    if (numId && numId !== '0') styles.set(id, { numId, ilvl: ilvl ?? 0 });
+  }
+  return styles;
+}
+
+const ROMAN: Array<[number, string]> = [
+  [1000, 'm'],
+  [900, 'cm'],
+  [500, 'd'],
+  [400, 'cd'],
+  [100, 'c'],
+  [90, 'xc'],
+  [50, 'l'],
+  [40, 'xl'],
+  [10, 'x'],
+  [9, 'ix'],
+  [5, 'v'],
+  [4, 'iv'],
+  [1, 'i'],
+];
+
+const roman = (n: number) => {
+  let out = '';
+  for (const [value, digits] of ROMAN) for (; n >= value; n -= value) out += digits;
+  return out;
+};
+
+/** a, b, ..., z, aa, bb, ... (Word repeats the letter) */
+const letters = (n: number) =>
+  n < 1 ? '' : String.fromCharCode(97 + ((n - 1) % 26)).repeat(Math.ceil(n / 26));
+
+/** A counter in a level's number format; undefined for formats that show no number (bullet, none). */
+function formatNumber(n: number, format: string): string | undefined {
+  switch (format) {
+    case 'bullet':
+    case 'none':
+      return undefined;
+    case 'lowerLetter':
+      return letters(n);
+    case 'upperLetter':
+      return letters(n).toUpperCase();
+    case 'lowerRoman':
+      return roman(n);
+    case 'upperRoman':
+      return roman(n).toUpperCase();
+    case 'decimalZero':
+      return String(n).padStart(2, '0');
+    default:
+      return String(n); // decimal, and the formats spelled out in words (their digits say the same)
+  }
+}
+
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+const PARAGRAPH = /<w:p(?=[\s>])[^>]*>/g;
+const NUM_ID = /<w:numId\s+w:val\s*=\s*"([^"]*)"/;
+const ILVL = /<w:ilvl\s+w:val\s*=\s*"([^"]*)"/;
+const STYLE = /<w:pStyle\s+w:val\s*=\s*"([^"]*)"/;
+
+/**
+ * document.xml with the label of each numbered paragraph as its first run ("1.1 ", "Schritt 2: "), counted in
+ * document order. A paragraph numbered by its w:numPr or its style's; numId 0 switches numbering off.
+ */
+export function withNumberLabels(xml: string, numbering: Numbering): string {
+  const counters = new Map<string, number[]>();
+  let out = '';
+  let from = 0;
+  PARAGRAPH.lastIndex = 0;
+  for (let match = PARAGRAPH.exec(xml); match; match = PARAGRAPH.exec(xml)) {
+    if (match[0].endsWith('/>')) continue;
+    const afterStart = match.index + match[0].length;
+    const pPrEnd = xml.startsWith('<w:pPr', afterStart) ? xml.indexOf('</w:pPr>', afterStart) : -1;
+    const properties = pPrEnd < 0 ? '' : xml.slice(afterStart, pPrEnd);
+    const numPr = properties.includes('<w:numPr') ? properties : '';
+    const styled = numbering.styles.get(STYLE.exec(properties)?.[1] ?? '');
+    const numId = NUM_ID.exec(numPr)?.[1] ?? styled?.numId;
+    if (!numId || numId === '0') continue;
+    const ilvl = Number(ILVL.exec(numPr)?.[1] ?? styled?.ilvl ?? 0);
+    const levels = numbering.lists.get(numId);
+    const level = levels?.get(ilvl);
+    if (!levels || !level) continue;
+    const counts = counters.get(numId) ?? [];
+    counters.set(numId, counts);
+    counts[ilvl] = counts[ilvl] === undefined ? level.start : counts[ilvl] + 1;
+    counts.length = ilvl + 1; // deeper levels start again
+    if (formatNumber(1, level.format) === undefined || level.text === '') continue;
+    let missing = false;
+    const label = level.text.replace(/%([1-9])/g, (_, digit: string) => {
+      const at = Number(digit) - 1;
+      const upper = levels.get(at);
+      const count = counts[at] ?? upper?.start;
+      const shown = count === undefined || !upper ? undefined : formatNumber(count, upper.format);
+      if (shown === undefined) missing = true;
+      return shown ?? '';
+    });
+    if (missing || label.trim() === '') continue;
+    const insertAt = pPrEnd < 0 ? afterStart : pPrEnd + '</w:pPr>'.length;
+    out += `${xml.slice(from, insertAt)}<w:r><w:t xml:space="preserve">${escapeXml(label)} </w:t></w:r>`;
+    from = insertAt;
+  }
+  return from === 0 ? xml : out + xml.slice(from);
+}
