@@ -288,20 +288,25 @@ export async function setDocumentStatus(
   status: DocumentRow['status'],
   error: string | null = null,
 ) {
-  await db.run('UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ?', [
-    status,
-    error,
-    sqlTime(),
-    id,
-  ]);
+  // a version marked deleted (its file went away while it was processed) stays deleted
+  await db.run(
+    "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status <> 'deleted'",
+    [status, error, sqlTime(), id],
+  );
 }
 
 /** A file gone from the source: every version of it is marked deleted. Returns the ids to retract. */
-export async function markPathDeleted(db: SqlExecutor, sourcePath: string): Promise<number[]> {
+export async function markPathDeleted(
+  db: SqlExecutor,
+  sourcePath: string,
+  upToId?: number | null,
+): Promise<number[]> {
   return db.transaction(async (tx) => {
+    // the versions the deletion was decided against (up to the one the scan knew): a newer version, made when the
+    // file came back after the scan, is not this deletion's
     const rows = await tx.query<{ id: number }>(
-      "SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted'",
-      [sourcePath],
+      `SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted'${upToId ? ' AND id <= ?' : ''}`,
+      upToId ? [sourcePath, upToId] : [sourcePath],
     );
     const ids = rows.map((r) => Number(r.id));
     if (ids.length) {

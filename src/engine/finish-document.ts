@@ -60,6 +60,7 @@ type CompletingRow = Record<string, unknown> & {
   metadata: string | null;
   source_path: string;
   version: number;
+  status: string;
   /** a newer version of the same file that is latest already (null: none): this one is not made latest */
   newer_latest: number | null;
 };
@@ -127,7 +128,7 @@ async function documentsWithCounts(
   const rows = new Map<number, CompletingRow>();
   for (const list of inLists(ids, BATCH)) {
     const found = await tx.query<CompletingRow>(
-      `SELECT d.id, d.metadata, d.source_path, d.version, ${COUNT_COLUMNS},
+      `SELECT d.id, d.metadata, d.source_path, d.version, d.status, ${COUNT_COLUMNS},
          (SELECT MAX(n.id) FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version
            AND n.is_latest = 1) AS newer_latest
        FROM documents d WHERE d.id IN (${list.marks})`,
@@ -160,13 +161,19 @@ async function completeInTransaction(
     .map((job) => job.documentId);
   const docs = await documentsWithCounts(tx, [...new Set(completing)]);
   const now = sqlTime();
-  await markDone(tx, [...docs.values()], now);
+  // a version whose file was deleted while it was processed stays deleted (and is retracted below), never done
+  await markDone(
+    tx,
+    [...docs.values()].filter((doc) => doc.status !== 'deleted'),
+    now,
+  );
   const out: Array<number[] | undefined> = [];
   for (let i = 0; i < jobs.length; i++) {
     const { documentId, options } = jobs[i]!;
     const doc = docs.get(documentId);
     if (!held[i]) out.push(undefined);
     else if (options.completeDocument === false || !doc) out.push([]);
+    else if (doc.status === 'deleted') out.push([documentId]);
     // finished after a newer version of its file (a retry that ran late): it replaces nothing and is retracted
     // itself, as the newer version would have retracted it
     else if (doc.newer_latest !== null) out.push([documentId]);

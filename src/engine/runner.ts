@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
@@ -530,7 +531,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       return 'released';
     }
     if (item.action === 'delete') {
-      const ids = await markPathDeleted(db, item.path);
+      // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
+      if (existsSync(item.path)) {
+        await completeQueueItem(db, item.id, worker, 'the file is there again: not deleted');
+        log.info(`not deleted: ${item.path} is there again`);
+        return 'skipped';
+      }
+      const ids = await markPathDeleted(db, item.path, item.document_id);
       // and the versions an earlier attempt marked deleted but could not retract (the vector index was down)
       const left = await db.query<{ id: number }>(
         `SELECT d.id FROM documents d WHERE d.source_path = ? AND d.status = 'deleted'

@@ -108,7 +108,14 @@ function notOpened(what: string, file: string, error: unknown): string {
 }
 
 /**
- * Lists the files of a source folder recursively: hidden files and folders ignored, symbolic links leaving the
+ * Names a scan (and a watch) passes over: hidden files and folders, and the lock and temporary files office programs
+ * keep beside an open document ("~$Handbuch.docx", "~WRL0001.tmp"), which are no documents.
+ */
+export const ignoredName = (name: string): boolean =>
+  name.startsWith('.') || name.startsWith('~$') || name.startsWith('~WRL');
+
+/**
+ * Lists the files of a source folder recursively: hidden files and folders ignored (and office lock files), symbolic links leaving the
  * folder (or looping) not followed. What cannot be opened is reported in `unreadable` with its reason and the
  * walk goes on: a name that is not UTF-8, a dangling link named like a document, a link leaving the folder (to a
  * folder or a document). Yields absolute paths. Synchronous calls on purpose: on this kind of machine
@@ -136,7 +143,7 @@ function listFiles(
     }
     entries.sort((a, b) => a.name.localeCompare(b.name));
     for (const entry of entries) {
-      if (entry.name.startsWith('.')) continue;
+      if (ignoredName(entry.name)) continue;
       const full = path.join(dir, entry.name);
       let isDir = entry.isDirectory();
       let isFile = entry.isFile();

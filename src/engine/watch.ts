@@ -1,6 +1,7 @@
-import { type FSWatcher, watch } from 'node:fs';
+import { type FSWatcher, statSync, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { ignoredName } from './scan.js';
 
 export interface WatchOptions {
   /** quiet time after the last change before a batch is processed */
@@ -8,6 +9,8 @@ export interface WatchOptions {
   /** a changed file must keep its size and mtime this long (a file still being written is not read) */
   settleMs: number;
   signal: AbortSignal;
+  /** how often the source folder is checked to be there still (default 2 s) */
+  rootCheckMs?: number;
   /** called with the changed paths once they have settled; runs one at a time */
   onBatch(paths: string[]): Promise<void>;
   /**
@@ -56,28 +59,76 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
   };
 
   return new Promise((resolve, reject) => {
-    watcher = watch(folder, { recursive: true }, (_event, name) => {
-      if (!name) return;
-      const relative = name.toString();
-      if (relative.split(path.sep).some((part) => part.startsWith('.'))) return;
-      pending.add(path.join(folder, relative));
-      schedule();
-    });
-    options.signal.addEventListener(
-      'abort',
-      () => {
-        if (timer) clearTimeout(timer);
-        watcher.close();
-        void busy.then(() => resolve());
-      },
-      { once: true },
-    );
-    if (options.first) {
-      busy = options.first().catch((error) => {
-        if (timer) clearTimeout(timer);
-        watcher.close();
-        reject(error);
+    let stopped = false;
+    // the folder renamed or removed (the recursive watcher may go on watching it where it went, or end quietly):
+    // checked by its inode
+    const root = statSync(folder).ino;
+    const rootCheck = setInterval(() => {
+      void stat(folder).then(
+        (info) => {
+          if (info.ino !== root) stop(gone());
+        },
+        () => stop(gone()),
+      );
+    }, options.rootCheckMs ?? 2000);
+    const gone = () => new Error(`source folder ${folder} is gone (removed or renamed): the watch stops`);
+    const stop = (error?: Error) => {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(rootCheck);
+      if (timer) clearTimeout(timer);
+      watcher.close();
+      if (error) reject(error);
+      else void busy.then(() => resolve());
+    };
+    /**
+     * The recursive watcher; it ends itself when a folder inside goes away while it reads it (unzip, rsync, git
+     * make and remove folders quickly: ENOENT from its scan). Then it is started again and the whole folder gets
+     * a pass, so that nothing that changed meanwhile is missed; the source folder itself gone ends the watch,
+     * saying so.
+     */
+    let generation = 0;
+    const start = () => {
+      const mine = ++generation;
+      const current = watch(folder, { recursive: true }, (_event, name) => {
+        if (!name) return;
+        const relative = name.toString();
+        if (relative.split(path.sep).some(ignoredName)) return;
+        pending.add(path.join(folder, relative));
+        schedule();
       });
+      watcher = current;
+      const restart = () => {
+        // once per watcher (its 'error' is followed by its 'close'), and not when the watch is stopping
+        if (mine !== generation || stopped || options.signal.aborted) return;
+        generation++;
+        current.close();
+        void stat(folder).then(
+          (info) => {
+            if (!info.isDirectory()) throw new Error('not a folder');
+            if (stopped) return;
+            start();
+            pending.add(folder);
+            schedule();
+          },
+          () => stop(gone()),
+        );
+      };
+      current.on('error', restart);
+      current.on('close', restart);
+    };
+    start();
+    options.signal.addEventListener('abort', () => stop(), { once: true });
+    if (options.first) {
+      busy = options.first().then(
+        () => {
+          // files written just before the watch began were left for a later pass while they settled: one more
+          // pass once they have (their own writes raise no event the watcher could see)
+          pending.add(folder);
+          schedule();
+        },
+        (error) => stop(error as Error),
+      );
     }
   });
 }

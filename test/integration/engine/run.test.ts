@@ -295,6 +295,52 @@ for (const backend of testBackends()) {
       expect([left.length, points.length]).to.deep.equal([0, 0]);
     });
 
+    it('deletes nothing when the file is back, and never completes a version deleted while it was processed', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(generatedDocuments(1));
+      await runPipeline(engine, { plan: await plan('Standard'), sourceDir: source, concurrency: 1 });
+      const [doc] = await db.query<{ id: number; source_path: string; content_hash: string }>(
+        'SELECT id, source_path, content_hash FROM documents',
+      );
+      // a scan saw the file gone for a moment; it is back when the delete item comes
+      await enqueueMany(db, [
+        {
+          path: doc!.source_path,
+          hash: doc!.content_hash,
+          action: 'delete',
+          documentId: Number(doc!.id),
+          maxAttempts: 3,
+        },
+      ]);
+      await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      const [kept] = await db.query<{ status: string; is_latest: number }>(
+        'SELECT status, is_latest FROM documents WHERE id = ?',
+        [doc!.id],
+      );
+      expect([kept!.status, Number(kept!.is_latest)]).to.deep.equal(['done', 1]);
+      const [item] = await db.query<{ last_error: string | null }>(
+        "SELECT last_error FROM pipeline_queue WHERE action = 'delete'",
+      );
+      expect(item!.last_error).to.equal('the file is there again: not deleted');
+
+      // a version whose file is deleted while its steps run is not made done and latest at the end
+      await insertPipeline(db, 'weg', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk' },
+        { name: 'gone', type: 'misbehaves', config: { mode: 'deleted-meanwhile' } },
+      ]);
+      const other = makeSourceFolder({
+        'weg.md': '# Weg\n\nDieser Text verschwindet gleich wieder aus dem Ordner.\n',
+      });
+      await runPipeline(engine, { plan: await plan('weg'), sourceDir: other, concurrency: 1 });
+      const [gone] = await db.query<{ id: number; status: string; is_latest: number }>(
+        "SELECT id, status, is_latest FROM documents WHERE filename = 'weg.md'",
+      );
+      expect([gone!.status, Number(gone!.is_latest)]).to.deep.equal(['deleted', 0]);
+      expect(await db.query('SELECT id FROM chunks WHERE document_id = ?', [gone!.id])).to.have.length(0);
+    });
+
     it('leaves queued files to a pipeline with document steps when its own has none', async () => {
       const db = engine.dbs.content.sql;
       await insertPipeline(db, 'NurScan', [{ name: 'detect', type: 'detect' }]);

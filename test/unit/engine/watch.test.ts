@@ -1,0 +1,78 @@
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { ignoredName } from '../../../src/engine/scan.js';
+import { watchFolder } from '../../../src/engine/watch.js';
+
+const until = async (check: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe('watching a folder', function () {
+  this.timeout(30_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-watch-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('passes once more after the first pass, and goes on while folders inside come and go', async () => {
+    const batches: string[][] = [];
+    const controller = new AbortController();
+    const watching = watchFolder(dir, {
+      debounceMs: 20,
+      settleMs: 30,
+      signal: controller.signal,
+      onBatch: async (paths) => {
+        batches.push(paths);
+      },
+      first: async () => undefined,
+    });
+    // the pass after the first one: for files written just before the watch began
+    await until(() => batches.some((b) => b.includes(dir)));
+    // folders made and removed quickly (unzip, rsync, git) end Node's recursive watcher now and then
+    for (let i = 0; i < 30; i++) {
+      const sub = path.join(dir, `tmp${i}`);
+      mkdirSync(path.join(sub, 'a', 'b'), { recursive: true });
+      writeFileSync(path.join(sub, 'a', 'b', 'x.md'), '# x');
+      rmSync(sub, { recursive: true, force: true });
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    writeFileSync(path.join(dir, 'danach.md'), '# Danach\n');
+    await until(() => batches.some((b) => b.includes(path.join(dir, 'danach.md'))));
+    controller.abort();
+    await watching;
+  });
+
+  it('ends, saying so, when the source folder itself goes away', async () => {
+    const controller = new AbortController();
+    const watching = watchFolder(dir, {
+      debounceMs: 20,
+      settleMs: 30,
+      rootCheckMs: 50,
+      signal: controller.signal,
+      onBatch: async () => undefined,
+    });
+    renameSync(dir, `${dir}-weg`);
+    try {
+      const error = await watching.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(error?.message).to.equal(`source folder ${dir} is gone (removed or renamed): the watch stops`);
+    } finally {
+      controller.abort();
+      rmSync(`${dir}-weg`, { recursive: true, force: true });
+    }
+  });
+
+  it('passes over hidden files and the lock files office programs keep beside open documents', () => {
+    expect(['.git', '~$Handbuch.docx', '~WRL0001.tmp'].map(ignoredName)).to.deep.equal([true, true, true]);
+    expect(['Handbuch.docx', 'Über~$.md'].map(ignoredName)).to.deep.equal([false, false]);
+  });
+});
