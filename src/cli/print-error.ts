@@ -1,4 +1,5 @@
 import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
+import { redactCredentials } from '../util/credentials.js';
 import { EXIT_FAILURES, EXIT_USAGE } from './exit-codes.js';
 
 /** The one error printer: the message and its cause chain, and the exit code that goes with it. */
@@ -9,7 +10,8 @@ export function printError(
   const lines: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current && depth < 6; depth++) {
-    const message = current instanceof Error ? current.message : String(current);
+    // a message may quote a configured URL with its password, or an echoed API key
+    const message = redactCredentials(current instanceof Error ? current.message : String(current));
     if (!lines.some((l) => l.includes(message)))
       lines.push(depth === 0 ? `cpe: ${message}` : `  caused by: ${message}`);
     current = current instanceof Error ? current.cause : undefined;

@@ -124,12 +124,12 @@ export class OllamaEmbedder implements Embedder {
     const embeddings = response?.embeddings;
     if (!Array.isArray(embeddings) || embeddings.length !== input.length) {
       throw new ProviderError(
-        `Ollama ${host}: expected ${input.length} embeddings, got ${Array.isArray(embeddings) ? embeddings.length : 'none'}`,
+        `Ollama ${maskUrl(host)}: expected ${input.length} embeddings, got ${Array.isArray(embeddings) ? embeddings.length : 'none'}`,
       );
     }
     return embeddings.map((values: unknown) => {
       if (!Array.isArray(values) || values.length === 0) {
-        throw new ProviderError(`Ollama ${host}: an embedding in the answer is empty`);
+        throw new ProviderError(`Ollama ${maskUrl(host)}: an embedding in the answer is empty`);
       }
       if (this.dims > 0 && values.length !== this.dims) {
         throw new CpeError(
@@ -158,15 +158,19 @@ export class OllamaEmbedder implements Embedder {
     if (error instanceof RequestTimeout) {
       return {
         kind: 'transient',
-        error: new ProviderError(`Ollama ${host}: ${error.message}`, { cause: error }),
+        error: new ProviderError(`Ollama ${maskUrl(host)}: ${error.message}`, { cause: error }),
       };
     }
     if (error instanceof BadVectorError) {
-      return { kind: 'input', retry: true, error: new ProviderError(`Ollama ${host}: ${error.message}`) };
+      return {
+        kind: 'input',
+        retry: true,
+        error: new ProviderError(`Ollama ${maskUrl(host)}: ${error.message}`),
+      };
     }
     if (error instanceof OllamaHttpError) {
       const status = error.status;
-      const message = `Ollama ${host} answered ${status}: ${error.message}`;
+      const message = `Ollama ${maskUrl(host)} answered ${status}: ${error.message}`;
       if (status === 404) {
         return {
           kind: 'fatal',
@@ -199,13 +203,15 @@ export class OllamaEmbedder implements Embedder {
       return {
         kind: 'transient',
         hostDown: true,
-        error: new ProviderError(`Ollama ${host} unreachable: ${code ?? error.message}`, { cause: error }),
+        error: new ProviderError(`Ollama ${maskUrl(host)} unreachable: ${code ?? error.message}`, {
+          cause: error,
+        }),
       };
     }
     if (error instanceof ProviderError) return { kind: 'transient', error };
     return {
       kind: 'transient',
-      error: new ProviderError(`Ollama ${host}: ${error.message}`, { cause: error }),
+      error: new ProviderError(`Ollama ${maskUrl(host)}: ${error.message}`, { cause: error }),
     };
   }
 }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
+import { redactCredentials } from '../util/credentials.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
 import {
@@ -233,10 +234,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
    */
   const emit = (event: RunEvent) => {
     if (!options.onEvent) return;
-    try {
-      options.onEvent(event);
-    } catch (error) {
+    const failed = (error: unknown) =>
       runLogger.warn(`onEvent threw on '${event.type}' (ignored): ${describeError(error, 500)}`);
+    try {
+      // an async callback's rejection is its failure too (TypeScript lets one stand for `(event) => void`)
+      const returned: unknown = options.onEvent(event);
+      if (returned instanceof Promise) returned.catch(failed);
+    } catch (error) {
+      failed(error);
     }
   };
   emit({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
@@ -372,7 +377,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         documentId,
         status: result.status,
         ms: finished - began,
-        reason: result.status === 'skipped' ? result.reason : failed ? failed.message : undefined,
+        reason:
+          result.status === 'skipped'
+            ? result.reason && redactCredentials(result.reason)
+            : failed
+              ? redactCredentials(failed.message)
+              : undefined,
       });
       if (!failed) return result;
       const cancelled = signal.aborted;

@@ -1,6 +1,7 @@
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { transformJSONSchema } from '@anthropic-ai/sdk/lib/transform-json-schema';
 import { CpeError, ErrorCodes } from '../errors.js';
+import { fetchWithUrlCredentials } from '../util/credentials.js';
 import { httpFailure, networkFailure, parseRetryAfter } from './provider-errors.js';
 import type { ChatAnswer, ChatBackend, ChatRequest } from './types.js';
 
@@ -43,6 +44,8 @@ export class AnthropicBackend implements ChatBackend {
       baseURL: options.baseUrl,
       maxRetries: 0,
       timeout: options.timeoutMs ?? 120_000,
+      // a proxy URL with user and password: sent as Basic authorization, as fetch takes no credentials in URLs
+      fetch: fetchWithUrlCredentials(),
     });
   }
 

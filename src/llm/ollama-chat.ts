@@ -1,5 +1,6 @@
 import { Ollama } from 'ollama';
 import { CpeError, ErrorCodes } from '../errors.js';
+import { fetchWithUrlCredentials, maskUrl } from '../util/credentials.js';
 import { httpFailure, networkFailure, parseRetryAfter } from './provider-errors.js';
 import type { ChatAnswer, ChatBackend, ChatRequest } from './types.js';
 
@@ -43,7 +44,7 @@ export class OllamaChatBackend implements ChatBackend {
     const client = new Ollama({
       host,
       fetch: async (input: string | URL | Request, init?: RequestInit) => {
-        lastResponse = await fetch(input, { ...init, signal });
+        lastResponse = await fetchWithUrlCredentials()(input, { ...init, signal });
         return lastResponse;
       },
     });
@@ -76,7 +77,7 @@ export class OllamaChatBackend implements ChatBackend {
         throw new CpeError(ErrorCodes.CANCELLED, 'ollama: request cancelled', { cause: error });
       }
       if (timeout.aborted) {
-        throw networkFailure('ollama', `no answer from ${host} within ${this.timeoutMs} ms`, error);
+        throw networkFailure('ollama', `no answer from ${maskUrl(host)} within ${this.timeoutMs} ms`, error);
       }
       const status = (error as { status_code?: unknown }).status_code;
       if (typeof status === 'number') {
@@ -84,14 +85,14 @@ export class OllamaChatBackend implements ChatBackend {
         throw httpFailure(
           'ollama',
           status,
-          `${host}: ${message}`,
+          `${maskUrl(host)}: ${message}`,
           parseRetryAfter(lastResponse?.headers),
           error,
         );
       }
       throw networkFailure(
         'ollama',
-        `${host}: ${error instanceof Error ? error.message : String(error)}`,
+        `${maskUrl(host)}: ${error instanceof Error ? error.message : String(error)}`,
         error,
       );
     }

@@ -41,3 +41,24 @@ export function registerSecrets(values: ReadonlyArray<string | undefined>): void
   const more = values.filter((v): v is string => typeof v === 'string' && v.length >= 8);
   secrets = [...new Set([...secrets, ...more])].sort((a, b) => b.length - a.length);
 }
+
+/**
+ * A fetch for a base URL that may carry user and password (`http://user:pass@proxy:11434`): fetch refuses such a
+ * URL ("Request cannot be constructed from a URL that includes credentials"), so they go into an Authorization
+ * header (Basic), as a browser or curl sends them, and out of the URL.
+ */
+export const fetchWithUrlCredentials =
+  (base: typeof fetch = fetch) =>
+  (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const url = new URL(href);
+    if (!url.username && !url.password) return base(input, init);
+    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    const user = decodeURIComponent(url.username);
+    const password = decodeURIComponent(url.password);
+    if (!headers.has('authorization'))
+      headers.set('authorization', `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`);
+    url.username = '';
+    url.password = '';
+    return base(url, { ...init, headers });
+  };

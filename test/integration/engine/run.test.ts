@@ -277,7 +277,9 @@ for (const backend of testBackends()) {
       const [doc] = await db.query<{ id: number; source_path: string; content_hash: string }>(
         'SELECT id, source_path, content_hash FROM documents',
       );
-      // the first attempt of the delete item: the document marked deleted, then the vector index was unreachable
+      // the file is gone; the first attempt of its delete item marked the document deleted, then the vector index
+      // was unreachable
+      rmSync(doc!.source_path);
       await db.run("UPDATE documents SET status = 'deleted', is_latest = 0 WHERE id = ?", [doc!.id]);
       await enqueueMany(db, [
         {
@@ -432,6 +434,23 @@ for (const backend of testBackends()) {
       expect(
         warned.some((w) => w.message.startsWith("onEvent threw on 'document-finished' (ignored)")),
       ).to.equal(true);
+      // an async callback that rejects: the same (it was an unhandled rejection that ended the host process)
+      writeFileSync(path.join(source, 'events-async.md'), '# Async\n\nEin weiteres Dokument.\n');
+      const rejected = await runPipeline(engine, {
+        plan: await plan('events'),
+        sourceDir: source,
+        concurrency: 2,
+        onEvent: async (event) => {
+          if (event.type === 'document-finished') throw new Error('async callback bug');
+        },
+      });
+      expect(rejected).to.include({ status: 'ok', docsDone: 1 });
+      await new Promise((r) => setImmediate(r));
+      const asyncWarned = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
+        [rejected.runId],
+      );
+      expect(asyncWarned.map((w) => w.message).join('\n')).to.contain('async callback bug');
 
       const aborted = new AbortController();
       aborted.abort();
