@@ -1,6 +1,7 @@
 /**
- * Ctrl-C (SIGINT) and SIGTERM stop taking new work and let current steps finish or abandon cleanly; a second
- * signal exits at once (leases then expire and the next run resumes).
+ * Ctrl-C (SIGINT) and SIGTERM: the signal aborts, and a run given it as its `drain` stops taking new work, hands
+ * back what it claimed ahead and lets the documents in flight finish their steps. A second signal exits at once
+ * (leases then expire and the next run resumes).
  */
 export function cancelOnSignals(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): {
   signal: AbortSignal;
@@ -12,7 +13,9 @@ export function cancelOnSignals(signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'
       process.stderr.write(`\ncpe: ${signal} again, exiting now\n`);
       process.exit(130);
     }
-    process.stderr.write(`\ncpe: ${signal}: stopping after the current steps (again to exit now)\n`);
+    process.stderr.write(
+      `\ncpe: ${signal}: stopping once the documents in flight are done; nothing new starts (again to exit now)\n`,
+    );
     controller.abort(new Error(`cancelled by ${signal}`));
   };
   for (const signal of signals) process.on(signal, onSignal);

@@ -21,6 +21,8 @@ export interface QueueItem {
   last_error: string | null;
   document_id: number | null;
   file_size: number | null;
+  /** MariaDB/MySQL: the worker whose expired lease this claim took the item over from */
+  takenFrom?: string;
 }
 
 const numeric = (item: QueueItem): QueueItem => ({
@@ -144,18 +146,21 @@ export async function claimQueueItems(
   }
   return db.transaction(async (tx) => {
     const ids: number[] = [];
-    for (const arm of arms) {
+    const takenFrom = new Map<number, string>();
+    for (const [index, arm] of arms.entries()) {
       if (ids.length >= take) break;
       // the (status, id) index, forced: it yields each arm's rows in id order, so the scan stops at the LIMIT and
       // locks only what it takes. The optimizer picked (status, next_attempt_at) with a filesort when few items
       // were pending among many done ones, which locks every matching row before the LIMIT: a second worker's
       // claim at the same moment found nothing (SKIP LOCKED) and its run ended "0 of 0".
-      const rows = await tx.query<{ id: number }>(
-        `SELECT id FROM pipeline_queue FORCE INDEX (ix_pipeline_queue_status_id) WHERE ${arm.where}
+      const rows = await tx.query<{ id: number; locked_by: string | null }>(
+        `SELECT id, locked_by FROM pipeline_queue FORCE INDEX (ix_pipeline_queue_status_id) WHERE ${arm.where}
          ORDER BY id LIMIT ${take - ids.length} FOR UPDATE SKIP LOCKED`,
         arm.params,
       );
       ids.push(...rows.map((r) => Number(r.id)));
+      // the expired leases' arm: whose they were (that worker's run ended without finishing)
+      if (index === 2) for (const r of rows) if (r.locked_by) takenFrom.set(Number(r.id), r.locked_by);
     }
     if (ids.length === 0) return [];
     const list = marks(ids.length);
@@ -168,7 +173,10 @@ export async function claimQueueItems(
       `SELECT * FROM pipeline_queue WHERE id IN (${list}) ORDER BY id`,
       ids,
     );
-    return items.map(numeric);
+    return items.map((item) => {
+      const from = takenFrom.get(Number(item.id));
+      return from ? { ...numeric(item), takenFrom: from } : numeric(item);
+    });
   });
 }
 

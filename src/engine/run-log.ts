@@ -4,7 +4,7 @@ import { marks, rowSlices } from '../db/statement-shapes.js';
 import { describeError, isRetryable } from '../errors.js';
 import { redactCredentials } from '../util/credentials.js';
 import { processAlive } from '../util/process-alive.js';
-import { sqlTime } from '../util/time.js';
+import { parseSqlTime, sqlTime } from '../util/time.js';
 import type { Logger, StepCounts } from './plugin.js';
 
 export interface StepRunRecord {
@@ -152,16 +152,75 @@ export class RunLog {
       [os.hostname()],
     );
     const gone = rows.filter((r) => Number(r.pid) !== process.pid && !processAlive(Number(r.pid)));
-    for (const { id, pid } of gone) {
-      await this.db.run(
-        `UPDATE pipeline_runs SET status = 'failed', error = ? WHERE id = ? AND status = 'running'`,
-        [
-          `process ${pid} ended without finishing the run (killed or crashed); its queue items were taken over`,
-          id,
-        ],
+    for (const { id, pid } of gone)
+      await this.closeDeadRun(
+        Number(id),
+        `process ${pid} ended without finishing the run (killed or crashed); its queue items were taken over`,
       );
-    }
     return gone.map((r) => Number(r.id));
+  }
+
+  /**
+   * The runs of the workers whose expired leases a claim took over (`host:pid:run`, on any machine): their process
+   * ended without finishing them (a MariaDB queue is shared by machines, so this is how a run of another host is
+   * known to be gone). Returns the ids closed.
+   */
+  async closeRunsOfWorkers(workers: readonly string[]): Promise<number[]> {
+    const closed: number[] = [];
+    for (const worker of new Set(workers)) {
+      const match = /^(.*):(\d+):(\d+)$/.exec(worker);
+      if (!match) continue;
+      const [, host, pid, run] = match;
+      const [row] = await this.db.query<{ id: number }>(
+        "SELECT id FROM pipeline_runs WHERE id = ? AND host = ? AND pid = ? AND status = 'running'",
+        [Number(run), host, Number(pid)],
+      );
+      if (!row) continue;
+      await this.closeDeadRun(
+        Number(row.id),
+        `worker ${worker} ended without finishing the run (killed, crashed or cut off); its queue items were taken over after their leases expired`,
+      );
+      closed.push(Number(row.id));
+    }
+    return closed;
+  }
+
+  /** A run whose process is gone: failed, ended now, with the counts its step records say (it wrote none itself). */
+  private async closeDeadRun(id: number, reason: string): Promise<void> {
+    const [counts] = await this.db.query<Record<string, number | null>>(
+      `SELECT COUNT(DISTINCT document_id) AS docs,
+         SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok,
+         SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
+         SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END) AS skipped,
+         SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out
+       FROM pipeline_step_runs WHERE run_id = ?`,
+      [id],
+    );
+    const n = (key: string) => Number(counts?.[key] ?? 0);
+    const [run] = await this.db.query<{ started_at: unknown }>(
+      'SELECT started_at FROM pipeline_runs WHERE id = ?',
+      [id],
+    );
+    const started = run ? parseSqlTime(run.started_at) : null;
+    // until now: its real end came earlier, unseen
+    const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
+    await this.db.run(
+      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, steps_ok = ?, steps_failed = ?,
+         steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?, duration_ms = ?
+       WHERE id = ? AND status = 'running'`,
+      [
+        reason,
+        n('docs'),
+        n('ok'),
+        n('failed'),
+        n('skipped'),
+        n('tokens_in'),
+        n('tokens_out'),
+        sqlTime(),
+        duration,
+        id,
+      ],
+    );
   }
 
   recordStep(r: StepRunRecord): void {

@@ -115,6 +115,11 @@ export interface RunOptions {
   /** keep polling the queue until the signal aborts (`cpe worker`) */
   keepPolling?: boolean;
   signal?: AbortSignal;
+  /**
+   * Stops the run gently (Ctrl-C, SIGTERM: cpe's commands): no more items are claimed, the ones claimed ahead go back
+   * to the queue, and the items in flight finish their steps; the run ends `cancelled`. `signal` stops the steps too.
+   */
+  drain?: AbortSignal;
   command?: string;
   onEvent?: (event: RunEvent) => void;
 }
@@ -523,6 +528,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       return { items, rows };
     });
     for (const [itemId, row] of rows) prepared.set(itemId, row);
+    const taken = items.flatMap((item) => (item.takenFrom ? [item.takenFrom] : []));
+    if (taken.length > 0) {
+      const closed = await runLog.closeRunsOfWorkers(taken).catch(() => [] as number[]); // ki_dev down: later
+      if (closed.length > 0)
+        runLogger.warn(
+          `run(s) ${closed.join(', ')} marked failed: their worker ended without finishing them`,
+        );
+    }
     return items;
   };
 
@@ -539,6 +552,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
       await releaseQueueItem(db, item.id, worker);
       return 'released';
+    }
+    // an item whose every attempt ended with its process (a document that crashes or exhausts the worker: a
+    // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead
+    if (item.attempts > item.max_attempts) {
+      const reason = `given up: the process working on it ended ${item.attempts - 1} times before it was done (crashed or killed)`;
+      await failQueueItem(db, item, worker, reason, false);
+      if (item.document_id) await setDocumentStatus(db, item.document_id, 'failed', reason);
+      log.error(`${item.path}: ${reason}`);
+      recordFailure(item.id, { path: item.path, documentId: item.document_id, error: reason });
+      return 'failed';
     }
     if (item.action === 'delete') {
       // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
@@ -961,8 +984,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       // after a failed setup they wait only to be handed back below
       for (const item of items) waiting.push(item.id);
     };
+    // the loop ends when the run is cancelled or drained (a drain lets the items in flight finish, below)
+    const stopClaiming = options.drain
+      ? AbortSignal.any([runController.signal, options.drain])
+      : runController.signal;
     try {
-      while (!runController.signal.aborted && !fatal) {
+      while (!stopClaiming.aborted && !fatal) {
         while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
         const queued = running + waiting.length;
         // claim while a claim's worth still waits: enough for the free slots and up to two claims ahead
@@ -984,14 +1011,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           if (waiting.length === 0) void completions.flush();
           if (active.size === 0) {
             if (backpressure.pausedUntil > Date.now() && claimed < limit) {
-              await abortableSleep(backpressure.pausedUntil - Date.now(), runController.signal).catch(
+              await abortableSleep(backpressure.pausedUntil - Date.now(), stopClaiming).catch(
                 () => undefined,
               );
               look = true;
               continue;
             }
             if (!options.keepPolling || claimed >= limit) break;
-            await abortableSleep(1000, runController.signal).catch(() => undefined);
+            await abortableSleep(1000, stopClaiming).catch(() => undefined);
             look = true;
             continue;
           }
@@ -1004,12 +1031,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
-            runController.signal.removeEventListener('abort', done);
+            stopClaiming.removeEventListener('abort', done);
             resolve();
           };
           wake = done;
           const timer = pollSoon ? setTimeout(done, 500) : undefined;
-          runController.signal.addEventListener('abort', done, { once: true });
+          stopClaiming.addEventListener('abort', done, { once: true });
         });
         wake = undefined;
         // a slot or a moment later the queue may hold items again (a claim that ended says so itself)
@@ -1036,7 +1063,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
 
     await tearDownDocumentSteps();
-    if (!runController.signal.aborted && options.runPostSteps !== false) await runRunSteps('post');
+    if (!runController.signal.aborted && !options.drain?.aborted && options.runPostSteps !== false)
+      await runRunSteps('post');
   } catch (error) {
     runError = error;
     runLogger.error(`run failed: ${describeError(error)}`);
@@ -1047,7 +1075,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
-  const status = runController.signal.aborted ? 'cancelled' : runError ? 'failed' : 'ok';
+  const status =
+    runController.signal.aborted || options.drain?.aborted ? 'cancelled' : runError ? 'failed' : 'ok';
   runLogger.info(`run ${status}: ${totals.docsDone} done, ${totals.docsFailed} failed`);
   await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
   if (runError && status === 'failed') throw runError;

@@ -86,7 +86,8 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
           runPreSteps: false,
           force: args.force,
           onlyPaths: [file],
-          signal: cancel.signal,
+          // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
+          drain: cancel.signal,
           onEvent: progress.onEvent,
         });
         progress.finish();

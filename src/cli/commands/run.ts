@@ -100,7 +100,8 @@ export async function runCommand(
       concurrency: engine.config.concurrency,
       force: args.force,
       rehash: args.rehash,
-      signal: cancel.signal,
+      // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
+      drain: cancel.signal,
       onEvent: progress.onEvent,
     });
     progress.finish();

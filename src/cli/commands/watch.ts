@@ -46,7 +46,8 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
             concurrency: engine.config.concurrency,
             // a file still being written is left out; its next change brings another pass
             leaveChangedWithinMs: SETTLE_MS,
-            signal: cancel.signal,
+            // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
+            drain: cancel.signal,
             onEvent: progress.onEvent,
           });
           progress.finish();

@@ -50,7 +50,8 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
               runPreSteps: false,
               runPostSteps: false,
               keepPolling: true,
-              signal: cancel.signal,
+              // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
+              drain: cancel.signal,
               onEvent: progress.onEvent,
             });
             progress.finish();

@@ -189,9 +189,18 @@ for (const backend of testBackends()) {
       const engine = await setup.open();
       try {
         const [run] = await engine.dbs.log.sql.query<Record<string, any>>(
-          'SELECT status FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+          'SELECT id, status FROM pipeline_runs ORDER BY id DESC LIMIT 1',
         );
         expect(run.status).to.equal('cancelled');
+        // the documents in flight finished their steps: none was cut off
+        expect(stderr).to.contain('stopping once the documents in flight are done; nothing new starts');
+        const failed = await engine.dbs.log.sql.query(
+          "SELECT id FROM pipeline_step_runs WHERE run_id = ? AND status = 'failed'",
+          [run.id],
+        );
+        expect(failed).to.deep.equal([]);
+        const done = await engine.dbs.content.sql.query("SELECT id FROM documents WHERE status = 'done'");
+        expect(done.length).to.be.greaterThan(0);
         const locked = await engine.dbs.content.sql.query(
           "SELECT id FROM pipeline_queue WHERE status = 'processing' OR locked_by IS NOT NULL",
         );

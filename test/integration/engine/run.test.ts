@@ -343,6 +343,67 @@ for (const backend of testBackends()) {
       expect(await db.query('SELECT id FROM chunks WHERE document_id = ?', [gone!.id])).to.have.length(0);
     });
 
+    it('gives up an item whose process ended on every attempt, instead of crashing every worker in turn', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder(generatedDocuments(1, 'absturz'));
+      await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 1,
+        limit: 0,
+      });
+      // three attempts, each claimed by a process that died holding it (its lease ran out)
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'processing', attempts = 3, locked_by = 'elsewhere:1:1', locked_until = '2000-01-01 00:00:00.000'",
+      );
+      const summary = await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      expect(summary).to.include({ docsFailed: 1, docsDone: 0 });
+      const [item] = await db.query<{ status: string; last_error: string }>(
+        'SELECT status, last_error FROM pipeline_queue',
+      );
+      expect(item!.status).to.equal('dead');
+      expect(item!.last_error).to.equal(
+        'given up: the process working on it ended 3 times before it was done (crashed or killed)',
+      );
+    });
+
+    it('closes the run of a worker that ended holding items, with the counts its step records say', async () => {
+      const db = engine.dbs.content.sql;
+      const log = engine.dbs.log.sql;
+      const source = makeSourceFolder(generatedDocuments(1, 'verwaist'));
+      await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 1,
+        limit: 0,
+      });
+      // a worker of another machine (MariaDB) or a dead process of this one (SQLite) held the item; its lease ran out
+      const host = backend === 'mysql' ? 'anderer-rechner' : os.hostname();
+      const pid = 999_999;
+      const { insertId: deadRun } = await log.run(
+        `INSERT INTO pipeline_runs (pipeline_id, pipeline_name, version_hash, command, host, pid, status, profile, started_at)
+         VALUES (NULL, 'Standard', NULL, 'cpe worker', ?, ?, 'running', '{}', ?)`,
+        [host, pid, sqlTime(Date.now() - 60_000)],
+      );
+      await log.run(
+        `INSERT INTO pipeline_step_runs (run_id, step_name, step_type, status, attempt, tokens_in, tokens_out, started_at, finished_at, duration_ms)
+         VALUES (?, 'extract', 'extract', 'ok', 1, 0, 0, ?, ?, 5)`,
+        [deadRun, sqlTime(), sqlTime()],
+      );
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'processing', attempts = 1, locked_by = ?, locked_until = '2000-01-01 00:00:00.000'",
+        [`${host}:${pid}:${deadRun}`],
+      );
+      await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      const [closed] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [
+        deadRun,
+      ]);
+      expect(closed).to.include({ status: 'failed' });
+      expect(Number(closed!.steps_ok)).to.equal(1);
+      expect(closed!.finished_at).to.not.equal(null);
+      expect(Number(closed!.duration_ms)).to.be.greaterThan(50_000);
+    });
+
     it('leaves queued files to a pipeline with document steps when its own has none', async () => {
       const db = engine.dbs.content.sql;
       await insertPipeline(db, 'NurScan', [{ name: 'detect', type: 'detect' }]);
