@@ -42,6 +42,8 @@ export interface Cpe {
 
 export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
   const engine = await openEngine(options);
+  // relative paths given to the handle are relative to its cwd, as its data folder is
+  const cwd = options.cwd ?? process.cwd();
   /** calls in progress: close() cancels the runs among them and waits for all before it closes the databases */
   const inFlight = new Set<Promise<unknown>>();
   const runs = new Set<AbortController>();
@@ -71,7 +73,7 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
         try {
           return await runPipeline(engine, {
             plan: await planned(runOptions.pipeline),
-            sourceDir: source ? path.resolve(source) : undefined,
+            sourceDir: source ? path.resolve(cwd, source) : undefined,
             concurrency: runOptions.concurrency ?? engine.config.concurrency,
             force: runOptions.force,
             rehash: runOptions.rehash,
@@ -84,7 +86,13 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
         }
       }),
     status: () => call(() => statusReport(engine)),
-    document: (idOrPath) => call(() => documentStatus(engine, String(idOrPath))),
+    document: (idOrPath) =>
+      call(() =>
+        documentStatus(
+          engine,
+          /^\d+$/.test(String(idOrPath)) ? String(idOrPath) : path.resolve(cwd, String(idOrPath)),
+        ),
+      ),
     // runs in progress are cancelled (their items handed back) and every call is waited for: the databases are
     // not closed under them
     close: () => {

@@ -50,6 +50,6 @@ export const positiveId =
   (argv: Record<string, unknown>): true => {
     const value = argv[name];
     if (optional && value === undefined) return true;
-    if (typeof value === 'number' && Number.isInteger(value) && value > 0) return true;
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return true;
     throw new ConfigError(ErrorCodes.USAGE, `${name} must be a whole number above 0`);
   };

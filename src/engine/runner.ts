@@ -540,6 +540,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   };
 
   /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
+  /** the document each item in flight works on (a new file's is made while it is processed), by queue item id */
+  const documentOf = new Map<number, number>();
+
   const processItem = async (
     item: QueueItem,
     itemSignal: AbortSignal,
@@ -643,6 +646,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       await setDocumentStatus(db, doc.id, 'processing');
     }
     scope.documentId = doc.id;
+    documentOf.set(item.id, doc.id);
     // bytes archived in SQL (got above, or read now): the steps take them from memory, and a step that asks for a
     // file path gets the file written from them then
     const archivedBytes = bytes ?? (await readInlineArchive(db, doc.content_hash));
@@ -905,7 +909,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
               backpressure.succeeded();
             } else if (status === 'failed') totals.docsFailed++;
             else if (status === 'skipped') totals.docsSkipped++;
-            emit({ type: 'document-finished', item, documentId: item.document_id, status });
+            // the document id a new file got while it was processed, and what failed
+            const failure = status === 'failed' ? failedInRun.get(item.id) : undefined;
+            emit({
+              type: 'document-finished',
+              item,
+              documentId: documentOf.get(item.id) ?? item.document_id,
+              status,
+              ...(failure && { error: failure.error }),
+            });
+            documentOf.delete(item.id);
           },
           async (error) => {
             // an engine-level problem with this item (database, archive): the item fails, the run goes on

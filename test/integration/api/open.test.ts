@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { expect } from 'chai';
 import { open } from '../../../src/index.js';
 import { createTestSetup, fixturePlugins } from '../../helpers/backends.js';
@@ -16,9 +17,11 @@ describe('the programmatic API', () => {
       const plan = await cpe.plan('api');
       expect(plan.steps.map((s) => s.name)).to.deep.equal(['detect', 'double']);
       const events: string[] = [];
+      // a relative source is relative to the handle's cwd (as its data folder is), not to the process's
+      const source = makeSourceFolder(generatedDocuments(3));
       const summary = await cpe.run({
         pipeline: 'api',
-        source: makeSourceFolder(generatedDocuments(3)),
+        source: path.relative(setup.dataDir, source),
         onEvent: (e) => events.push(e.type),
       });
       expect(summary).to.include({ status: 'ok', docsDone: 3 });
@@ -27,6 +30,8 @@ describe('the programmatic API', () => {
       expect(status.documents).to.deep.equal({ done: 3 });
       const doc = await cpe.document(1);
       expect(doc!.steps.map((s) => [s.step, s.status])).to.deep.equal([['double', 'ok']]);
+      const byPath = await cpe.document(path.relative(setup.dataDir, path.join(source, 'dokument-0000.md')));
+      expect(byPath?.steps.map((s) => s.step)).to.deep.equal(['double']);
     } finally {
       await cpe.close();
       await setup.cleanup();

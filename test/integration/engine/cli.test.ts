@@ -145,6 +145,7 @@ for (const backend of testBackends()) {
         [['reprocess', '0'], 'cpe: id must be a whole number above 0'],
         [['runs', '--last=abc'], 'cpe: last must be a whole number above 0'],
         [['runs', '--last=0'], 'cpe: last must be a whole number above 0'],
+        [['runs', '--last=99999999999999999999'], 'cpe: last must be a whole number above 0'],
         [['process', '--limit=-1'], 'cpe: limit must be a whole number above 0'],
       ] as const) {
         const result = await runCli([...args], setup.env);

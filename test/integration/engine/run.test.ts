@@ -594,12 +594,21 @@ for (const backend of testBackends()) {
         { name: 'after', type: 'double' },
       ]);
       const source = makeSourceFolder({ ...generatedDocuments(3), 'bad-file.md': '# kaputt\n' });
+      const finished: Array<{ documentId: number | null; status: string; error?: string }> = [];
       const summary = await runPipeline(engine, {
         plan: await plan('picky'),
         sourceDir: source,
         concurrency: 2,
+        onEvent: (event) => {
+          if (event.type === 'document-finished')
+            finished.push({ documentId: event.documentId, status: event.status, error: event.error });
+        },
       });
       expect(summary).to.include({ status: 'ok', docsDone: 3, docsFailed: 1 });
+      // each event names the document a new file became, and a failure says what failed
+      expect(finished.every((f) => typeof f.documentId === 'number')).to.equal(true);
+      expect(finished.filter((f) => f.status === 'failed').map((f) => f.error)).to.have.length(1);
+      expect(finished.find((f) => f.status === 'failed')!.error).to.contain('simulated corrupt content');
       expect(summary.failures[0]!.path).to.equal(path.join(source, 'bad-file.md'));
       const [item] = await engine.dbs.content.sql.query<Record<string, any>>(
         "SELECT * FROM pipeline_queue WHERE path LIKE '%bad-file.md'",
