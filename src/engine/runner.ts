@@ -54,6 +54,12 @@ import { StepError } from './step-error.js';
 const CLAIMED_BYTES = 256 * 1024;
 
 /**
+ * Items that take less than this (on average) are claimed two claims ahead; slower ones only a slot's worth ahead,
+ * so that several workers share a queue of slow documents instead of the first one holding it all.
+ */
+const FAST_ITEM_MS = 1000;
+
+/**
  * The step's promise, or a CANCELLED rejection as soon as the signal aborts: a step that ignores its signal (or
  * never settles) does not keep a cancelled run, and its process, from ending. What the step still does after
  * that is let go.
@@ -877,6 +883,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     };
     runController.signal.addEventListener('abort', abortActive, { once: true });
     let claimed = 0;
+    /** items finished in this run, and how long one took (a moving average, ms) */
+    let finishedItems = 0;
+    let itemMs = 0;
     // a pipeline without document steps (only run steps: detect, index_optimize, ...) has nothing to do with a
     // queued file: its items are left to a pipeline that processes documents, not marked done with nothing stored
     const limit = documentSteps.length === 0 ? 0 : (options.limit ?? Number.POSITIVE_INFINITY);
@@ -899,9 +908,11 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         wake?.();
       };
       emit({ type: 'document-started', item });
+      const began = Date.now();
       entry.promise = processItem(item, controller.signal, releaseSlot)
         .then(
           (status) => {
+            itemMs = finishedItems++ === 0 ? Date.now() - began : 0.8 * itemMs + 0.2 * (Date.now() - began);
             // a failure recorded in processItem is this attempt's own: only an earlier attempt's is forgotten
             if (status !== 'failed') forgetEarlierFailure(item.id);
             if (status === 'done') {
@@ -953,7 +964,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     let look = true;
     /** what ends the document phase early: a claim failure that is not retryable, or a failing setup */
     let fatal: { error: unknown } | undefined;
-    const claimAhead = async (want: number) => {
+    const claimAhead = async (want: number, fast: boolean) => {
       const claimedAt = Date.now();
       let items: QueueItem[];
       try {
@@ -979,8 +990,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       look = items.length > 0;
       // slots that ran dry while a full claim was out: claims are too small for how fast items go (a short claim
       // means the queue ran dry instead)
+      // (only claims made two claims ahead say so: a slot's worth ahead is small on purpose)
       const tooSmall = starved && items.length === want;
-      claimSize = tooSmall ? Math.min(8 * baseClaim, 2 * claimSize) : Math.max(baseClaim, claimSize / 2);
+      if (fast)
+        claimSize = tooSmall ? Math.min(8 * baseClaim, 2 * claimSize) : Math.max(baseClaim, claimSize / 2);
       starved = false;
       for (const item of items) {
         claimed++;
@@ -1005,16 +1018,20 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       while (!stopClaiming.aborted && !fatal) {
         while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
         const queued = running + waiting.length;
-        // claim while a claim's worth still waits: enough for the free slots and up to two claims ahead
-        const want = Math.min(options.concurrency + 2 * claimSize - queued, limit - claimed);
+        // Claim while a claim's worth still waits: enough for the free slots and up to two claims ahead, while items
+        // go quickly (the queue's round trips would leave slots idle). Until one has finished, or while they take
+        // long, only as many ahead as there are slots: a worker does not hold work that other workers could do.
+        const fast = finishedItems > 0 && itemMs < FAST_ITEM_MS;
+        const ahead = fast ? 2 * claimSize : options.concurrency;
+        const want = Math.min(options.concurrency + ahead - queued, limit - claimed);
         if (
           look &&
           !claiming &&
-          queued <= options.concurrency + claimSize &&
+          queued <= options.concurrency + (fast ? claimSize : 0) &&
           want > 0 &&
           Date.now() >= backpressure.pausedUntil
         ) {
-          claiming = claimAhead(want).finally(() => {
+          claiming = claimAhead(want, fast).finally(() => {
             claiming = undefined;
             wake?.();
           });
