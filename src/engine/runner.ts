@@ -768,6 +768,15 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           startedAt: now,
           finishedAt: now,
         });
+        // the events say what the summary counts
+        emit({
+          type: 'step-finished',
+          step: step.name,
+          documentId: ref.id,
+          status: 'skipped',
+          ms: 0,
+          reason: `not run: step '${error.step}' failed`,
+        });
         totals.stepsSkipped++;
       }
       const message = describeError(error);

@@ -595,6 +595,7 @@ for (const backend of testBackends()) {
       ]);
       const source = makeSourceFolder({ ...generatedDocuments(3), 'bad-file.md': '# kaputt\n' });
       const finished: Array<{ documentId: number | null; status: string; error?: string }> = [];
+      let stepsSkipped = 0;
       const summary = await runPipeline(engine, {
         plan: await plan('picky'),
         sourceDir: source,
@@ -602,9 +603,12 @@ for (const backend of testBackends()) {
         onEvent: (event) => {
           if (event.type === 'document-finished')
             finished.push({ documentId: event.documentId, status: event.status, error: event.error });
+          if (event.type === 'step-finished' && event.status === 'skipped') stepsSkipped++;
         },
       });
       expect(summary).to.include({ status: 'ok', docsDone: 3, docsFailed: 1 });
+      // the events count what the summary counts, the steps not run after a failure too
+      expect(stepsSkipped).to.equal(summary.stepsSkipped).and.to.be.above(0);
       // each event names the document a new file became, and a failure says what failed
       expect(finished.every((f) => typeof f.documentId === 'number')).to.equal(true);
       expect(finished.filter((f) => f.status === 'failed').map((f) => f.error)).to.have.length(1);
