@@ -2,7 +2,7 @@
 const WIDE =
   /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA000-\uA4CF\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6]|[\u{1F300}-\u{1FAFF}\u{20000}-\u{3FFFD}]/u;
 /** Combining marks and other characters that take no column of their own. */
-const ZERO_WIDTH = /[\p{Mn}\p{Me}\u200B-\u200F\uFE00-\uFE0F]/u;
+const ZERO_WIDTH = /[\p{Mn}\p{Me}\u200B-\u200F]/u; // variation selectors are Mn
 
 /** Columns a text takes in a terminal: per character, wide ones two, combining ones none. */
 export function displayWidth(text: string): number {
