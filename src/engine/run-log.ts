@@ -35,6 +35,19 @@ export interface RunTotals {
   tokensOut: number;
 }
 
+/** The totals of a run that has done nothing yet. */
+export const noTotals = (): RunTotals => ({
+  docsTotal: 0,
+  docsDone: 0,
+  docsFailed: 0,
+  docsSkipped: 0,
+  stepsOk: 0,
+  stepsFailed: 0,
+  stepsSkipped: 0,
+  tokensIn: 0,
+  tokensOut: 0,
+});
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -92,18 +105,7 @@ export class RunLog {
     const startedAt = Date.now();
     const runId = await this.startRun({ ...run, pipelineId: null, versionHash: null });
     this.logger({ runId }).error(`run refused: ${run.error}`);
-    const none: RunTotals = {
-      docsTotal: 0,
-      docsDone: 0,
-      docsFailed: 0,
-      docsSkipped: 0,
-      stepsOk: 0,
-      stepsFailed: 0,
-      stepsSkipped: 0,
-      tokensIn: 0,
-      tokensOut: 0,
-    };
-    await this.finishRun(runId, 'failed', none, startedAt, run.error);
+    await this.finishRun(runId, 'failed', noTotals(), startedAt, run.error);
     return runId;
   }
 

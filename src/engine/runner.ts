@@ -44,7 +44,7 @@ import {
   releaseLeasesOfGoneProcesses,
   releaseQueueItem,
 } from './queue.js';
-import { RunLog, type RunTotals } from './run-log.js';
+import { noTotals, RunLog, type RunTotals } from './run-log.js';
 import { StepError } from './step-error.js';
 
 /**
@@ -203,17 +203,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   });
   const worker = `${os.hostname()}:${process.pid}:${runId}`;
   const leaseMs = engine.config.leaseSeconds * 1000;
-  const totals: RunTotals = {
-    docsTotal: 0,
-    docsDone: 0,
-    docsFailed: 0,
-    docsSkipped: 0,
-    stepsOk: 0,
-    stepsFailed: 0,
-    stepsSkipped: 0,
-    tokensIn: 0,
-    tokensOut: 0,
-  };
+  const totals: RunTotals = noTotals();
   const failures: RunSummary['failures'] = [];
   /**
    * Queue items of this run whose attempt failed, with their entry in `failures`: an item retried within the run
