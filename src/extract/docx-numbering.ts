@@ -153,6 +153,20 @@ const NUM_ID = /<w:numId\s+w:val\s*=\s*"([^"]*)"/;
 const ILVL = /<w:ilvl\s+w:val\s*=\s*"([^"]*)"/;
 const STYLE = /<w:pStyle\s+w:val\s*=\s*"([^"]*)"/;
 
+/** Where the w:pPr that starts at `from` ends (its end tag's index): a tracked change inside holds a w:pPr too. */
+function closingPPr(xml: string, from: number): number {
+  let depth = 0;
+  const tag = /<w:pPr(?=[\s>])[^>]*>|<\/w:pPr>/g;
+  tag.lastIndex = from;
+  for (let match = tag.exec(xml); match; match = tag.exec(xml)) {
+    if (match[0].startsWith('</')) {
+      depth--;
+      if (depth === 0) return match.index;
+    } else if (!match[0].endsWith('/>')) depth++;
+  }
+  return -1;
+}
+
 /**
  * document.xml with the label of each numbered paragraph as its first run ("1.1 ", "Schritt 2: "), counted in
  * document order. A paragraph numbered by its w:numPr or its style's; numId 0 switches numbering off.
@@ -165,8 +179,13 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
   for (let match = PARAGRAPH.exec(xml); match; match = PARAGRAPH.exec(xml)) {
     if (match[0].endsWith('/>')) continue;
     const afterStart = match.index + match[0].length;
-    const pPrEnd = xml.startsWith('<w:pPr', afterStart) ? xml.indexOf('</w:pPr>', afterStart) : -1;
-    const properties = pPrEnd < 0 ? '' : xml.slice(afterStart, pPrEnd);
+    const pPrEnd = /^<w:pPr[\s>]/.test(xml.slice(afterStart, afterStart + 7))
+      ? closingPPr(xml, afterStart)
+      : -1;
+    // its own properties: a tracked change's old ones (w:pPrChange, last in w:pPr) left out
+    const whole = pPrEnd < 0 ? '' : xml.slice(afterStart, pPrEnd);
+    const change = whole.indexOf('<w:pPrChange');
+    const properties = change < 0 ? whole : whole.slice(0, change);
     const numPr = properties.includes('<w:numPr') ? properties : '';
     const styled = numbering.styles.get(STYLE.exec(properties)?.[1] ?? '');
     const numId = NUM_ID.exec(numPr)?.[1] ?? styled?.numId;

@@ -267,7 +267,10 @@ describe('extract/docx', () => {
           styled('Ziele', 'Kap2') +
           item('Auftrag klären.', 22) +
           item('Mit dem Team', 22, 1) +
-          item('Rollen verteilen.', 22) +
+          item('Rollen verteilen.', 22).replace(
+            '</w:numPr></w:pPr>',
+            '</w:numPr><w:pPrChange w:id="1" w:author="A"><w:pPr><w:ind w:left="0"/></w:pPr></w:pPrChange></w:pPr>',
+          ) +
           item('Punkt ohne Nummer', 23) +
           styled('Praxis', 'Kap1') +
           styled('Übungen', 'Kap2') +
