@@ -11,8 +11,10 @@ import path from 'node:path';
 import type { AppConfig } from './config/schema.js';
 import { type Engine, type OpenEngineOptions, openEngine } from './engine/engine.js';
 import { type Plan, planPipeline } from './engine/plan.js';
+import { planForRun } from './engine/plan-run.js';
 import { assertRegistryHealthy } from './engine/registry.js';
 import { type RunEvent, type RunSummary, runPipeline } from './engine/runner.js';
+import { sourceFolder } from './engine/scan.js';
 import { type DocumentStatus, documentStatus, type StatusReport, statusReport } from './engine/status.js';
 import { CpeError, ErrorCodes } from './errors.js';
 
@@ -68,12 +70,16 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
     run: (runOptions = {}) =>
       call(async () => {
         const source = runOptions.source ?? engine.config.source;
+        assertRegistryHealthy(engine.registry);
+        // as `cpe run`: a refused run is recorded in ki_dev, a source folder that is not there is a usage error
+        const plan = await planForRun(engine, runOptions.pipeline, 'api');
+        const sourceDir = source ? sourceFolder(path.resolve(cwd, source)) : undefined;
         const cancel = new AbortController();
         runs.add(cancel);
         try {
           return await runPipeline(engine, {
-            plan: await planned(runOptions.pipeline),
-            sourceDir: source ? path.resolve(cwd, source) : undefined,
+            plan,
+            sourceDir,
             concurrency: runOptions.concurrency ?? engine.config.concurrency,
             force: runOptions.force,
             rehash: runOptions.rehash,

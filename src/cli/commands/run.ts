@@ -2,11 +2,10 @@ import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
+import { planForRun } from '../../engine/plan-run.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
-import { RunLog } from '../../engine/run-log.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { sourceFolder } from '../../engine/scan.js';
-import { ConfigError, describeError } from '../../errors.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -60,22 +59,10 @@ export async function runCommand(
   mode: { scan: boolean; process: boolean; limit?: number },
 ) {
   assertRegistryHealthy(engine.registry);
-  const name = args.pipeline ?? engine.config.pipeline;
-  const plan = await planPipeline(engine.dbs.content.sql, engine.registry, name).catch(
-    async (error: unknown) => {
-      // a run that its configuration stops is a run in ki_dev too (a dry run changes nothing, not even that)
-      if (error instanceof ConfigError && !args['dry-run'])
-        await new RunLog(engine.dbs.log.sql)
-          .recordRefusedRun({
-            pipelineName: name ?? '(default)',
-            command: process.argv.slice(1).join(' '),
-            profile: engine.profile,
-            error: describeError(error),
-          })
-          .catch(() => undefined); // ki_dev unreachable: the error below is what the user needs
-      throw error;
-    },
-  );
+  // a dry run changes nothing, not even ki_dev
+  const plan = args['dry-run']
+    ? await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline)
+    : await planForRun(engine, args.pipeline, process.argv.slice(1).join(' '));
   // a command that only processes the queue does not read the folder
   const sourceDir = engine.config.source
     ? mode.scan

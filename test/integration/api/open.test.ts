@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import { open } from '../../../src/index.js';
+import { type CpeError, ErrorCodes, open } from '../../../src/index.js';
 import { createTestSetup, fixturePlugins } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
@@ -32,6 +32,27 @@ describe('the programmatic API', () => {
       expect(doc!.steps.map((s) => [s.step, s.status])).to.deep.equal([['double', 'ok']]);
       const byPath = await cpe.document(path.relative(setup.dataDir, path.join(source, 'dokument-0000.md')));
       expect(byPath?.steps.map((s) => s.step)).to.deep.equal(['double']);
+    } finally {
+      await cpe.close();
+      await setup.cleanup();
+    }
+  });
+
+  it('refuses a run as `cpe run` does: an unknown pipeline recorded in ki_dev, a missing source folder a usage error', async () => {
+    const setup = createTestSetup('sqlite');
+    const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    try {
+      const unknown = (await cpe.run({ pipeline: 'GibtEsNicht' }).catch((e: unknown) => e)) as CpeError;
+      expect(unknown.code).to.equal(ErrorCodes.PIPELINE_NOT_FOUND);
+      const [refused] = await cpe.engine.dbs.log.sql.query<Record<string, any>>(
+        'SELECT pipeline_name, status, error FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+      );
+      expect(refused).to.include({ pipeline_name: 'GibtEsNicht', status: 'failed' });
+      const missing = (await cpe.run({ source: 'gibt-es-nicht' }).catch((e: unknown) => e)) as CpeError;
+      expect(missing.code).to.equal(ErrorCodes.USAGE);
+      expect(missing.message).to.equal(
+        `source folder ${path.join(setup.dataDir, 'gibt-es-nicht')} does not exist`,
+      );
     } finally {
       await cpe.close();
       await setup.cleanup();

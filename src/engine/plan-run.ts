@@ -1,0 +1,25 @@
+import { ConfigError, describeError } from '../errors.js';
+import type { Engine } from './engine.js';
+import { type Plan, planPipeline } from './plan.js';
+import { RunLog } from './run-log.js';
+
+/**
+ * The plan of the pipeline a run is about to use (by name, else the configured or default one). A pipeline its
+ * configuration makes unusable (invalid rows, unknown name) stops the run before it starts: that is recorded in
+ * ki_dev as a failed run with the reason, so that every run a user started shows there, then thrown.
+ */
+export async function planForRun(engine: Engine, name: string | undefined, command: string): Promise<Plan> {
+  const pipeline = name ?? engine.config.pipeline;
+  return planPipeline(engine.dbs.content.sql, engine.registry, pipeline).catch(async (error: unknown) => {
+    if (error instanceof ConfigError)
+      await new RunLog(engine.dbs.log.sql)
+        .recordRefusedRun({
+          pipelineName: pipeline ?? '(default)',
+          command,
+          profile: engine.profile,
+          error: describeError(error),
+        })
+        .catch(() => undefined); // ki_dev unreachable: the error thrown is what the user needs
+    throw error;
+  });
+}
