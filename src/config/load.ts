@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, ErrorCodes } from '../errors.js';
-import { maskUrl, registerSecrets } from '../util/credentials.js';
+import { maskUrl, registerSecrets, urlSecrets } from '../util/credentials.js';
 import { schemaValidator } from '../util/schema-validators.js';
 import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
 
@@ -139,10 +139,19 @@ export function loadConfig(
     anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
     qdrantApiKey: env.QDRANT_API_KEY || undefined,
   };
-  // masked wherever they would be shown or stored (an error that quotes an echoed header)
-  registerSecrets([secrets.anthropicApiKey, secrets.qdrantApiKey]);
+  // masked wherever they would be shown or stored (an error that quotes an echoed header), the credentials in the
+  // configured URLs too (a proxy that echoes the Basic authorization they are sent as)
+  const config = merged as unknown as AppConfig;
+  const urls = [
+    config.dbUrl,
+    config.logDbUrl,
+    config.qdrantUrl,
+    config.anthropicBaseUrl,
+    ...(config.ollamaHosts ?? []),
+  ];
+  registerSecrets([secrets.anthropicApiKey, secrets.qdrantApiKey, ...urls.flatMap((url) => urlSecrets(url))]);
   return {
-    config: merged as unknown as AppConfig,
+    config,
     secrets,
     sources,
     configFile: existsSync(configFile) ? configFile : undefined,

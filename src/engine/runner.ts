@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
@@ -45,6 +44,7 @@ import {
   releaseQueueItem,
 } from './queue.js';
 import { noTotals, RunLog, type RunTotals } from './run-log.js';
+import { listableFile } from './scan.js';
 import { StepError } from './step-error.js';
 
 /**
@@ -564,7 +564,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
     if (item.action === 'delete') {
       // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
-      if (existsSync(item.path)) {
+      if (listableFile(item.path)) {
         await completeQueueItem(db, item.id, worker, 'the file is there again: not deleted');
         log.info(`not deleted: ${item.path} is there again`);
         return 'skipped';

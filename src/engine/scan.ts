@@ -3,6 +3,7 @@ import {
   type BigIntStats,
   constants,
   type Dirent,
+  lstatSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -113,6 +114,16 @@ function notOpened(what: string, file: string, error: unknown): string {
  */
 export const ignoredName = (name: string): boolean =>
   name.startsWith('.') || name.startsWith('~$') || name.startsWith('~WRL');
+
+/**
+ * Whether a scan would list the file at this path as a document: it is there, a regular file and not a symbolic
+ * link, and its name is not one scans pass over. A delete item skips a file that is back only then: a
+ * file replaced by a link, or now named like an office lock file, is gone for the scan, and so for the index.
+ */
+export function listableFile(file: string): boolean {
+  const info = lstatSync(file, { throwIfNoEntry: false });
+  return info !== undefined && info.isFile() && !ignoredName(path.basename(file));
+}
 
 /**
  * Lists the files of a source folder recursively: hidden files and folders ignored (and office lock files), symbolic links leaving the

@@ -50,6 +50,7 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
     if (settled.length && !options.signal.aborted) await options.onBatch(settled);
   };
   const schedule = () => {
+    if (options.signal.aborted) return;
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       busy = busy.then(flush).catch((error) => {
@@ -78,8 +79,8 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
       clearInterval(rootCheck);
       if (timer) clearTimeout(timer);
       watcher.close();
-      if (error) reject(error);
-      else void busy.then(() => resolve());
+      // a pass in progress ends first (its documents finish): the caller closes the databases after this
+      void busy.then(() => (error ? reject(error) : resolve()));
     };
     /**
      * The recursive watcher; it ends itself when a folder inside goes away while it reads it (unzip, rsync, git
@@ -122,6 +123,7 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
     if (options.first) {
       busy = options.first().then(
         () => {
+          if (stopped) return;
           // files written just before the watch began were left for a later pass while they settled: one more
           // pass once they have (their own writes raise no event the watcher could see)
           pending.add(folder);

@@ -51,6 +51,8 @@ export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): str
 }
 
 const SDT = tags('w:sdt');
+/** w:showingPlcHdr on (no w:val, or 1/true/on): the control shows its prompt, not content */
+const PLACEHOLDER_SHOWN = /<w:showingPlcHdr(?![^>]*\sw:val\s*=\s*"(?:0|false|off)")[^>]*>/;
 
 /** Removes each w:sdt (content control) that shows its placeholder instead of content; they may nest. */
 function withoutPlaceholders(xml: string): string {
@@ -66,9 +68,12 @@ function withoutPlaceholders(xml: string): string {
     const start = open.pop();
     if (start === undefined) continue; // a stray end tag: left for the XML reader
     const end = tag.index + tag[0].length;
-    const propertiesEnd = xml.indexOf('</w:sdtPr>', start);
-    const properties = xml.slice(start, propertiesEnd < 0 ? end : Math.min(propertiesEnd, end));
-    if (properties.includes('<w:showingPlcHdr') && !drop.some(([s, e]) => s <= start && end <= e))
+    // its own properties: the w:sdtPr that is its first child (a control without one holds other controls')
+    const afterStart = xml.indexOf('>', start) + 1;
+    const first = xml.slice(afterStart, end).trimStart();
+    const propertiesEnd = first.startsWith('<w:sdtPr') ? first.indexOf('</w:sdtPr>') : -1;
+    const properties = propertiesEnd < 0 ? '' : first.slice(0, propertiesEnd);
+    if (PLACEHOLDER_SHOWN.test(properties) && !drop.some(([s, e]) => s <= start && end <= e))
       drop.push([start, end]);
   }
   if (drop.length === 0) return xml;

@@ -6,7 +6,8 @@
  *
  * Read from word/numbering.xml (w:abstractNum levels: format, label text, start; w:num instances with start
  * overrides) and the paragraph styles' w:numPr (a heading style numbered by the outline). Counters run per list
- * instance (w:numId) in document order, a level's counter restarting when a higher level counts on. Bullets and
+ * definition (w:abstractNum: its instances count on together, as Word shows them) in document order, a level
+ * starting again where an instance overrides its start, and when a higher level counts on. Bullets and
  * levels without a label are left as they are.
  */
 import { attr, child, children, descendants, parseXml, sanitizeXml, type XmlElement } from './xml.js';
@@ -18,9 +19,18 @@ interface Level {
   start: number;
 }
 
+interface List {
+  /** the w:abstractNum it is an instance of: instances of one definition count on together, as Word shows them */
+  abstract: string;
+  /** its levels by w:ilvl (the abstract definition with the instance's start overrides) */
+  levels: Map<number, Level>;
+  /** levels this instance starts again (w:lvlOverride/w:startOverride) */
+  restarts: Set<number>;
+}
+
 interface Numbering {
-  /** per w:numId: its levels by w:ilvl (the abstract definition with the instance's start overrides) */
-  lists: Map<string, Map<number, Level>>;
+  /** per w:numId */
+  lists: Map<string, List>;
   /** per paragraph style id: the numbering it gives its paragraphs */
   styles: Map<string, { numId: string; ilvl: number }>;
 }
@@ -50,16 +60,21 @@ export function readNumbering(zip: ZipArchive, file: string): Numbering | undefi
     }
     abstracts.set(attr(abstract, 'abstractNumId') ?? '', levels);
   }
-  const lists = new Map<string, Map<number, Level>>();
+  const lists = new Map<string, List>();
   for (const num of children(root, 'num')) {
-    const levels = new Map(abstracts.get(val(child(num, 'abstractNumId')) ?? '') ?? []);
+    const abstract = val(child(num, 'abstractNumId')) ?? '';
+    const levels = new Map(abstracts.get(abstract) ?? []);
+    const restarts = new Set<number>();
     for (const override of children(num, 'lvlOverride')) {
       const ilvl = Number(attr(override, 'ilvl'));
       const start = Number(val(child(override, 'startOverride')));
       const level = levels.get(ilvl);
-      if (level && Number.isInteger(start)) levels.set(ilvl, { ...level, start });
+      if (level && Number.isInteger(start)) {
+        levels.set(ilvl, { ...level, start });
+        restarts.add(ilvl);
+      }
     }
-    lists.set(attr(num, 'numId') ?? '', levels);
+    lists.set(attr(num, 'numId') ?? '', { abstract, levels, restarts });
   }
   return { lists, styles: numberedStyles(zip, file) };
 }
@@ -153,6 +168,21 @@ const NUM_ID = /<w:numId\s+w:val\s*=\s*"([^"]*)"/;
 const ILVL = /<w:ilvl\s+w:val\s*=\s*"([^"]*)"/;
 const STYLE = /<w:pStyle\s+w:val\s*=\s*"([^"]*)"/;
 
+/** The [start, end) of each `name` element (outermost ones; they may nest). */
+function elementRanges(xml: string, name: string): Array<[number, number]> {
+  if (!xml.includes(`<${name}`)) return [];
+  const ranges: Array<[number, number]> = [];
+  const tag = new RegExp(`<${name}(?=[\\s>])[^>]*>|</${name}>`, 'g');
+  let depth = 0;
+  let start = 0;
+  for (let match = tag.exec(xml); match; match = tag.exec(xml)) {
+    if (match[0].startsWith('</')) {
+      if (depth > 0 && --depth === 0) ranges.push([start, match.index + match[0].length]);
+    } else if (!match[0].endsWith('/>') && depth++ === 0) start = match.index;
+  }
+  return ranges;
+}
+
 /** Where the w:pPr that starts at `from` ends (its end tag's index): a tracked change inside holds a w:pPr too. */
 function closingPPr(xml: string, from: number): number {
   let depth = 0;
@@ -172,12 +202,19 @@ function closingPPr(xml: string, from: number): number {
  * document order. A paragraph numbered by its w:numPr or its style's; numId 0 switches numbering off.
  */
 export function withNumberLabels(xml: string, numbering: Numbering): string {
+  /** counters per list definition (w:abstractNum), a level's counter at its index */
   const counters = new Map<string, number[]>();
+  const restarted = new Set<string>();
+  // Word writes a text box twice: for itself (mc:Choice) and for older readers (mc:Fallback), which mammoth reads;
+  // the paragraphs of the first are not shown, so they neither count nor get a label
+  const hidden = elementRanges(xml, 'mc:Choice');
   let out = '';
   let from = 0;
   PARAGRAPH.lastIndex = 0;
   for (let match = PARAGRAPH.exec(xml); match; match = PARAGRAPH.exec(xml)) {
     if (match[0].endsWith('/>')) continue;
+    const at = match.index;
+    if (hidden.some(([start, end]) => start <= at && at < end)) continue;
     const afterStart = match.index + match[0].length;
     const pPrEnd = /^<w:pPr[\s>]/.test(xml.slice(afterStart, afterStart + 7))
       ? closingPPr(xml, afterStart)
@@ -191,12 +228,16 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
     const numId = NUM_ID.exec(numPr)?.[1] ?? styled?.numId;
     if (!numId || numId === '0') continue;
     const ilvl = Number(ILVL.exec(numPr)?.[1] ?? styled?.ilvl ?? 0);
-    const levels = numbering.lists.get(numId);
+    const list = numbering.lists.get(numId);
+    const levels = list?.levels;
     const level = levels?.get(ilvl);
-    if (!levels || !level) continue;
-    const counts = counters.get(numId) ?? [];
-    counters.set(numId, counts);
-    counts[ilvl] = counts[ilvl] === undefined ? level.start : counts[ilvl] + 1;
+    if (!list || !levels || !level) continue;
+    const counts = counters.get(list.abstract) ?? [];
+    counters.set(list.abstract, counts);
+    // an instance that starts a level again does so where it is first used
+    const restart = list.restarts.has(ilvl) && !restarted.has(`${numId}:${ilvl}`);
+    if (restart) restarted.add(`${numId}:${ilvl}`);
+    counts[ilvl] = counts[ilvl] === undefined || restart ? level.start : counts[ilvl] + 1;
     counts.length = ilvl + 1; // deeper levels start again
     if (formatNumber(1, level.format) === undefined || level.text === '') continue;
     let missing = false;

@@ -56,9 +56,27 @@ export const fetchWithUrlCredentials =
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     const user = decodeURIComponent(url.username);
     const password = decodeURIComponent(url.password);
-    if (!headers.has('authorization'))
-      headers.set('authorization', `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`);
+    // a client that authorizes itself (the Anthropic SDK's key) keeps its header; the proxy's go beside it
+    const basic = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    headers.set(headers.has('authorization') ? 'proxy-authorization' : 'authorization', basic);
     url.username = '';
     url.password = '';
     return base(url, { ...init, headers });
   };
+
+/**
+ * The secrets a URL carries: its password, and the Basic authorization made of its user and password (a proxy
+ * may echo the header it got). None for a URL without a password, or text that is no URL.
+ */
+export function urlSecrets(url: string | undefined): string[] {
+  if (!url) return [];
+  try {
+    const parsed = new URL(url);
+    if (!parsed.password) return [];
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    return [password, Buffer.from(`${user}:${password}`).toString('base64')];
+  } catch {
+    return [];
+  }
+}

@@ -114,6 +114,12 @@ describe('configuration', () => {
         new Error('Anthropic answered 401: invalid header "Authorization: Bearer sk-ant-secret"'),
       ),
     ).to.equal('Anthropic answered 401: invalid header "Authorization: Bearer ***"');
+    // and a URL's credentials as the Basic authorization they are sent as, echoed by a proxy
+    loadConfig({ cwd: dir(), env: { CPE_OLLAMA_HOST: 'http://proxyuser:Pr0xyPassw0rd@gpu1:11434' } });
+    const basic = Buffer.from('proxyuser:Pr0xyPassw0rd').toString('base64');
+    expect(describeError(new Error(`proxy refused {"authorization":"Basic ${basic}"}`))).to.equal(
+      'proxy refused {"authorization":"Basic ***"}',
+    );
   });
 
   it('describes the vision part as the provider it picks: Ollama, else Claude, else none', () => {

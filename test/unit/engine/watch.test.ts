@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ignoredName } from '../../../src/engine/scan.js';
+import { ignoredName, listableFile } from '../../../src/engine/scan.js';
 import { watchFolder } from '../../../src/engine/watch.js';
 
 const until = async (check: () => boolean, ms = 10_000) => {
@@ -49,14 +49,20 @@ describe('watching a folder', function () {
     await watching;
   });
 
-  it('ends, saying so, when the source folder itself goes away', async () => {
+  it('ends, saying so, when the source folder itself goes away, once the pass in progress is done', async () => {
     const controller = new AbortController();
+    let passDone = false;
     const watching = watchFolder(dir, {
       debounceMs: 20,
       settleMs: 30,
       rootCheckMs: 50,
       signal: controller.signal,
       onBatch: async () => undefined,
+      // a pass that takes a while: its documents finish before the watch ends (and the databases close)
+      first: async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        passDone = true;
+      },
     });
     renameSync(dir, `${dir}-weg`);
     try {
@@ -65,10 +71,22 @@ describe('watching a folder', function () {
         (e: unknown) => e as Error,
       );
       expect(error?.message).to.equal(`source folder ${dir} is gone (removed or renamed): the watch stops`);
+      expect(passDone, 'the watch ended before its pass').to.equal(true);
     } finally {
       controller.abort();
       rmSync(`${dir}-weg`, { recursive: true, force: true });
     }
+  });
+
+  it('tells a file a scan would list from one it would pass over (a link, a lock file, nothing there)', () => {
+    writeFileSync(path.join(dir, 'handbuch.md'), '# H');
+    writeFileSync(path.join(dir, '~$handbuch.docx'), 'lock');
+    symlinkSync(path.join(dir, 'handbuch.md'), path.join(dir, 'verweis.md'));
+    expect(
+      ['handbuch.md', '~$handbuch.docx', 'verweis.md', 'fehlt.md'].map((f) =>
+        listableFile(path.join(dir, f)),
+      ),
+    ).to.deep.equal([true, false, false, false]);
   });
 
   it('passes over hidden files and the lock files office programs keep beside open documents', () => {

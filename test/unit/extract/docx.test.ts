@@ -166,6 +166,10 @@ describe('extract/docx', () => {
       '</dgm:ptLst></dgm:dataModel>';
     const placeholder =
       '<w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr><w:sdtContent><w:r><w:t>Klicken oder tippen Sie hier, um Text einzugeben.</w:t></w:r></w:sdtContent></w:sdt>';
+    // filled in (w:val="0"), and a control without properties that holds a placeholder: their text stays
+    const filled =
+      '<w:sdt><w:sdtPr><w:showingPlcHdr w:val="0"/></w:sdtPr><w:sdtContent><w:r><w:t>Maria Schneider</w:t></w:r></w:sdtContent></w:sdt>';
+    const outer = `<w:sdt><w:sdtContent><w:r><w:t xml:space="preserve">Bleibt </w:t></w:r>${placeholder}</w:sdtContent></w:sdt>`;
     const cell = (inner: string) => `<w:tc>${inner}</w:tc>`;
     const heading = (text: string) => `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>${t(text)}</w:p>`;
     const edited = editPackage(docx, {
@@ -174,6 +178,8 @@ describe('extract/docx', () => {
           p(smartArt) +
           p(`${t('Vor Spalte')}<w:r><w:br w:type="column"/></w:r>${t('Nach Spalte')}`) +
           p(`${t('Name: ')}${placeholder}`) +
+          p(`${t('Leitung: ')}${filled}`) +
+          p(outer) +
           `<w:tbl><w:tr>${cell(heading('Modul') + heading('Einführung'))}${cell(p(t('Dauer')))}</w:tr></w:tbl>`,
       ),
       'word/_rels/document.xml.rels': (old) =>
@@ -188,6 +194,7 @@ describe('extract/docx', () => {
     expect(result.text).to.not.contain('Dokument');
     expect(result.text).to.contain('Vor Spalte\nNach Spalte');
     expect(result.text).to.not.contain('Klicken oder tippen');
+    expect(result.text).to.contain('Leitung: Maria Schneider').and.contain('Bleibt');
     expect(result.text).to.match(/Name:/);
     expect(result.text).to.contain('Modul Einführung | Dauer');
     // an image's description is text (Word's "Alternativtext")
@@ -248,6 +255,7 @@ describe('extract/docx', () => {
       '<w:num w:numId="21"><w:abstractNumId w:val="10"/></w:num><w:num w:numId="22"><w:abstractNumId w:val="11"/></w:num>' +
       '<w:num w:numId="23"><w:abstractNumId w:val="12"/></w:num>' +
       '<w:num w:numId="24"><w:abstractNumId w:val="11"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="5"/></w:lvlOverride></w:num>' +
+      '<w:num w:numId="25"><w:abstractNumId w:val="11"/></w:num>' +
       '</w:numbering>';
     const styles = (old: string) =>
       old.replace(
@@ -274,7 +282,11 @@ describe('extract/docx', () => {
           item('Punkt ohne Nummer', 23) +
           styled('Praxis', 'Kap1') +
           styled('Übungen', 'Kap2') +
-          item('Weiter ab fünf.', 24),
+          item('Weiter ab fünf.', 24) +
+          // another instance of the same list definition counts on
+          item('Und sechs.', 25) +
+          // a text box as Word writes it: for itself (mc:Choice) and for older readers (mc:Fallback)
+          `<w:p><w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><mc:Choice Requires="wps"><w:txbxContent>${item('Im Kasten', 25)}</w:txbxContent></mc:Choice><mc:Fallback><w:pict><v:textbox xmlns:v="urn:schemas-microsoft-com:vml"><w:txbxContent>${item('Im Kasten', 25)}</w:txbxContent></v:textbox></w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>`,
       ),
     });
     const result = await extractDocx(edited, 'nummern.docx', extractOptions);
@@ -286,7 +298,9 @@ describe('extract/docx', () => {
       'Schritt 2: Rollen verteilen.',
       'Punkt ohne Nummer',
       'Schritt 5: Weiter ab fünf.',
+      'Schritt 6: Und sechs.',
     ]);
+    expect(result.text).to.contain('Schritt 7: Im Kasten').and.not.contain('Schritt 8');
   });
 
   it('reads only the parts relationships reach: an XML part nothing refers to is never inflated', async () => {
