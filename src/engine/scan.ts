@@ -122,7 +122,7 @@ export const ignoredName = (name: string): boolean =>
  */
 export function listableFile(file: string): boolean {
   const info = lstatSync(file, { throwIfNoEntry: false });
-  return info !== undefined && info.isFile() && !ignoredName(path.basename(file));
+  return info?.isFile() === true && !ignoredName(path.basename(file));
 }
 
 /**
