@@ -270,54 +270,53 @@ for (const backend of testBackends()) {
       }
     });
 
-    it("retracts a deleted file's version that an earlier attempt marked deleted but could not retract", async () => {
-      const db = engine.dbs.content.sql;
+    /** One generated document through Standard: its row. */
+    const oneDocument = async () => {
       const source = makeSourceFolder(generatedDocuments(1));
       await runPipeline(engine, { plan: await plan('Standard'), sourceDir: source, concurrency: 1 });
-      const [doc] = await db.query<{ id: number; source_path: string; content_hash: string }>(
-        'SELECT id, source_path, content_hash FROM documents',
-      );
-      // the file is gone; the first attempt of its delete item marked the document deleted, then the vector index
-      // was unreachable
-      rmSync(doc!.source_path);
-      await db.run("UPDATE documents SET status = 'deleted', is_latest = 0 WHERE id = ?", [doc!.id]);
-      await enqueueMany(db, [
+      const [doc] = await engine.dbs.content.sql.query<{
+        id: number;
+        source_path: string;
+        content_hash: string;
+      }>('SELECT id, source_path, content_hash FROM documents');
+      return doc!;
+    };
+    /** The delete item a scan queues for a document whose file it found gone. */
+    const queueDeletion = (doc: { id: number; source_path: string; content_hash: string }) =>
+      enqueueMany(engine.dbs.content.sql, [
         {
-          path: doc!.source_path,
-          hash: doc!.content_hash,
+          path: doc.source_path,
+          hash: doc.content_hash,
           action: 'delete',
-          documentId: Number(doc!.id),
+          documentId: Number(doc.id),
           maxAttempts: 3,
         },
       ]);
+
+    it("retracts a deleted file's version that an earlier attempt marked deleted but could not retract", async () => {
+      const db = engine.dbs.content.sql;
+      const doc = await oneDocument();
+      // the file is gone; the first attempt of its delete item marked the document deleted, then the vector index
+      // was unreachable
+      rmSync(doc.source_path);
+      await db.run("UPDATE documents SET status = 'deleted', is_latest = 0 WHERE id = ?", [doc.id]);
+      await queueDeletion(doc!);
       const retried = await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
       expect(retried).to.include({ docsFailed: 0 });
-      const left = await db.query('SELECT id FROM chunks WHERE document_id = ?', [doc!.id]);
-      const points = await db.query('SELECT point_id FROM vector_points WHERE document_id = ?', [doc!.id]);
+      const left = await db.query('SELECT id FROM chunks WHERE document_id = ?', [doc.id]);
+      const points = await db.query('SELECT point_id FROM vector_points WHERE document_id = ?', [doc.id]);
       expect([left.length, points.length]).to.deep.equal([0, 0]);
     });
 
     it('deletes nothing when the file is back, and never completes a version deleted while it was processed', async () => {
       const db = engine.dbs.content.sql;
-      const source = makeSourceFolder(generatedDocuments(1));
-      await runPipeline(engine, { plan: await plan('Standard'), sourceDir: source, concurrency: 1 });
-      const [doc] = await db.query<{ id: number; source_path: string; content_hash: string }>(
-        'SELECT id, source_path, content_hash FROM documents',
-      );
+      const doc = await oneDocument();
       // a scan saw the file gone for a moment; it is back when the delete item comes
-      await enqueueMany(db, [
-        {
-          path: doc!.source_path,
-          hash: doc!.content_hash,
-          action: 'delete',
-          documentId: Number(doc!.id),
-          maxAttempts: 3,
-        },
-      ]);
+      await queueDeletion(doc!);
       await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
       const [kept] = await db.query<{ status: string; is_latest: number }>(
         'SELECT status, is_latest FROM documents WHERE id = ?',
-        [doc!.id],
+        [doc.id],
       );
       expect([kept!.status, Number(kept!.is_latest)]).to.deep.equal(['done', 1]);
       const [item] = await db.query<{ last_error: string | null }>(
