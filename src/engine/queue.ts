@@ -291,6 +291,36 @@ export async function failQueueItem(
   return status;
 }
 
+/**
+ * Puts an item back to be claimed again in `ms` (its claim's attempt not counted), saying what it waits for: a
+ * delete item while a version of its file is being processed, say.
+ */
+export async function deferQueueItem(
+  db: SqlExecutor,
+  itemId: number,
+  worker: string,
+  ms: number,
+  reason: string,
+): Promise<void> {
+  const now = sqlTime();
+  await db.run(
+    `UPDATE pipeline_queue SET status = 'failed', next_attempt_at = ?, last_error = ?, locked_by = NULL,
+       locked_until = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
+     WHERE id = ? AND locked_by = ? AND status = 'processing'`,
+    [sqlTime(Date.now() + ms), reason, now, itemId, worker],
+  );
+}
+
+/** Whether another queue item of this file is being processed now (claimed, its lease running). */
+export async function fileInFlight(db: SqlExecutor, path: string, exceptItemId: number): Promise<boolean> {
+  const rows = await db.query<{ id: number }>(
+    `SELECT id FROM pipeline_queue WHERE path_hash = ? AND id <> ? AND action <> 'delete' AND status = 'processing'
+       AND locked_until > ? LIMIT 1`,
+    [sha256(path), exceptItemId, sqlTime()],
+  );
+  return rows.length > 0;
+}
+
 /** Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. */
 export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<void> {
   const now = sqlTime();

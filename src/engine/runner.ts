@@ -37,7 +37,9 @@ import {
   backoffMs,
   claimQueueItems,
   completeQueueItem,
+  deferQueueItem,
   failQueueItem,
+  fileInFlight,
   heartbeat,
   type QueueItem,
   releaseLeasesOfGoneProcesses,
@@ -58,6 +60,9 @@ const CLAIMED_BYTES = 256 * 1024;
  * so that several workers share a queue of slow documents instead of the first one holding it all.
  */
 const FAST_ITEM_MS = 1000;
+
+/** How long a delete item waits for a version of its file that is being processed before it looks again. */
+const DELETE_WAIT_MS = 5000;
 
 /**
  * The step's promise, or a CANCELLED rejection as soon as the signal aborts: a step that ignores its signal (or
@@ -568,6 +573,19 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         await completeQueueItem(db, item.id, worker, 'the file is there again: not deleted');
         log.info(`not deleted: ${item.path} is there again`);
         return 'skipped';
+      }
+      // a version of the file being processed now (the file changed, then went): its worker finishes first, and
+      // the deletion comes after (marked deleted under it, its steps would fail on the rows taken away)
+      if (await fileInFlight(db, item.path, item.id)) {
+        await deferQueueItem(
+          db,
+          item.id,
+          worker,
+          DELETE_WAIT_MS,
+          'waiting: a version of the file is being processed',
+        );
+        log.info(`deletion of ${item.path} waits: a version of it is being processed`);
+        return 'released';
       }
       const ids = await markPathDeleted(db, item.path, item.document_id);
       // and the versions an earlier attempt marked deleted but could not retract (the vector index was down)

@@ -308,6 +308,32 @@ for (const backend of testBackends()) {
       expect([left.length, points.length]).to.deep.equal([0, 0]);
     });
 
+    it('lets a deletion wait while a version of the file is being processed by a worker', async () => {
+      const db = engine.dbs.content.sql;
+      const doc = await oneDocument();
+      rmSync(doc.source_path);
+      // a worker elsewhere processes the file's item (its lease runs), when the scan finds the file gone
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'processing', locked_by = 'elsewhere:1:1', locked_until = ? WHERE action <> 'delete'",
+        [sqlTime(Date.now() + 60_000)],
+      );
+      await queueDeletion(doc);
+      await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      const [waiting] = await db.query<Record<string, any>>(
+        "SELECT status, attempts, next_attempt_at, last_error FROM pipeline_queue WHERE action = 'delete'",
+      );
+      expect(waiting).to.include({
+        status: 'failed',
+        last_error: 'waiting: a version of the file is being processed',
+      });
+      expect(Number(waiting!.attempts)).to.equal(0);
+      expect(waiting!.next_attempt_at).to.not.equal(null);
+      const [kept] = await db.query<{ status: string }>('SELECT status FROM documents WHERE id = ?', [
+        doc.id,
+      ]);
+      expect(kept!.status).to.equal('done');
+    });
+
     it('deletes nothing when the file is back, and never completes a version deleted while it was processed', async () => {
       const db = engine.dbs.content.sql;
       const doc = await oneDocument();
