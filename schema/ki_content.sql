@@ -441,3 +441,14 @@ CREATE TABLE source_files (
 -- instead of the archive folder, as creating a file costs more than the row); storage_path then names where a
 -- step that asks for a file path gets its copy. NULL: the bytes are in the file at storage_path.
 ALTER TABLE document_archive ADD COLUMN content LONGBLOB NULL AFTER storage_path;
+
+-- ---------------------------------------------------------------------------
+-- migration 0007_long_paths
+-- ---------------------------------------------------------------------------
+
+-- Source paths of any length: a deep folder tree passes 1024 characters, and one such file failed every scan of
+-- its folder. The paths become TEXT; path_hash stays the key of a queue item and of a source file, and documents
+-- keep their prefix index on source_path.
+ALTER TABLE documents MODIFY source_path TEXT NOT NULL;
+ALTER TABLE pipeline_queue MODIFY path TEXT NOT NULL;
+ALTER TABLE source_files MODIFY path TEXT NOT NULL;

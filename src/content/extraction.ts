@@ -34,7 +34,10 @@ export async function getExtraction(
   limits: ExtractionLimits = {},
   fresh = false,
 ): Promise<ExtractedDocument> {
-  const memo = ctx.memo.get(MEMO_KEY) as ExtractedDocument | undefined;
+  // a step that extracts (fresh) takes the memo only of an extraction made under its own limits: page_split's
+  // max_pages must not stand in for extract's
+  const key = fresh ? `${MEMO_KEY}:${JSON.stringify(limits)}` : MEMO_KEY;
+  const memo = ctx.memo.get(key) as ExtractedDocument | undefined;
   if (memo) return memo;
   if (!fresh) {
     const stored = await loadExtraction(ctx.db, ctx.document.id);
@@ -56,6 +59,7 @@ export async function getExtraction(
       extracted.warnings = extracted.warnings.map((w) => w.split(archived).join(sourcePath));
     }
     ctx.memo.set(MEMO_KEY, extracted);
+    if (fresh) ctx.memo.set(key, extracted);
     return extracted;
   } catch (error) {
     throw renameFileError(error, sourcePath);

@@ -1110,7 +1110,11 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
 
     await tearDownDocumentSteps();
-    if (!runController.signal.aborted && !options.drain?.aborted && options.runPostSteps !== false)
+    // a pipeline with document steps that found no documents has nothing new for its post steps (an
+    // index_optimize would ANALYZE the whole index on every idle run)
+    const idle = documentSteps.length > 0 && totals.docsTotal === 0;
+    if (idle) runLogger.info('no documents in this run: the steps after them are not run');
+    if (!runController.signal.aborted && !options.drain?.aborted && options.runPostSteps !== false && !idle)
       await runRunSteps('post');
   } catch (error) {
     runError = error;

@@ -1,4 +1,5 @@
 import type { Block, ExtractedDocument, PageInfo } from '../extract/types.js';
+import { cutText } from './cut.js';
 
 /** One node of the heading tree (a row of `document_sections`). */
 export interface Section {
@@ -82,6 +83,9 @@ const JS_SPACE: Uint8Array = (() => {
   return table;
 })();
 
+/** The longest heading kept (characters): longer ones are cut, marked "…". */
+const MAX_HEADING_CHARS = 1000;
+
 /** Heading text on one line, white space collapsed. */
 function headingText(text: string, b: Block): string {
   // collapse only when needed: a run of white space, a tab, line break or no-break space, or white
@@ -97,7 +101,10 @@ function headingText(text: string, b: Block): string {
   }
   messy |= prev; // white space at the end
   const raw = text.slice(start, end);
-  return messy !== 0 ? raw.replace(/\s+/g, ' ').trim() : raw;
+  const line = messy !== 0 ? raw.replace(/\s+/g, ' ').trim() : raw;
+  // a heading of thousands of characters (a paragraph mistaken for one) is cut: it is stored in every section's
+  // path and in every chunk's heading path (MariaDB's TEXT column holds 64 KB)
+  return line.length > MAX_HEADING_CHARS ? `${cutText(line, MAX_HEADING_CHARS - 1)}…` : line;
 }
 
 /**

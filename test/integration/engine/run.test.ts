@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -15,6 +15,7 @@ import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '.
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 import { interceptTransactions } from '../../helpers/sql.js';
+import { renderPdf } from '../../unit/extract/pdf-fixtures.js';
 
 for (const backend of testBackends()) {
   describe(`running pipelines (${backend})`, () => {
@@ -427,6 +428,59 @@ for (const backend of testBackends()) {
       expect(Number(closed!.steps_ok)).to.equal(1);
       expect(closed!.finished_at).to.not.equal(null);
       expect(Number(closed!.duration_ms)).to.be.greaterThan(50_000);
+    });
+
+    it("applies extract's own limits after page_split extracted under others, and runs no post step when idle", async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'seiten', [
+        { name: 'detect', type: 'detect' },
+        { name: 'page_split', type: 'page_split' },
+        { name: 'extract', type: 'extract', config: { max_pages: 2 } },
+        { name: 'index_optimize', type: 'index_optimize' },
+      ]);
+      const pdf = await renderPdf((doc) => {
+        for (const text of ['Seite eins.', 'Seite zwei.', 'Seite drei.'])
+          doc.addPage().fontSize(12).text(text, 50, 60);
+      });
+      const source = makeSourceFolder({});
+      writeFileSync(path.join(source, 'drei.pdf'), pdf);
+      const first = await runPipeline(engine, {
+        plan: await plan('seiten'),
+        sourceDir: source,
+        concurrency: 1,
+      });
+      expect(first).to.include({ docsFailed: 1 });
+      expect(first.failures[0]!.error).to.contain('too many pages (3, limit 2)');
+      const idle = await runPipeline(engine, {
+        plan: await plan('seiten'),
+        sourceDir: source,
+        concurrency: 1,
+      });
+      expect(idle).to.include({ docsTotal: 0 });
+      expect((await stepRuns(idle.runId)).map((r) => r.step_name)).to.deep.equal(['detect']);
+    });
+
+    it('processes a file whose path is longer than 1,024 characters beside the others', async () => {
+      const source = makeSourceFolder(generatedDocuments(1, 'normal'));
+      const deep = path.join(
+        source,
+        ...Array.from({ length: 6 }, (_, i) => `${i}-${'Unterordner'.repeat(18)}`),
+      );
+      mkdirSync(deep, { recursive: true });
+      writeFileSync(path.join(deep, 'tief.md'), '# Tief\n\nEin Dokument weit unten im Ordnerbaum.\n');
+      expect(path.join(deep, 'tief.md').length).to.be.above(1024);
+      const summary = await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 1,
+      });
+      expect(summary).to.include({ status: 'ok', docsDone: 2, docsFailed: 0 });
+      const again = await runPipeline(engine, {
+        plan: await plan('Standard'),
+        sourceDir: source,
+        concurrency: 1,
+      });
+      expect(again).to.include({ docsTotal: 0 });
     });
 
     it('leaves queued files to a pipeline with document steps when its own has none', async () => {

@@ -33,6 +33,15 @@ describe('buildSections', () => {
     expect(sections.map((s) => s.parentIndex)).to.deep.equal([null, 0, 0, 2, 3, 2]);
   });
 
+  it('cuts a heading of thousands of characters to 1,000, marked', () => {
+    const long = 'Überlange Überschrift '.repeat(300).trim();
+    const sections = buildSections(markdownDocument(`# Titel\n\n## ${long}\n\nText.\n`));
+    const section = sections.find((s) => s.level === 2)!;
+    expect(section.heading).to.have.length(1000);
+    expect(section.heading.endsWith('…')).to.equal(true);
+    expect(section.headingPath.at(-1)).to.equal(section.heading);
+  });
+
   it('gives each section the span of its own text, up to the next heading', () => {
     const doc = markdownDocument(md);
     const sections = buildSections(doc);
