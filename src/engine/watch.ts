@@ -104,16 +104,15 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
         if (mine !== generation || stopped || options.signal.aborted) return;
         generation++;
         current.close();
-        void stat(folder).then(
-          (info) => {
+        void stat(folder)
+          .then((info) => {
             if (!info.isDirectory()) throw new Error('not a folder');
             if (stopped) return;
             start();
             pending.add(folder);
             schedule();
-          },
-          () => stop(gone()),
-        );
+          })
+          .catch(() => stop(gone()));
       };
       current.on('error', restart);
       current.on('close', restart);
