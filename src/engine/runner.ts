@@ -981,6 +981,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     let look = true;
     /** what ends the document phase early: a claim failure that is not retryable, or a failing setup */
     let fatal: { error: unknown } | undefined;
+    // the loop ends when the run is cancelled or drained (a drain lets the items in flight finish, below)
+    const stopClaiming = options.drain
+      ? AbortSignal.any([runController.signal, options.drain])
+      : runController.signal;
     const claimAhead = async (want: number, fast: boolean) => {
       const claimedAt = Date.now();
       let items: QueueItem[];
@@ -1001,7 +1005,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
             `cpe: claiming queue items failed (${claimFailures}x), trying again in ${delay} ms: ${describeError(error, 300)}\n`,
           );
         }
-        await abortableSleep(delay, runController.signal).catch(() => undefined);
+        // a stop (Ctrl-C, SIGTERM) ends the wait: a database that is down does not hold the worker's exit
+        await abortableSleep(delay, stopClaiming).catch(() => undefined);
         return;
       }
       look = items.length > 0;
@@ -1027,10 +1032,6 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       // after a failed setup they wait only to be handed back below
       for (const item of items) waiting.push(item.id);
     };
-    // the loop ends when the run is cancelled or drained (a drain lets the items in flight finish, below)
-    const stopClaiming = options.drain
-      ? AbortSignal.any([runController.signal, options.drain])
-      : runController.signal;
     try {
       while (!stopClaiming.aborted && !fatal) {
         while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
