@@ -10,7 +10,8 @@
  * starting again where an instance overrides its start, and when a higher level counts on. Bullets and
  * levels without a label are left as they are.
  */
-import { attr, child, children, descendants, parseXml, sanitizeXml, type XmlElement } from './xml.js';
+import { inheritedFrom, type ParagraphStyle } from './docx-styles.js';
+import { attr, child, children, parseXml, sanitizeXml, type XmlElement } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
 interface Level {
@@ -38,7 +39,11 @@ interface Numbering {
 const val = (element: XmlElement | undefined) => attr(element, 'val');
 
 /** The numbering definitions of a package; undefined when it has none (nothing to do). */
-export function readNumbering(zip: ZipArchive, file: string): Numbering | undefined {
+export function readNumbering(
+  zip: ZipArchive,
+  file: string,
+  styles: ReadonlyMap<string, ParagraphStyle>,
+): Numbering | undefined {
   if (!zip.has('word/numbering.xml')) return undefined;
   let root: XmlElement;
   try {
@@ -76,42 +81,18 @@ export function readNumbering(zip: ZipArchive, file: string): Numbering | undefi
     }
     lists.set(attr(num, 'numId') ?? '', { abstract, levels, restarts });
   }
-  return { lists, styles: numberedStyles(zip, file) };
+  return { lists, styles: numberedStyles(styles) };
 }
 
 /** Paragraph styles that number their paragraphs (w:pPr/w:numPr), their own or from the style they are based on. */
-function numberedStyles(zip: ZipArchive, file: string): Numbering['styles'] {
-  const styles = new Map<string, { numId: string; ilvl: number }>();
-  if (!zip.has('word/styles.xml')) return styles;
-  let root: XmlElement;
-  try {
-    root = parseXml(sanitizeXml(zip.readText('word/styles.xml')), file, 'word/styles.xml');
-  } catch {
-    return styles;
+function numberedStyles(styles: ReadonlyMap<string, ParagraphStyle>): Numbering['styles'] {
+  const numbered = new Map<string, { numId: string; ilvl: number }>();
+  for (const id of styles.keys()) {
+    const numId = inheritedFrom(styles, id, (style) => style.numId);
+    const ilvl = inheritedFrom(styles, id, (style) => style.ilvl);
+    if (numId && numId !== '0') numbered.set(id, { numId, ilvl: ilvl ?? 0 });
   }
-  const own = new Map<string, { numId?: string; ilvl?: number; basedOn?: string }>();
-  for (const style of descendants(root, 'style')) {
-    if (attr(style, 'type') !== 'paragraph') continue;
-    const numPr = child(child(style, 'pPr'), 'numPr');
-    const ilvl = Number(val(child(numPr, 'ilvl')));
-    own.set(attr(style, 'styleId') ?? '', {
-      numId: val(child(numPr, 'numId')),
-      ilvl: Number.isInteger(ilvl) ? ilvl : undefined,
-      basedOn: val(child(style, 'basedOn')),
-    });
-  }
-  const resolve = (id: string, seen: Set<string>): { numId?: string; ilvl?: number } => {
-    const style = own.get(id);
-    if (!style || seen.has(id)) return {};
-    seen.add(id);
-    const inherited = style.basedOn ? resolve(style.basedOn, seen) : {};
-    return { numId: style.numId ?? inherited.numId, ilvl: style.ilvl ?? inherited.ilvl };
-  };
-  for (const id of own.keys()) {
-    const { numId, ilvl } = resolve(id, new Set());
-    if (numId && numId !== '0') styles.set(id, { numId, ilvl: ilvl ?? 0 });
-  }
-  return styles;
+  return numbered;
 }
 
 const ROMAN: Array<[number, string]> = [

@@ -26,6 +26,7 @@ import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { type DrawingTexts, rewriteForMammoth } from './docx-compat.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
+import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
 import { readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
@@ -92,45 +93,17 @@ const KNOWN_HEADING = /^(?:heading|überschrift) [1-9]$|^(?:title|titel)$/i;
  * level (w:outlineLvl 0-8: "Kapitel" set up as level 1), or one based on a heading style ("Abschnitt" based on
  * "heading 2") — mammoth maps styles by their exact names only, so their paragraphs were body text.
  */
-function headingStyles(zip: ZipArchive, file: string): string[] {
-  if (!zip.has('word/styles.xml')) return [];
-  let root: XmlElement;
-  try {
-    root = parseXml(sanitizeXml(zip.readText('word/styles.xml')), file, 'word/styles.xml');
-  } catch {
-    return []; // mammoth reports a broken styles part itself
-  }
-  const styles = new Map<string, { name: string; basedOn?: string; outline?: number }>();
-  for (const style of descendants(root, 'style')) {
-    if ((style.attrs['w:type'] ?? style.attrs.type) !== 'paragraph') continue;
-    const id = style.attrs['w:styleId'] ?? style.attrs.styleId;
-    const value = (name: string) => {
-      const element = descendants(style, name)[0];
-      return element?.attrs['w:val'] ?? element?.attrs.val;
-    };
-    const name = value('name');
-    if (!id || !name) continue;
-    const outline = Number(value('outlineLvl'));
-    styles.set(id, {
-      name,
-      basedOn: value('basedOn'),
-      ...(Number.isInteger(outline) && outline >= 0 && outline <= 8 && { outline }),
-    });
-  }
-  const levelOf = (id: string, seen = new Set<string>()): number | undefined => {
-    const style = styles.get(id);
-    if (!style || seen.has(id)) return undefined;
-    seen.add(id);
-    const named = /^(?:heading|überschrift) ([1-9])$/i.exec(style.name);
+function headingStyles(styles: ReadonlyMap<string, ParagraphStyle>): string[] {
+  const levelOf = (style: ParagraphStyle): number | undefined => {
+    const named = /^(?:heading|überschrift) ([1-9])$/i.exec(style.name ?? '');
     if (named) return Number(named[1]);
-    if (style.outline !== undefined) return style.outline + 1;
-    return style.basedOn ? levelOf(style.basedOn, seen) : undefined;
+    return style.outline === undefined ? undefined : style.outline + 1;
   };
   const lines: string[] = [];
-  for (const [id, style] of styles) {
-    if (KNOWN_HEADING.test(style.name) || style.name.includes("'")) continue;
-    const level = levelOf(id);
-    if (level !== undefined) lines.push(`p[style-name='${style.name}'] => h${Math.min(level, 6)}:fresh`);
+  for (const [id, { name }] of styles) {
+    if (!name || KNOWN_HEADING.test(name) || name.includes("'")) continue;
+    const level = inheritedFrom(styles, id, levelOf);
+    if (level !== undefined) lines.push(`p[style-name='${name}'] => h${Math.min(level, 6)}:fresh`);
   }
   return lines;
 }
@@ -154,9 +127,13 @@ function drawingTexts(zip: ZipArchive, part: string, file: string): DrawingTexts
 }
 
 /** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
-function buildCleanPackage(zip: ZipArchive, file: string): Uint8Array {
+function buildCleanPackage(
+  zip: ZipArchive,
+  file: string,
+  styles: ReadonlyMap<string, ParagraphStyle>,
+): Uint8Array {
   const reachable = reachableParts(zip, file);
-  const numbering = readNumbering(zip, file);
+  const numbering = readNumbering(zip, file, styles);
   const files: Record<string, [Uint8Array, { level: 0 }]> = {};
   for (const name of zip.names()) {
     const lower = name.toLowerCase();
@@ -503,7 +480,8 @@ export async function extractDocx(
   checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'docx', file);
   const zip = openZip(bytes, file, options);
-  const cleanPackage = buildCleanPackage(zip, file);
+  const styles = readParagraphStyles(zip, file);
+  const cleanPackage = buildCleanPackage(zip, file, styles);
 
   let html: string;
   const warnings: string[] = [];
@@ -511,7 +489,7 @@ export async function extractDocx(
     const result = await mammoth.convertToHtml(
       { buffer: Buffer.from(cleanPackage.buffer, cleanPackage.byteOffset, cleanPackage.byteLength) },
       {
-        styleMap: [...STYLE_MAP, ...headingStyles(zip, file)],
+        styleMap: [...STYLE_MAP, ...headingStyles(styles)],
         includeEmbeddedStyleMap: false,
         externalFileAccess: false,
         // count images, never read them (their bytes are not in the clean package)
