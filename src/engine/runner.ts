@@ -540,10 +540,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     return items;
   };
 
-  /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   /** the document each item in flight works on (a new file's is made while it is processed), by queue item id */
   const documentOf = new Map<number, number>();
 
+  /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   const processItem = async (
     item: QueueItem,
     itemSignal: AbortSignal,
@@ -1115,8 +1115,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     // index_optimize would ANALYZE the whole index on every idle run)
     const idle = documentSteps.length > 0 && totals.docsTotal === 0;
     if (idle) runLogger.info('no documents in this run: the steps after them are not run');
-    if (!runController.signal.aborted && !options.drain?.aborted && options.runPostSteps !== false && !idle)
-      await runRunSteps('post');
+    if (!stopClaiming.aborted && options.runPostSteps !== false && !idle) await runRunSteps('post');
   } catch (error) {
     runError = error;
     runLogger.error(`run failed: ${describeError(error)}`);
