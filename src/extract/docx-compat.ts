@@ -92,7 +92,9 @@ const DRAWING = /<w:drawing(?=[\s>])[\s\S]*?<\/w:drawing\s*>/g;
 const DIAGRAM_REF = /<(?:\w+:)?relIds\b[^>]*?\s(?:\w+:)?dm\s*=\s*"([^"]*)"/;
 const CHART_REF = /<(?:\w+:)?chart\b[^>]*?\s(?:\w+:)?id\s*=\s*"([^"]*)"/;
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/** A w:t element holding `text` (escaped, white space kept): text put into a part before mammoth reads it. */
+export const textElement = (text: string) =>
+  `<w:t xml:space="preserve">${text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')}</w:t>`;
 
 /** Each w:drawing of SmartArt or a chart with texts: replaced by those texts, one line each, in its run. */
 function drawingsAsText(xml: string, drawingTexts: DrawingTexts): string {
@@ -108,7 +110,7 @@ function drawingsAsText(xml: string, drawingTexts: DrawingTexts): string {
     if (!texts?.length) return drawing;
     return texts
       .flatMap((text) => text.split('\n'))
-      .map((line) => `<w:t xml:space="preserve">${escapeXml(line)}</w:t>`)
+      .map(textElement)
       .join('<w:br/>');
   });
 }

@@ -10,6 +10,7 @@
  * starting again where an instance overrides its start, and when a higher level counts on. Bullets and
  * levels without a label are left as they are.
  */
+import { textElement } from './docx-compat.js';
 import { inheritedFrom, type ParagraphStyle } from './docx-styles.js';
 import { attr, child, children, parseXml, sanitizeXml, type XmlElement } from './xml.js';
 import type { ZipArchive } from './zip.js';
@@ -142,8 +143,6 @@ function formatNumber(n: number, format: string): string | undefined {
   }
 }
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-
 const PARAGRAPH = /<w:p(?=[\s>])[^>]*>/g;
 const NUM_ID = /<w:numId\s+w:val\s*=\s*"([^"]*)"/;
 const ILVL = /<w:ilvl\s+w:val\s*=\s*"([^"]*)"/;
@@ -232,7 +231,7 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
     });
     if (missing || label.trim() === '') continue;
     const insertAt = pPrEnd < 0 ? afterStart : pPrEnd + '</w:pPr>'.length;
-    out += `${xml.slice(from, insertAt)}<w:r><w:t xml:space="preserve">${escapeXml(label)} </w:t></w:r>`;
+    out += `${xml.slice(from, insertAt)}<w:r>${textElement(`${label} `)}</w:r>`;
     from = insertAt;
   }
   return from === 0 ? xml : out + xml.slice(from);
