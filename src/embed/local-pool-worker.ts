@@ -1,11 +1,11 @@
 /**
  * Entry point of a local-hash-v2 worker thread (see local-pool.ts): embeds each job's texts with the same
- * function the main thread would run and sends the vectors back as transferred buffers (moved, not copied). A
- * job with maxChars holds chunk inputs: they are prepared and hashed here first (prepareChunkInputs).
+ * function the main thread would run and sends the vectors back as views of one transferred buffer (moved, not
+ * copied). A job with maxChars holds chunk inputs: they are prepared and hashed here first (prepareChunkInputs).
  */
 import { isMainThread, parentPort } from 'node:worker_threads';
 import { lowerThreadPriority } from '../util/thread-priority.js';
-import { embedLocalHash } from './local-hash.js';
+import { embedLocalHashMany } from './local-hash.js';
 import { prepareChunkInputs } from './prepare.js';
 import { EMBED_THREAD_NICE } from './thread-nice.js';
 
@@ -29,17 +29,13 @@ parentPort?.on('message', (job: LocalEmbedJob) => {
   try {
     let texts = job.texts;
     if (job.maxChars !== undefined) ({ texts, hashes } = prepareChunkInputs(texts, job.maxChars));
-    // read once, not per text: in the loop it was a megamorphic property load (~1% of the thread's time, perf)
-    const dimensions = job.dimensions;
-    vectors = texts.map((text) => embedLocalHash(text, dimensions));
+    vectors = embedLocalHashMany(texts, job.dimensions);
   } catch (error) {
     const reply: LocalEmbedReply = { id: job.id, error: (error as Error)?.message ?? String(error) };
     parentPort?.postMessage(reply);
     return;
   }
   const reply: LocalEmbedReply = { id: job.id, vectors, hashes };
-  parentPort?.postMessage(
-    reply,
-    vectors.map((v) => v.buffer as ArrayBuffer),
-  );
+  // the views share one buffer: moved once, and they arrive as views of it
+  parentPort?.postMessage(reply, vectors.length > 0 ? [vectors[0]!.buffer as ArrayBuffer] : []);
 });

@@ -14,15 +14,19 @@ export function blobToVector(blob: Uint8Array): Float32Array {
   return out;
 }
 
-/** Unit length, so that cosine similarity is a dot product. A zero vector stays zero. */
+/** Unit length, so that cosine similarity is a dot product: a normalised copy. A zero vector stays zero. */
 export function normalizeVector(vector: Float32Array): Float32Array {
+  return normalizeInPlace(new Float32Array(vector));
+}
+
+/** normalizeVector without the copy: the vector itself scaled to unit length (and returned). */
+export function normalizeInPlace(vector: Float32Array): Float32Array {
   let norm = 0;
   for (let i = 0; i < vector.length; i++) norm += vector[i] * vector[i];
-  const out = new Float32Array(vector.length);
-  if (norm === 0) return out;
+  if (norm === 0) return vector;
   const scale = 1 / Math.sqrt(norm);
-  for (let i = 0; i < vector.length; i++) out[i] = vector[i] * scale;
-  return out;
+  for (let i = 0; i < vector.length; i++) vector[i] = vector[i] * scale;
+  return vector;
 }
 
 /** How far the squared length of a float32 vector may be from 1 and still count as unit length (rounding). */
