@@ -1,7 +1,7 @@
 import { stepsToRun } from '../engine/checkpoints.js';
 import type { Engine } from '../engine/engine.js';
 import type { Plan } from '../engine/plan.js';
-import { scanSource } from '../engine/scan.js';
+import { scanSource, storedSourceRoot } from '../engine/scan.js';
 import { extractIsolated } from '../extract/isolate.js';
 import type { Estimate, LlmStepPlugin } from '../knowledge/estimate.js';
 import { chunkConfigFromJson, chunkDocument } from '../text/chunk.js';
@@ -94,7 +94,8 @@ export async function printDryRun(
   const files: Array<DryRunFile & { documentId: number | null }> = [];
   if (sourceDir) {
     const detect = plan.steps.find((s) => s.type === 'detect');
-    const scan = await scanSource(db, sourceDir, {
+    // the paths a run would store them under (storedSourceRoot), so that an unchanged file shows as unchanged
+    const scan = await scanSource(db, await storedSourceRoot(db, sourceDir), {
       extensions: (detect?.config.extensions as string[] | undefined) ?? [
         '.pdf',
         '.docx',

@@ -12,6 +12,7 @@ import { createProviders, describeProfile } from './providers.js';
 import { enqueueMany } from './queue.js';
 import { loadPluginRegistry, type PluginRegistry } from './registry.js';
 import { retractDocument } from './retract.js';
+import { pathsUnder } from './scan.js';
 
 /** One opened cpe: configuration, both databases, the plugin registry and the providers. */
 export interface Engine {
@@ -100,7 +101,6 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
       async requeueStale(plan, sourceDir, force) {
         const docSteps = plan.steps.filter((s) => s.phase === 'document');
         if (docSteps.length === 0) return 0; // nothing of a document is stale for a pipeline that has no document steps
-        const prefix = `${path.resolve(sourceDir)}${path.sep}`;
         const statuses = force ? "('done', 'failed')" : "('done')";
         const params: unknown[] = [plan.pipeline.id];
         const matches = docSteps
@@ -131,7 +131,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
                  ? ''
                  : `AND (SELECT COUNT(*) FROM step_checkpoints c WHERE c.document_id = d.id AND c.pipeline_id = ? AND (${matches})) < ${docSteps.length}`
              }`,
-          force ? [`${escapeLike(prefix)}%`] : [`${escapeLike(prefix)}%`, ...params],
+          force ? [pathsUnder(sourceDir)] : [pathsUnder(sourceDir), ...params],
         );
         await enqueueMany(
           db,
@@ -156,4 +156,3 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
 }
 
 /** LIKE pattern escaping with '!' (the one escape character both SQLite and MySQL read the same way) */
-const escapeLike = (value: string) => value.replace(/[!%_]/g, (c) => `!${c}`);

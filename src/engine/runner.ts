@@ -46,7 +46,7 @@ import {
   releaseQueueItem,
 } from './queue.js';
 import { noTotals, RunLog, type RunTotals } from './run-log.js';
-import { listableFile } from './scan.js';
+import { listableFile, storedSourceRoot } from './scan.js';
 import { StepError } from './step-error.js';
 
 /**
@@ -195,6 +195,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   // the process's other threads (V8's compiler and collector above all) yield to this one, which runs the pipeline
   if (engine.config.helperThreadNice > 0) lowerOtherThreads(engine.config.helperThreadNice);
   const db = engine.dbs.content.sql;
+  // a folder reached through a symbolic link is stored under its real path: one set of documents either way
+  if (options.sourceDir) options.sourceDir = await storedSourceRoot(db, options.sourceDir);
   const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) =>
     process.stderr.write(`${line}\n`),
   );

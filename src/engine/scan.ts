@@ -218,6 +218,41 @@ function listFiles(
   return files;
 }
 
+/** A LIKE pattern (with ESCAPE '!') for the paths under a folder. */
+export const pathsUnder = (folder: string): string =>
+  `${`${path.resolve(folder)}${path.sep}`.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+
+/**
+ * The path a source folder's documents are stored under: its real path, symbolic links resolved, so that the
+ * folder reached through a link and by its real path is one set of documents, not two. A folder whose documents
+ * were stored under a link's path (before cpe resolved links) keeps that path while none are stored under the
+ * real one: they are neither added a second time nor left behind. A folder that cannot be resolved (gone, not
+ * readable) is taken as given.
+ */
+export async function storedSourceRoot(db: SqlExecutor, folder: string): Promise<string> {
+  const given = path.resolve(folder);
+  let real: string;
+  try {
+    real = realpathSync(given);
+  } catch {
+    return given;
+  }
+  if (real === given) return real;
+  const storedUnder = async (root: string) =>
+    (
+      await db.query(`SELECT 1 AS one FROM documents WHERE source_path LIKE ? ESCAPE '!' LIMIT 1`, [
+        pathsUnder(root),
+      ])
+    ).length > 0;
+  return (await storedUnder(real)) || !(await storedUnder(given)) ? real : given;
+}
+
+/** storedSourceRoot for one file (`cpe file`): the path it is stored under, in its folder's stored path. */
+export async function storedFilePath(db: SqlExecutor, file: string): Promise<string> {
+  const given = path.resolve(file);
+  return path.join(await storedSourceRoot(db, path.dirname(given)), path.basename(given));
+}
+
 /**
  * The source folder, resolved; a configuration error when it is missing or not a folder. The commands that scan
  * call it before a run starts (found by the scan, it failed the run's detect step: exit 1, the reason three times).
@@ -266,7 +301,7 @@ export async function scanSource(
     options.leaveChangedWithinMs === undefined ? undefined : settledBefore(options.leaveChangedWithinMs);
   const leftChanging: string[] = [];
   const files = listFiles(root, options, ignored, unreadable);
-  const prefixPattern = `${root.replace(/[!%_]/g, (c) => `!${c}`)}${path.sep}%`;
+  const prefixPattern = pathsUnder(root);
 
   const recorded = new Map<string, { statKey: string; hash: string }>();
   if (options.useStatCache !== false) {

@@ -1,11 +1,11 @@
 import { stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import { newestVersion } from '../../engine/documents.js';
 import { planPipeline } from '../../engine/plan.js';
 import { enqueue } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
+import { storedFilePath } from '../../engine/scan.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { sha256File } from '../../util/hash.js';
 import { withEngine } from '../engine-options.js';
@@ -27,7 +27,8 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       assertRegistryHealthy(engine.registry);
-      const file = path.resolve(args.path);
+      // stored as a run of its folder stores it: under the folder's real path (storedSourceRoot)
+      const file = await storedFilePath(engine.dbs.content.sql, args.path);
       const info = await stat(file).catch(() => undefined);
       if (!info?.isFile()) throw new ConfigError(ErrorCodes.USAGE, `${file} is not a file`);
       const plan = await planPipeline(
