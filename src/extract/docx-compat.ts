@@ -10,7 +10,10 @@
  * - w:sdt showing its placeholder (w:showingPlcHdr: "Klicken oder tippen Sie hier, um Text einzugeben."): the
  *   control is empty, so it goes with its prompt;
  * - w:drawing of SmartArt or a chart: the texts of its data part, given by the caller (mammoth reads neither), as
- *   lines of the run that held the drawing.
+ *   lines of the run that held the drawing;
+ * - a paragraph's own w:outlineLvl (Word's "Gliederungsebene" set on the paragraph, not on its style; it wins over
+ *   the style's): the paragraph style becomes OUTLINE_STYLE_IDS' one for that level (heading levels 1-9, or body
+ *   text), which STYLE_MAP in docx.ts maps. Mammoth maps paragraphs by their style alone.
  *
  * String work over tags of fixed names, each found with indexOf or an anchored pattern that reads quoted attribute
  * values whole (an attribute may hold ">"): one pass per rewrite, linear in the part.
@@ -29,10 +32,18 @@ const MATH_TEXT = /<m:t(?=[\s>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*>(
 /** The texts of a drawing's data part by its relationship id (SmartArt: r:dm; chart: r:id), when there is one. */
 export type DrawingTexts = (relationshipId: string, kind: 'diagram' | 'chart') => string[] | undefined;
 
+/**
+ * The paragraph style ids a paragraph's own outline level is given as (w:outlineLvl 0-8: heading levels 1-9; 9:
+ * body text). Styles of these ids are not defined in the package; mammoth maps them by id all the same.
+ */
+export const OUTLINE_STYLE_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((level) => `CpeOutline${level}`);
+export const BODY_TEXT_STYLE_ID = 'CpeBodyText';
+
 /** The part with the elements above rewritten; a part without any comes back as it was. */
 export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): string {
   const drawings = drawingTexts !== undefined && xml.includes('<w:drawing');
   if (
+    !xml.includes('<w:outlineLvl') &&
     !xml.includes('<w:fldSimple') &&
     !xml.includes('<w:cr') &&
     !xml.includes('<w:dir') &&
@@ -47,7 +58,48 @@ export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): str
   out = out.replace(CARRIAGE_RETURN, '<w:br/>');
   if (out.includes('<m:oMath')) out = mathAsRuns(out);
   if (out.includes('<w:showingPlcHdr')) out = withoutPlaceholders(out);
+  if (out.includes('<w:outlineLvl')) out = outlineLevelsAsStyles(out);
   return drawings ? drawingsAsText(out, drawingTexts) : out;
+}
+
+const PARAGRAPH_PROPERTIES = tags('w:pPr');
+/** a tracked change of the paragraph's properties: what they were before, the last child of w:pPr */
+const PROPERTIES_CHANGE = /<w:pPrChange(?=[\s>])/;
+const OUTLINE_LEVEL = /<w:outlineLvl(?=[\s/>])[^>]*?\sw:val\s*=\s*"(\d+)"/;
+const PARAGRAPH_STYLE =
+  /<w:pStyle(?=[\s/>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*(?:\/>|>\s*<\/w:pStyle\s*>)/;
+
+/**
+ * Each w:pPr with an outline level of its own: its paragraph style set to the level's OUTLINE_STYLE_IDS entry.
+ * What a tracked change says the properties were before (w:pPrChange, holding a w:pPr of its own) is left alone.
+ */
+function outlineLevelsAsStyles(xml: string): string {
+  let out = '';
+  let from = 0;
+  let depth = 0;
+  let bodyStart = 0;
+  PARAGRAPH_PROPERTIES.lastIndex = 0;
+  for (let tag = PARAGRAPH_PROPERTIES.exec(xml); tag; tag = PARAGRAPH_PROPERTIES.exec(xml)) {
+    if (tag[0].endsWith('/>')) continue;
+    if (!tag[0].startsWith('</')) {
+      if (depth++ === 0) bodyStart = tag.index + tag[0].length;
+      continue;
+    }
+    if (depth === 0 || --depth > 0) continue; // a stray end tag, or the end of a w:pPrChange's w:pPr
+    const body = xml.slice(bodyStart, tag.index);
+    const change = body.search(PROPERTIES_CHANGE);
+    const own = change < 0 ? body : body.slice(0, change);
+    const level = OUTLINE_LEVEL.exec(own)?.[1];
+    if (level === undefined) continue;
+    const id = Number(level) <= 8 ? OUTLINE_STYLE_IDS[Number(level)]! : BODY_TEXT_STYLE_ID;
+    // body text needs doing only where a style (a heading's) would say otherwise
+    if (id === BODY_TEXT_STYLE_ID && !PARAGRAPH_STYLE.test(own)) continue;
+    const style = `<w:pStyle w:val="${id}"/>`;
+    const restyled = PARAGRAPH_STYLE.test(own) ? own.replace(PARAGRAPH_STYLE, style) : style + own;
+    out += xml.slice(from, bodyStart) + restyled + (change < 0 ? '' : body.slice(change));
+    from = tag.index;
+  }
+  return from === 0 ? xml : out + xml.slice(from);
 }
 
 const SDT = tags('w:sdt');

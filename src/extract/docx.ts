@@ -24,7 +24,12 @@ import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
-import { type DrawingTexts, rewriteForMammoth } from './docx-compat.js';
+import {
+  BODY_TEXT_STYLE_ID,
+  type DrawingTexts,
+  OUTLINE_STYLE_IDS,
+  rewriteForMammoth,
+} from './docx-compat.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
@@ -43,6 +48,9 @@ const STYLE_MAP = [
     `p[style-name='Heading ${n}'] => h6:fresh`,
     `p[style-name='Überschrift ${n}'] => h6:fresh`,
   ]),
+  // a paragraph's own outline level (docx-compat.ts gives it as a style)
+  ...OUTLINE_STYLE_IDS.map((id, i) => `p.${id} => h${Math.min(i + 1, 6)}:fresh`),
+  `p.${BODY_TEXT_STYLE_ID} => p:fresh`,
   "br[type='page'] => hr.cpe-page-break",
   // a column break separates text as a line break does (mammoth drops it otherwise: "Vor SpalteNach Spalte")
   "br[type='column'] => br",

@@ -243,6 +243,38 @@ describe('extract/docx', () => {
     expect(blockTexts(result, 'paragraph')).to.include('Nur ein Hinweis.');
   });
 
+  it("takes a paragraph's own outline level over its style's, and not one a tracked change took away", async () => {
+    const para = (text: string, properties: string) =>
+      `<w:p><w:pPr>${properties}</w:pPr><w:r><w:t>${text}</w:t></w:r></w:p>`;
+    const outline = (level: number) => `<w:outlineLvl w:val="${level}"/>`;
+    const earlier = (properties: string) =>
+      `<w:pPrChange w:id="7" w:author="Prüfer" w:date="2026-11-30T10:00:00Z"><w:pPr>${properties}</w:pPr></w:pPrChange>`;
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        para('Grundlagen der Moderation', outline(0)) +
+          para('Rollen im Workshop', `<w:pStyle w:val="Normal"/>${outline(1)}`) +
+          para('Vorbereitung', `${outline(2)}${earlier(outline(5))}`) +
+          para('Kein Kapitel mehr', earlier(outline(0))) +
+          para('Nur hervorgehoben', `<w:pStyle w:val="Heading1"/>${outline(9)}`) +
+          para('Tief gegliedert', outline(7)),
+      ),
+    });
+    const result = await extractDocx(edited, 'gliederung.docx', extractOptions);
+    const headings = result.blocks
+      .filter((b) => b.type === 'heading')
+      .map((b) => [result.text.slice(b.start, b.end), b.level]);
+    expect(headings).to.deep.include.members([
+      ['Grundlagen der Moderation', 1],
+      ['Rollen im Workshop', 2],
+      ['Vorbereitung', 3],
+      ['Tief gegliedert', 6],
+    ]);
+    const paragraphs = blockTexts(result, 'paragraph');
+    expect(paragraphs).to.include('Kein Kapitel mehr');
+    expect(paragraphs).to.include('Nur hervorgehoben');
+    expect(result.warnings).to.deep.equal([]);
+  });
+
   it('keeps the numbers Word shows before numbered headings and list items', async () => {
     const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
     const lvl = (ilvl: number, text: string, format = 'decimal', extra = '') =>
