@@ -189,21 +189,18 @@ export class RunLog {
 
   /** A run whose process is gone: failed, ended now, with the counts its step records say (it wrote none itself). */
   private async closeDeadRun(id: number, reason: string): Promise<void> {
-    const [counts] = await this.db.query<Record<string, number | null>>(
+    const [counts] = await this.db.query<Record<string, unknown>>(
       `SELECT COUNT(DISTINCT document_id) AS docs,
          SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok,
          SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
          SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END) AS skipped,
-         SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out
+         SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
+         (SELECT started_at FROM pipeline_runs WHERE id = ?) AS started_at
        FROM pipeline_step_runs WHERE run_id = ?`,
-      [id],
+      [id, id],
     );
     const n = (key: string) => Number(counts?.[key] ?? 0);
-    const [run] = await this.db.query<{ started_at: unknown }>(
-      'SELECT started_at FROM pipeline_runs WHERE id = ?',
-      [id],
-    );
-    const started = run ? parseSqlTime(run.started_at) : null;
+    const started = parseSqlTime(counts?.started_at);
     // until now: its real end came earlier, unseen
     const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
     await this.db.run(

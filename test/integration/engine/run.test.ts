@@ -163,8 +163,12 @@ for (const backend of testBackends()) {
           "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
           [summary.runId],
         );
-        const runStates = await logDb.query<{ status: string; error: string | null }>(
-          `SELECT status, error FROM pipeline_runs WHERE id IN (${runs.join(', ')}) ORDER BY id`,
+        const runStates = await logDb.query<{
+          status: string;
+          error: string | null;
+          duration_ms: number | null;
+        }>(
+          `SELECT status, error, duration_ms FROM pipeline_runs WHERE id IN (${runs.join(', ')}) ORDER BY id`,
         );
         if (backend === 'sqlite') {
           expect(summary.docsDone).to.equal(1);
@@ -175,6 +179,9 @@ for (const backend of testBackends()) {
           ]);
           expect(runStates.map((r) => r.status)).to.deep.equal(['failed', 'running', 'running']);
           expect(runStates[0]!.error).to.contain(`process ${gone} ended without finishing the run`);
+          // from its start until it was found dead
+          expect(Number(runStates[0]!.duration_ms)).to.be.at.least(0);
+          expect(runStates[0]!.duration_ms).to.not.equal(null);
         } else {
           expect(runStates.map((r) => r.status)).to.deep.equal(['running', 'running', 'running']);
           // a server's queue is shared by machines whose process ids this one cannot see: leases expire
