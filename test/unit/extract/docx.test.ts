@@ -17,6 +17,10 @@ import {
 const blockTexts = (doc: ExtractedDocument, type: string) =>
   doc.blocks.filter((b) => b.type === type).map((b) => doc.text.slice(b.start, b.end));
 
+/** The headings as [text, level]. */
+const headingsOf = (doc: ExtractedDocument) =>
+  doc.blocks.filter((b) => b.type === 'heading').map((b) => [doc.text.slice(b.start, b.end), b.level]);
+
 /** Inserts body XML just before the section properties (the end of the body). */
 const insertIntoBody = (xml: string) => (old: string) => {
   const at = old.lastIndexOf('<w:sectPr');
@@ -43,9 +47,7 @@ describe('extract/docx', () => {
   });
 
   it('turns Title and heading styles into title/heading blocks with levels', () => {
-    const headings = doc.blocks
-      .filter((b) => b.type === 'heading')
-      .map((b) => [doc.text.slice(b.start, b.end), b.level]);
+    const headings = headingsOf(doc);
     expect(blockTexts(doc, 'title')).to.deep.equal(['Handbuch für Prüfer']);
     expect(headings).to.deep.equal([
       ['Einführung', 1],
@@ -233,9 +235,7 @@ describe('extract/docx', () => {
       ),
     });
     const result = await extractDocx(edited, 'stile.docx', extractOptions);
-    const headings = result.blocks
-      .filter((b) => b.type === 'heading')
-      .map((b) => [result.text.slice(b.start, b.end), b.level]);
+    const headings = headingsOf(result);
     expect(headings).to.deep.include.members([
       ['Kapitel Zwei', 1],
       ['Aufbau der Prüfung', 2],
@@ -260,9 +260,7 @@ describe('extract/docx', () => {
       ),
     });
     const result = await extractDocx(edited, 'gliederung.docx', extractOptions);
-    const headings = result.blocks
-      .filter((b) => b.type === 'heading')
-      .map((b) => [result.text.slice(b.start, b.end), b.level]);
+    const headings = headingsOf(result);
     expect(headings).to.deep.include.members([
       ['Grundlagen der Moderation', 1],
       ['Rollen im Workshop', 2],
