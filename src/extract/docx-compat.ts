@@ -39,11 +39,16 @@ export type DrawingTexts = (relationshipId: string, kind: 'diagram' | 'chart') =
 export const OUTLINE_STYLE_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9].map((level) => `CpeOutline${level}`);
 export const BODY_TEXT_STYLE_ID = 'CpeBodyText';
 
-/** The part with the elements above rewritten; a part without any comes back as it was. */
-export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): string {
-  const drawings = drawingTexts !== undefined && xml.includes('<w:drawing');
+/**
+ * The part with the elements above rewritten; a part without any comes back as it was. Drawings and outline levels
+ * only in the document part (word/document.xml, given with its drawings' texts): styles.xml and numbering.xml hold
+ * properties of styles and list levels, not of paragraphs.
+ */
+export function rewriteForMammoth(xml: string, documentPart?: { drawingTexts: DrawingTexts }): string {
+  const drawings = documentPart !== undefined && xml.includes('<w:drawing');
+  const outlines = documentPart !== undefined && xml.includes('<w:outlineLvl');
   if (
-    !xml.includes('<w:outlineLvl') &&
+    !outlines &&
     !xml.includes('<w:fldSimple') &&
     !xml.includes('<w:cr') &&
     !xml.includes('<w:dir') &&
@@ -58,8 +63,8 @@ export function rewriteForMammoth(xml: string, drawingTexts?: DrawingTexts): str
   out = out.replace(CARRIAGE_RETURN, '<w:br/>');
   if (out.includes('<m:oMath')) out = mathAsRuns(out);
   if (out.includes('<w:showingPlcHdr')) out = withoutPlaceholders(out);
-  if (out.includes('<w:outlineLvl')) out = outlineLevelsAsStyles(out);
-  return drawings ? drawingsAsText(out, drawingTexts) : out;
+  if (outlines) out = outlineLevelsAsStyles(out);
+  return drawings ? drawingsAsText(out, documentPart.drawingTexts) : out;
 }
 
 const PARAGRAPH_PROPERTIES = tags('w:pPr');

@@ -151,9 +151,9 @@ function buildCleanPackage(
     let clean = sanitizeXml(zip.readText(name));
     const main = lower === 'word/document.xml';
     if (main && numbering) clean = withNumberLabels(clean, numbering);
-    const drawings = main ? drawingTexts(zip, name, file) : undefined;
+    const documentPart = main ? { drawingTexts: drawingTexts(zip, name, file) } : undefined;
     files[name] = [
-      utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean, drawings)),
+      utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean, documentPart)),
       { level: 0 },
     ];
   }

@@ -4,6 +4,7 @@ import { Document, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
 import { strToU8, unzipSync, zipSync } from 'fflate';
 import { type CpeError, ErrorCodes } from '../../../src/errors.js';
 import { extractDocx } from '../../../src/extract/docx.js';
+import { rewriteForMammoth } from '../../../src/extract/docx-compat.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
 import {
   buildZip,
@@ -271,6 +272,16 @@ describe('extract/docx', () => {
     expect(paragraphs).to.include('Kein Kapitel mehr');
     expect(paragraphs).to.include('Nur hervorgehoben');
     expect(result.warnings).to.deep.equal([]);
+  });
+
+  it("reads outline levels as a paragraph's own in the document part only, not in a style's properties", () => {
+    const styles =
+      '<w:styles><w:style w:type="paragraph" w:styleId="Kapitel"><w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style></w:styles>';
+    expect(rewriteForMammoth(styles)).to.equal(styles);
+    const body = '<w:body><w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:p></w:body>';
+    expect(rewriteForMammoth(body, { drawingTexts: () => undefined })).to.equal(
+      '<w:body><w:p><w:pPr><w:pStyle w:val="CpeOutline1"/><w:outlineLvl w:val="0"/></w:pPr></w:p></w:body>',
+    );
   });
 
   it('keeps the numbers Word shows before numbered headings and list items', async () => {
