@@ -234,13 +234,20 @@ class HtmlWalker {
     }
   }
 
-  /** A paragraph-like element; a page break inside it splits the text there. */
+  /**
+   * A paragraph-like element; a page break inside it splits the text there. A heading (or title) stays one: the
+   * breaks before its text start its page, those after it start pages after it, and a break inside its text is a
+   * space ("Kapitel 2", a page break, "Einleitung" is one heading, not an empty section and another).
+   */
   private inlineBlock(
     element: XmlElement,
     type: 'title' | 'heading' | 'paragraph' | 'list_item' | 'footnote',
     level?: number,
   ): void {
     let text = '';
+    const whole = type === 'heading' || type === 'title';
+    /** a heading's page breaks after its first text, taken once it is added */
+    let breaksAfter = 0;
     const flush = (): void => {
       this.builder.add(type, text, level);
       text = '';
@@ -251,6 +258,11 @@ class HtmlWalker {
         return;
       }
       if (node.name === 'hr') {
+        if (whole && text.trim() !== '') {
+          if (!/\s$/.test(text)) text += ' ';
+          breaksAfter++;
+          return;
+        }
         flush();
         this.newPage();
         return;
@@ -261,6 +273,7 @@ class HtmlWalker {
     };
     for (const node of element.children) walk(node);
     flush();
+    for (let i = 0; i < breaksAfter; i++) this.newPage();
   }
 
   /** Inline markup; returns text to append (children are walked through `walk`). */

@@ -109,6 +109,32 @@ describe('extract/docx', () => {
     expect(doc.pages[0]!.metadata.tables).to.equal(1);
   });
 
+  it('keeps a heading whole when a page break falls inside it, and starts the page where the break says', async () => {
+    const run = (text: string) => `<w:r><w:t xml:space="preserve">${text}</w:t></w:r>`;
+    const pageBreak = '<w:r><w:br w:type="page"/></w:r>';
+    const heading = (inner: string) => `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr>${inner}</w:p>`;
+    const paragraph = (text: string) => `<w:p>${run(text)}</w:p>`;
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        heading(run('Kapitel 2') + pageBreak + run('Einleitung')) +
+          paragraph('Der erste Absatz des Kapitels.') +
+          heading(pageBreak + run('Kapitel 3')) +
+          paragraph('Der zweite Absatz.'),
+      ),
+    });
+    const result = await extractDocx(edited, 'umbruch.docx', extractOptions);
+    const headings = headingsOf(result);
+    expect(headings).to.deep.include(['Kapitel 2 Einleitung', 1]);
+    expect(headings.map(([text]) => text)).to.not.include('Kapitel 2');
+    expect(headings.map(([text]) => text)).to.not.include('Einleitung');
+    const pageOf = (text: string) =>
+      result.blocks.find((b) => result.text.slice(b.start, b.end) === text)?.page;
+    const first = pageOf('Kapitel 2 Einleitung')!;
+    expect(pageOf('Der erste Absatz des Kapitels.')).to.equal(first + 1);
+    expect(pageOf('Kapitel 3')).to.equal(first + 2);
+    expect(pageOf('Der zweite Absatz.')).to.equal(first + 2);
+  });
+
   it('block offsets cut the text exactly', () => {
     for (const block of doc.blocks) expect(doc.text.slice(block.start, block.end).trim()).to.not.equal('');
     expect(doc.text.startsWith('Handbuch für Prüfer\n\nEinführung')).to.equal(true);
