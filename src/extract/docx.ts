@@ -12,7 +12,8 @@
  * original file: we read the parts through openZip (declared sizes, ratios and actual inflated bytes are
  * capped), strip DOCTYPEs and undeclared entities from every XML part, drop binary parts (media, embedded
  * objects) and hand mammoth a small uncompressed package built from the cleaned parts. Images are counted,
- * never read. Embedded documents (word/embeddings) are counted and noted, never opened: no recursion.
+ * never read. Embedded documents (word/embeddings) are counted and noted, never opened: no recursion. An
+ * altChunk of HTML, MHT or plain text is read into paragraphs first (docx-altchunk.ts); one of RTF or DOCX is not.
  *
  * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
  * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
@@ -24,6 +25,7 @@ import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
+import { type AltChunkPart, altChunksAsParagraphs } from './docx-altchunk.js';
 import {
   BODY_TEXT_STYLE_ID,
   type DrawingTexts,
@@ -33,7 +35,7 @@ import {
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
-import { readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
+import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
 import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
@@ -120,8 +122,7 @@ function headingStyles(styles: ReadonlyMap<string, ParagraphStyle>): string[] {
  * The texts of the SmartArt and chart parts a part's drawings refer to (mammoth reads neither): SmartArt nodes,
  * a chart's title, series and categories. A part that cannot be read gives none (its drawing stays a drawing).
  */
-function drawingTexts(zip: ZipArchive, part: string, file: string): DrawingTexts {
-  const rels = readRelationships(zip, part, file);
+function drawingTexts(zip: ZipArchive, rels: ReadonlyMap<string, Relationship>, file: string): DrawingTexts {
   return (id, kind) => {
     const rel = rels.get(id);
     if (!rel || rel.external || !zip.has(rel.target)) return undefined;
@@ -131,6 +132,15 @@ function drawingTexts(zip: ZipArchive, part: string, file: string): DrawingTexts
     } catch {
       return undefined;
     }
+  };
+}
+
+/** The parts the document part's altChunks name (read whole, within the archive's limits). */
+function altChunkParts(zip: ZipArchive, rels: ReadonlyMap<string, Relationship>): AltChunkPart {
+  return (id) => {
+    const rel = rels.get(id);
+    if (!rel || rel.external || !zip.has(rel.target)) return undefined;
+    return { bytes: zip.readBytes(rel.target), name: rel.target };
   };
 }
 
@@ -150,8 +160,10 @@ function buildCleanPackage(
     if (!reachable.has(lower)) continue;
     let clean = sanitizeXml(zip.readText(name));
     const main = lower === 'word/document.xml';
+    const rels = main ? readRelationships(zip, name, file) : undefined;
+    if (rels) clean = altChunksAsParagraphs(clean, altChunkParts(zip, rels));
     if (main && numbering) clean = withNumberLabels(clean, numbering);
-    const documentPart = main ? { drawingTexts: drawingTexts(zip, name, file) } : undefined;
+    const documentPart = rels ? { drawingTexts: drawingTexts(zip, rels, file) } : undefined;
     files[name] = [
       utf8.encode(lower.endsWith('.rels') ? clean : rewriteForMammoth(clean, documentPart)),
       { level: 0 },

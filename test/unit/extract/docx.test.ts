@@ -4,6 +4,7 @@ import { Document, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
 import { strToU8, unzipSync, zipSync } from 'fflate';
 import { type CpeError, ErrorCodes } from '../../../src/errors.js';
 import { extractDocx } from '../../../src/extract/docx.js';
+import { altChunksAsParagraphs } from '../../../src/extract/docx-altchunk.js';
 import { rewriteForMammoth } from '../../../src/extract/docx-compat.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
 import {
@@ -133,6 +134,65 @@ describe('extract/docx', () => {
     expect(pageOf('Der erste Absatz des Kapitels.')).to.equal(first + 1);
     expect(pageOf('Kapitel 3')).to.equal(first + 2);
     expect(pageOf('Der zweite Absatz.')).to.equal(first + 2);
+  });
+
+  it('reads altChunks of HTML, MHT and plain text; an embedded document stays unread, with a warning', async () => {
+    const rel = (id: string, target: string) =>
+      `<Relationship Id="${id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk" Target="${target}"/>`;
+    const chunk = (id: string) => `<w:altChunk r:id="${id}"/>`;
+    const html =
+      '<html><head><meta charset="utf-8"><title>Titel der Seite</title><style>p { color: red }</style></head><body>' +
+      '<h2>Importierte Regeln</h2><p>Die Pr&uuml;fung erfolgt j&auml;hrlich &amp; schriftlich.</p>' +
+      '<table><tr><td>Rolle</td><td>Aufgabe</td></tr></table><!-- ein Kommentar --></body></html>';
+    const mht =
+      'MIME-Version: 1.0\r\nContent-Type: multipart/related; boundary="----=_NextPart_01"\r\n\r\n' +
+      '------=_NextPart_01\r\nContent-Type: text/html; charset="windows-1252"\r\n' +
+      'Content-Transfer-Encoding: quoted-printable\r\n\r\n' +
+      '<html><body><p>Gr=FC=DFe aus der Schulung, mit einem Satz, der =\r\numgebrochen wird.</p></body></html>\r\n' +
+      '------=_NextPart_01--\r\n';
+    const edited = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        chunk('rIdHtml') + chunk('rIdMht') + chunk('rIdTxt') + chunk('rIdDocx'),
+      ),
+      'word/_rels/document.xml.rels': (old) =>
+        old.replace(
+          '</Relationships>',
+          `${rel('rIdHtml', 'afchunk1.htm')}${rel('rIdMht', 'afchunk2.mht')}${rel('rIdTxt', 'afchunk3.txt')}${rel('rIdDocx', 'afchunk4.docx')}</Relationships>`,
+        ),
+      'word/afchunk1.htm': html,
+      'word/afchunk2.mht': mht,
+      'word/afchunk3.txt': 'Erster Absatz\naus zwei Zeilen.\n\nZweiter Absatz.',
+      'word/afchunk4.docx': 'ein eingebettetes Dokument',
+    });
+    const result = await extractDocx(edited, 'eingebettet.docx', extractOptions);
+    expect(headingsOf(result)).to.deep.include(['Importierte Regeln', 2]);
+    const paragraphs = blockTexts(result, 'paragraph');
+    expect(paragraphs).to.include.members([
+      'Die Prüfung erfolgt jährlich & schriftlich.',
+      'Rolle | Aufgabe',
+      'Grüße aus der Schulung, mit einem Satz, der umgebrochen wird.',
+      'Erster Absatz aus zwei Zeilen.',
+      'Zweiter Absatz.',
+    ]);
+    for (const hidden of ['Titel der Seite', 'color: red', 'Kommentar', 'eingebettetes'])
+      expect(result.text).to.not.contain(hidden);
+    expect(result.warnings.filter((w) => w.includes('altChunk'))).to.have.length(1);
+  });
+
+  it('reads hostile HTML in an altChunk in one pass: unclosed comments, scripts, quotes and tags', () => {
+    const hostile = `<p>Vorher</p>${'<a title="'.repeat(20_000)}${'<!--'.repeat(20_000)}`;
+    const part = (id: string) =>
+      id === 'rId1' ? { bytes: new TextEncoder().encode(hostile), name: 'word/afchunk.htm' } : undefined;
+    const open = `<p>Vorher</p>${'<script>x'.repeat(20_000)}`;
+    const other = (id: string) =>
+      id === 'rId1' ? { bytes: new TextEncoder().encode(open), name: 'word/afchunk.htm' } : undefined;
+    const chunk = '<w:altChunk r:id="rId1"/>';
+    expect(altChunksAsParagraphs(chunk, part)).to.contain('Vorher');
+    expect(altChunksAsParagraphs(chunk, other)).to.contain('Vorher');
+    // an altChunk left open is not read past the next one
+    expect(altChunksAsParagraphs(`${'<w:altChunk r:id="rId2">'.repeat(20_000)}${chunk}`, part)).to.contain(
+      'Vorher',
+    );
   });
 
   it('block offsets cut the text exactly', () => {

@@ -1,0 +1,235 @@
+/**
+ * w:altChunk: content another program put into a Word document in a format of its own (HTML, MHT, plain text,
+ * RTF, another DOCX), which Word converts when it opens the document. Mammoth skips it, text and all. HTML, MHT
+ * (the HTML of its first text/html part) and plain text are read here into paragraphs, HTML headings as headings
+ * (OUTLINE_STYLE_IDS). RTF and embedded documents stay as they are: no second reader, no recursion into another
+ * package. Mammoth then reports them as ignored elements, and extractDocx warns that their text is not extracted.
+ */
+import { OUTLINE_STYLE_IDS, textElement } from './docx-compat.js';
+import { decodeText } from './txt.js';
+
+/** A part's bytes and content type by the relationship id an altChunk names; undefined when it has none. */
+export type AltChunkPart = (relationshipId: string) => { bytes: Uint8Array; name: string } | undefined;
+
+interface Paragraph {
+  text: string;
+  /** heading level 1-6 (h1-h6) */
+  heading?: number;
+}
+
+/** an altChunk, self-closed or with its properties; an element left open is not read past the next one */
+const ALT_CHUNK =
+  /<w:altChunk(?=[\s/>])((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(?:\/>|>(?:(?!<w:altChunk\b)[\s\S])*?<\/w:altChunk\s*>)/g;
+const RELATIONSHIP_ID = /\sr:id\s*=\s*"([^"]*)"/;
+
+/** The document part with each altChunk of HTML, MHT or plain text replaced by its paragraphs. */
+export function altChunksAsParagraphs(xml: string, part: AltChunkPart): string {
+  if (!xml.includes('<w:altChunk')) return xml;
+  return xml.replace(ALT_CHUNK, (element, attributes: string) => {
+    const id = RELATIONSHIP_ID.exec(attributes)?.[1];
+    const found = id === undefined ? undefined : part(id);
+    const paragraphs = found && chunkParagraphs(found.bytes, found.name);
+    if (!paragraphs) return element;
+    return paragraphs
+      .map(({ text, heading }) => {
+        const style = heading ? `<w:pPr><w:pStyle w:val="${OUTLINE_STYLE_IDS[heading - 1]}"/></w:pPr>` : '';
+        return `<w:p>${style}<w:r>${textElement(text)}</w:r></w:p>`;
+      })
+      .join('');
+  });
+}
+
+/** The paragraphs of an altChunk part by its name; undefined for a format not read here (RTF, DOCX, ...). */
+function chunkParagraphs(bytes: Uint8Array, name: string): Paragraph[] | undefined {
+  const extension = /\.([a-z0-9]+)$/i.exec(name)?.[1]?.toLowerCase();
+  if (extension === 'htm' || extension === 'html' || extension === 'xhtml')
+    return htmlParagraphs(decodeHtml(bytes));
+  if (extension === 'mht' || extension === 'mhtml') {
+    const html = mhtHtml(bytes);
+    return html === undefined ? undefined : htmlParagraphs(html);
+  }
+  if (extension === 'txt') {
+    return decodeText(bytes)
+      .text.split(/\r?\n\s*\r?\n/)
+      .map((text) => ({ text: text.replace(/\s+/g, ' ').trim() }))
+      .filter((p) => p.text !== '');
+  }
+  return undefined;
+}
+
+/** HTML bytes as text: the charset its meta element names, else detected (BOM, UTF-8, Windows-1252). */
+function decodeHtml(bytes: Uint8Array, charset?: string): string {
+  const head = new TextDecoder('latin1').decode(bytes.subarray(0, 2048));
+  const named = charset ?? /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head)?.[1];
+  if (named && !/^utf-?8$/i.test(named)) {
+    try {
+      return new TextDecoder(named).decode(bytes);
+    } catch {
+      // a charset TextDecoder does not know: detected instead
+    }
+  }
+  return decodeText(bytes).text;
+}
+
+/**
+ * The HTML of an MHT (MIME HTML) part: its first text/html part, quoted-printable or base64 decoded, in the charset
+ * that part names. undefined when it has none.
+ */
+function mhtHtml(bytes: Uint8Array): string | undefined {
+  const raw = new TextDecoder('latin1').decode(bytes);
+  const boundary = /boundary\s*=\s*"?([^"\r\n;]+)"?/i.exec(raw)?.[1];
+  const parts = boundary ? raw.split(`--${boundary}`) : [raw];
+  for (const section of parts) {
+    const split = /\r?\n\r?\n/.exec(section);
+    if (!split) continue;
+    const headers = section.slice(0, split.index);
+    if (!/content-type:\s*text\/html/i.test(headers)) continue;
+    const body = section.slice(split.index + split[0].length);
+    const encoding = /content-transfer-encoding:\s*([\w-]+)/i.exec(headers)?.[1]?.toLowerCase();
+    const charset = /charset\s*=\s*"?([\w-]+)/i.exec(headers)?.[1];
+    const decoded =
+      encoding === 'base64'
+        ? new Uint8Array(Buffer.from(body.replace(/\s+/g, ''), 'base64'))
+        : encoding === 'quoted-printable'
+          ? quotedPrintable(body)
+          : Uint8Array.from(body, (c) => c.charCodeAt(0) & 0xff);
+    return decodeHtml(decoded, charset);
+  }
+  return undefined;
+}
+
+/** Quoted-printable (RFC 2045) to bytes: soft line breaks dropped, =XX decoded. */
+function quotedPrintable(text: string): Uint8Array {
+  const joined = text.replace(/=\r?\n/g, '');
+  const out: number[] = [];
+  for (let i = 0; i < joined.length; i++) {
+    const hex = joined[i] === '=' ? joined.slice(i + 1, i + 3) : '';
+    if (/^[0-9A-Fa-f]{2}$/.test(hex)) {
+      out.push(Number.parseInt(hex, 16));
+      i += 2;
+    } else {
+      out.push(joined.charCodeAt(i) & 0xff);
+    }
+  }
+  return Uint8Array.from(out);
+}
+
+/** Elements whose start or end ends a paragraph. */
+const BLOCK = new Set(
+  (
+    'p div br li tr table ul ol dl dt dd blockquote pre hr section article header footer h1 h2 h3 h4 h5 h6 body ' +
+    'caption figcaption'
+  ).split(' '),
+);
+const CELL = new Set(['td', 'th']);
+/** a start or end tag; it never reaches past the next "<", so a tag left open costs one scan to there */
+const TAG = /<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^<>]*>/g;
+
+const HIDDEN_START = /<!--|<(script|style|head|title)\b/gi;
+
+/**
+ * The HTML without what a browser does not show: comments, and script, style, head and title elements. One left
+ * open runs to the end, as in a browser; each is found with one forward search (no pattern that backtracks).
+ */
+function shownHtml(html: string): string {
+  const lower = html.toLowerCase();
+  let out = '';
+  let from = 0;
+  HIDDEN_START.lastIndex = 0;
+  for (let start = HIDDEN_START.exec(html); start; start = HIDDEN_START.exec(html)) {
+    out += html.slice(from, start.index);
+    const element = start[1]?.toLowerCase();
+    const end = lower.indexOf(element ? `</${element}` : '-->', start.index + start[0].length);
+    if (end < 0) return out;
+    const after = element ? lower.indexOf('>', end) : end + 2;
+    from = after < 0 ? html.length : after + 1;
+    HIDDEN_START.lastIndex = from;
+  }
+  return out + html.slice(from);
+}
+
+/** HTML as paragraphs: text between block elements, white space collapsed, table cells joined by " | ". */
+function htmlParagraphs(html: string): Paragraph[] {
+  const body = shownHtml(html);
+  const paragraphs: Paragraph[] = [];
+  let text = '';
+  let heading: number | undefined;
+  const flush = () => {
+    const value = decodeEntities(text)
+      .replace(/\s+/g, ' ')
+      .replace(/^[\s|]+|[\s|]+$/g, '')
+      .trim();
+    if (value !== '') paragraphs.push(heading ? { text: value, heading } : { text: value });
+    text = '';
+    heading = undefined;
+  };
+  let from = 0;
+  TAG.lastIndex = 0;
+  for (let tag = TAG.exec(body); tag; tag = TAG.exec(body)) {
+    text += body.slice(from, tag.index);
+    from = tag.index + tag[0].length;
+    const name = tag[2]!.toLowerCase();
+    if (CELL.has(name)) {
+      if (tag[1]) text += ' | ';
+      continue;
+    }
+    if (!BLOCK.has(name)) continue;
+    flush();
+    const level = /^h([1-6])$/.exec(name)?.[1];
+    if (level && !tag[1]) heading = Number(level);
+  }
+  text += body.slice(from);
+  flush();
+  return paragraphs;
+}
+
+const NAMED: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: ' ',
+  auml: 'ä',
+  ouml: 'ö',
+  uuml: 'ü',
+  Auml: 'Ä',
+  Ouml: 'Ö',
+  Uuml: 'Ü',
+  szlig: 'ß',
+  euro: '€',
+  ndash: '–',
+  mdash: '—',
+  bdquo: '„',
+  ldquo: '“',
+  rdquo: '”',
+  sbquo: '‚',
+  lsquo: '‘',
+  rsquo: '’',
+  hellip: '…',
+  sect: '§',
+  para: '¶',
+  deg: '°',
+  middot: '·',
+  bull: '•',
+  copy: '©',
+  reg: '®',
+  shy: '\u00ad',
+  laquo: '«',
+  raquo: '»',
+  eacute: 'é',
+  egrave: 'è',
+  agrave: 'à',
+};
+
+/** Character references: named (the common ones), decimal and hexadecimal; an unknown one stays as written. */
+function decodeEntities(text: string): string {
+  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+\d*);/gi, (reference, name: string) => {
+    if (name[0] !== '#') return NAMED[name] ?? reference;
+    const code =
+      name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number(name.slice(1));
+    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+      ? String.fromCodePoint(code)
+      : '\uFFFD';
+  });
+}
