@@ -7,6 +7,7 @@
  */
 import { OUTLINE_STYLE_IDS, textElement } from './docx-compat.js';
 import { decodeText } from './txt.js';
+import { decodeEntities, PREDEFINED_ENTITIES } from './xml.js';
 
 /** A part's bytes and content type by the relationship id an altChunk names; undefined when it has none. */
 export type AltChunkPart = (relationshipId: string) => { bytes: Uint8Array; name: string } | undefined;
@@ -155,7 +156,7 @@ function htmlParagraphs(html: string): Paragraph[] {
   let text = '';
   let heading: number | undefined;
   const flush = () => {
-    const value = decodeEntities(text)
+    const value = decodeEntities(text, HTML_ENTITIES, true)
       .replace(/\s+/g, ' ')
       .replace(/^[\s|]+|[\s|]+$/g, '')
       .trim();
@@ -183,12 +184,9 @@ function htmlParagraphs(html: string): Paragraph[] {
   return paragraphs;
 }
 
-const NAMED: Record<string, string> = {
-  amp: '&',
-  lt: '<',
-  gt: '>',
-  quot: '"',
-  apos: "'",
+/** The named character references German HTML uses most, beside XML's five; others stay as written. */
+const HTML_ENTITIES: Readonly<Record<string, string>> = {
+  ...PREDEFINED_ENTITIES,
   nbsp: ' ',
   auml: 'ä',
   ouml: 'ö',
@@ -206,6 +204,8 @@ const NAMED: Record<string, string> = {
   sbquo: '‚',
   lsquo: '‘',
   rsquo: '’',
+  laquo: '«',
+  raquo: '»',
   hellip: '…',
   sect: '§',
   para: '¶',
@@ -215,21 +215,7 @@ const NAMED: Record<string, string> = {
   copy: '©',
   reg: '®',
   shy: '\u00ad',
-  laquo: '«',
-  raquo: '»',
   eacute: 'é',
   egrave: 'è',
   agrave: 'à',
 };
-
-/** Character references: named (the common ones), decimal and hexadecimal; an unknown one stays as written. */
-function decodeEntities(text: string): string {
-  return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+\d*);/gi, (reference, name: string) => {
-    if (name[0] !== '#') return NAMED[name] ?? reference;
-    const code =
-      name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number(name.slice(1));
-    return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
-      ? String.fromCodePoint(code)
-      : '\uFFFD';
-  });
-}

@@ -66,12 +66,25 @@ function doctypeEnd(xml: string, start: number): number {
 }
 
 const ENTITY = /&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z_][\w.-]*);/g;
-const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+export const PREDEFINED_ENTITIES: Readonly<Record<string, string>> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+};
 
-/** Decodes predefined and numeric entities; drops references to undeclared (i.e. removed) entities. */
-export function decodeEntities(text: string): string {
+/**
+ * Decodes numeric entities and the named ones in `names` (XML's predefined five by default); drops references to
+ * other names (undeclared, i.e. removed, entities), or keeps them as written with `keepUnknown` (HTML).
+ */
+export function decodeEntities(
+  text: string,
+  names: Readonly<Record<string, string>> = PREDEFINED_ENTITIES,
+  keepUnknown = false,
+): string {
   if (!text.includes('&')) return text;
-  return text.replace(ENTITY, (_match, ref: string) => {
+  return text.replace(ENTITY, (match, ref: string) => {
     if (ref.startsWith('#')) {
       const code =
         ref[1] === 'x' || ref[1] === 'X'
@@ -81,7 +94,8 @@ export function decodeEntities(text: string): string {
         ? String.fromCodePoint(code)
         : '';
     }
-    return PREDEFINED[ref] ?? '';
+    if (Object.hasOwn(names, ref)) return names[ref]!;
+    return keepUnknown ? match : '';
   });
 }
 
@@ -92,7 +106,7 @@ export function decodeEntities(text: string): string {
 export function sanitizeXml(xml: string): string {
   // entity references first: a removed one cannot join the text around it into a DOCTYPE the pass below misses
   const text = xml.replace(/&([A-Za-z_][\w.-]*);/g, (match, name: string) =>
-    name in PREDEFINED ? match : '',
+    Object.hasOwn(PREDEFINED_ENTITIES, name) ? match : '',
   );
   // one pass over the text (a search from the start after each removal took minutes for 40,000 DOCTYPEs)
   const doctype = /<!DOCTYPE/gi;

@@ -4,6 +4,7 @@ import { ErrorCodes, FileError } from '../../../src/errors.js';
 import {
   attr,
   children,
+  decodeEntities,
   descendants,
   MAX_XML_DEPTH,
   parseXml,
@@ -21,6 +22,13 @@ describe('extract/xml', () => {
     );
     expect(root.local).to.equal('p');
     expect(descendants(root, 't').map(textContent)).to.deep.equal(['A & B', ' äü ', '<Ende>']);
+  });
+
+  it("takes the names of an object's prototype (constructor, toString) for no entities", () => {
+    const xml = '<w:t>a&constructor;b&toString;c&amp;</w:t>';
+    expect(sanitizeXml(xml)).to.equal('<w:t>abc&amp;</w:t>');
+    expect(decodeEntities('a&constructor;b&hasOwnProperty;c')).to.equal('abc');
+    expect(decodeEntities('a&constructor;b&auml;', { auml: 'ä' }, true)).to.equal('a&constructor;bä');
   });
 
   it('keeps CDATA literally and reads attributes by local name', () => {
