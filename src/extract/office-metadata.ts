@@ -89,7 +89,7 @@ export function readCoreProperties(zip: ZipArchive, file: string): Record<string
     const root = parseXml(zip.readText(corePart), file, corePart);
     const props: Record<string, string> = {};
     for (const element of children(root)) {
-      const key = CORE_FIELDS[element.local];
+      const key = Object.hasOwn(CORE_FIELDS, element.local) ? CORE_FIELDS[element.local] : undefined;
       const value = textContent(element).trim();
       if (key && value) props[key] = value;
     }

@@ -195,6 +195,16 @@ describe('extract/docx', () => {
     );
   });
 
+  it("reads no property named like one of every object's (constructor) from the core properties", async () => {
+    const edited = editPackage(docx, {
+      'docProps/core.xml': (old) =>
+        old.replace('</cp:coreProperties>', '<dc:constructor>x</dc:constructor></cp:coreProperties>'),
+    });
+    const result = await extractDocx(edited, 'eigenschaften.docx', extractOptions);
+    expect(result.metadata.title).to.equal('Handbuch Qualitätssicherung');
+    expect(Object.keys(result.metadata).filter((k) => k.includes('function'))).to.deep.equal([]);
+  });
+
   it('block offsets cut the text exactly', () => {
     for (const block of doc.blocks) expect(doc.text.slice(block.start, block.end).trim()).to.not.equal('');
     expect(doc.text.startsWith('Handbuch für Prüfer\n\nEinführung')).to.equal(true);
