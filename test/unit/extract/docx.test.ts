@@ -180,17 +180,17 @@ describe('extract/docx', () => {
   });
 
   it('reads hostile HTML in an altChunk in one pass: unclosed comments, scripts, quotes and tags', () => {
-    const hostile = `<p>Vorher</p>${'<a title="'.repeat(20_000)}${'<!--'.repeat(20_000)}`;
+    const hostile = `<p>Vorher</p>${'<a title="'.repeat(80_000)}${'<!--'.repeat(80_000)}`;
     const part = (id: string) =>
       id === 'rId1' ? { bytes: new TextEncoder().encode(hostile), name: 'word/afchunk.htm' } : undefined;
-    const open = `<p>Vorher</p>${'<script>x'.repeat(20_000)}`;
+    const open = `<p>Vorher</p>${'<script>x'.repeat(80_000)}`;
     const other = (id: string) =>
       id === 'rId1' ? { bytes: new TextEncoder().encode(open), name: 'word/afchunk.htm' } : undefined;
     const chunk = '<w:altChunk r:id="rId1"/>';
     expect(altChunksAsParagraphs(chunk, part)).to.contain('Vorher');
     expect(altChunksAsParagraphs(chunk, other)).to.contain('Vorher');
     // an altChunk left open is not read past the next one
-    expect(altChunksAsParagraphs(`${'<w:altChunk r:id="rId2">'.repeat(20_000)}${chunk}`, part)).to.contain(
+    expect(altChunksAsParagraphs(`${'<w:altChunk r:id="rId2">'.repeat(80_000)}${chunk}`, part)).to.contain(
       'Vorher',
     );
   });
