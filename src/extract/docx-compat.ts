@@ -67,33 +67,66 @@ export function rewriteForMammoth(xml: string, documentPart?: { drawingTexts: Dr
   return drawings ? drawingsAsText(out, documentPart.drawingTexts) : out;
 }
 
-const PARAGRAPH_PROPERTIES = tags('w:pPr');
-/** a tracked change of the paragraph's properties: what they were before, the last child of w:pPr */
-const PROPERTIES_CHANGE = /<w:pPrChange(?=[\s>])/;
 const OUTLINE_LEVEL = /<w:outlineLvl(?=[\s/>])[^>]*?\sw:val\s*=\s*"(\d+)"/;
 const PARAGRAPH_STYLE =
   /<w:pStyle(?=[\s/>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*(?:\/>|>\s*<\/w:pStyle\s*>)/;
+const PROPERTIES_TAG = /<w:pPr(?=[\s>])[^>]*>|<\/w:pPr>/g;
+
+/** A paragraph's properties (w:pPr) as paragraphProperties reads them. */
+export interface ParagraphProperties {
+  /** where its content starts (after its start tag) */
+  bodyStart: number;
+  /** where its end tag starts */
+  end: number;
+  /** its own properties */
+  own: string;
+  /** what a tracked change says they were before (w:pPrChange, the last child), '' without one */
+  change: string;
+}
+
+/**
+ * The w:pPr whose start tag is at `start`, split into the paragraph's own properties and a tracked change's old
+ * ones (w:pPrChange holds a w:pPr of its own); undefined when it is self-closed or never closed.
+ */
+export function paragraphProperties(xml: string, start: number): ParagraphProperties | undefined {
+  let depth = 0;
+  let bodyStart = -1;
+  PROPERTIES_TAG.lastIndex = start;
+  for (let tag = PROPERTIES_TAG.exec(xml); tag; tag = PROPERTIES_TAG.exec(xml)) {
+    if (!tag[0].startsWith('</')) {
+      if (tag[0].endsWith('/>')) {
+        if (depth === 0) return undefined;
+        continue;
+      }
+      if (depth++ === 0) bodyStart = tag.index + tag[0].length;
+      continue;
+    }
+    if (--depth > 0) continue;
+    const body = xml.slice(bodyStart, tag.index);
+    const change = body.indexOf('<w:pPrChange');
+    return change < 0
+      ? { bodyStart, end: tag.index, own: body, change: '' }
+      : { bodyStart, end: tag.index, own: body.slice(0, change), change: body.slice(change) };
+  }
+  return undefined;
+}
+
+const PROPERTIES_START = /<w:pPr(?=[\s>])/g;
 
 /**
  * Each w:pPr with an outline level of its own: its paragraph style set to the level's OUTLINE_STYLE_IDS entry.
- * What a tracked change says the properties were before (w:pPrChange, holding a w:pPr of its own) is left alone.
+ * What a tracked change says the properties were before is left alone.
  */
 function outlineLevelsAsStyles(xml: string): string {
   let out = '';
   let from = 0;
-  let depth = 0;
-  let bodyStart = 0;
-  PARAGRAPH_PROPERTIES.lastIndex = 0;
-  for (let tag = PARAGRAPH_PROPERTIES.exec(xml); tag; tag = PARAGRAPH_PROPERTIES.exec(xml)) {
-    if (tag[0].endsWith('/>')) continue;
-    if (!tag[0].startsWith('</')) {
-      if (depth++ === 0) bodyStart = tag.index + tag[0].length;
-      continue;
-    }
-    if (depth === 0 || --depth > 0) continue; // a stray end tag, or the end of a w:pPrChange's w:pPr
-    const body = xml.slice(bodyStart, tag.index);
-    const change = body.search(PROPERTIES_CHANGE);
-    const own = change < 0 ? body : body.slice(0, change);
+  PROPERTIES_START.lastIndex = 0;
+  for (let tag = PROPERTIES_START.exec(xml); tag; tag = PROPERTIES_START.exec(xml)) {
+    const properties = paragraphProperties(xml, tag.index);
+    if (!properties) continue;
+    // the w:pPr inside its tracked change is part of it
+    PROPERTIES_START.lastIndex = properties.end;
+    const { own, change } = properties;
     const level = OUTLINE_LEVEL.exec(own)?.[1];
     if (level === undefined) continue;
     const id = Number(level) <= 8 ? OUTLINE_STYLE_IDS[Number(level)]! : BODY_TEXT_STYLE_ID;
@@ -101,8 +134,8 @@ function outlineLevelsAsStyles(xml: string): string {
     if (id === BODY_TEXT_STYLE_ID && !PARAGRAPH_STYLE.test(own)) continue;
     const style = `<w:pStyle w:val="${id}"/>`;
     const restyled = PARAGRAPH_STYLE.test(own) ? own.replace(PARAGRAPH_STYLE, style) : style + own;
-    out += xml.slice(from, bodyStart) + restyled + (change < 0 ? '' : body.slice(change));
-    from = tag.index;
+    out += xml.slice(from, properties.bodyStart) + restyled + change;
+    from = properties.end;
   }
   return from === 0 ? xml : out + xml.slice(from);
 }

@@ -10,7 +10,7 @@
  * starting again where an instance overrides its start, and when a higher level counts on. Bullets and
  * levels without a label are left as they are.
  */
-import { textElement } from './docx-compat.js';
+import { paragraphProperties, textElement } from './docx-compat.js';
 import { inheritedFrom, type ParagraphStyle } from './docx-styles.js';
 import { attr, child, children, parseXml, sanitizeXml, type XmlElement } from './xml.js';
 import type { ZipArchive } from './zip.js';
@@ -163,20 +163,6 @@ function elementRanges(xml: string, name: string): Array<[number, number]> {
   return ranges;
 }
 
-/** Where the w:pPr that starts at `from` ends (its end tag's index): a tracked change inside holds a w:pPr too. */
-function closingPPr(xml: string, from: number): number {
-  let depth = 0;
-  const tag = /<w:pPr(?=[\s>])[^>]*>|<\/w:pPr>/g;
-  tag.lastIndex = from;
-  for (let match = tag.exec(xml); match; match = tag.exec(xml)) {
-    if (match[0].startsWith('</')) {
-      depth--;
-      if (depth === 0) return match.index;
-    } else if (!match[0].endsWith('/>')) depth++;
-  }
-  return -1;
-}
-
 /**
  * document.xml with the label of each numbered paragraph as its first run ("1.1 ", "Schritt 2: "), counted in
  * document order. A paragraph numbered by its w:numPr or its style's; numId 0 switches numbering off.
@@ -196,13 +182,12 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
     const at = match.index;
     if (hidden.some(([start, end]) => start <= at && at < end)) continue;
     const afterStart = match.index + match[0].length;
-    const pPrEnd = /^<w:pPr[\s>]/.test(xml.slice(afterStart, afterStart + 7))
-      ? closingPPr(xml, afterStart)
-      : -1;
-    // its own properties: a tracked change's old ones (w:pPrChange, last in w:pPr) left out
-    const whole = pPrEnd < 0 ? '' : xml.slice(afterStart, pPrEnd);
-    const change = whole.indexOf('<w:pPrChange');
-    const properties = change < 0 ? whole : whole.slice(0, change);
+    // its own properties: a tracked change's old ones left out
+    const own = /^<w:pPr[\s>]/.test(xml.slice(afterStart, afterStart + 7))
+      ? paragraphProperties(xml, afterStart)
+      : undefined;
+    const pPrEnd = own ? own.end : -1;
+    const properties = own?.own ?? '';
     const numPr = properties.includes('<w:numPr') ? properties : '';
     const styled = numbering.styles.get(STYLE.exec(properties)?.[1] ?? '');
     const numId = NUM_ID.exec(numPr)?.[1] ?? styled?.numId;
