@@ -124,10 +124,10 @@ function headingStyles(styles: ReadonlyMap<string, ParagraphStyle>): string[] {
  */
 function drawingTexts(zip: ZipArchive, rels: ReadonlyMap<string, Relationship>, file: string): DrawingTexts {
   return (id, kind) => {
-    const rel = rels.get(id);
-    if (!rel || rel.external || !zip.has(rel.target)) return undefined;
+    const target = packagePart(zip, rels, id);
+    if (target === undefined) return undefined;
     try {
-      const root = parseXml(sanitizeXml(zip.readText(rel.target)), file, rel.target);
+      const root = parseXml(sanitizeXml(zip.readText(target)), file, target);
       return kind === 'diagram' ? smartArtTexts(root) : chartTexts(root);
     } catch {
       return undefined;
@@ -138,10 +138,19 @@ function drawingTexts(zip: ZipArchive, rels: ReadonlyMap<string, Relationship>, 
 /** The parts the document part's altChunks name (read whole, within the archive's limits). */
 function altChunkParts(zip: ZipArchive, rels: ReadonlyMap<string, Relationship>): AltChunkPart {
   return (id) => {
-    const rel = rels.get(id);
-    if (!rel || rel.external || !zip.has(rel.target)) return undefined;
-    return { bytes: zip.readBytes(rel.target), name: rel.target };
+    const target = packagePart(zip, rels, id);
+    return target === undefined ? undefined : { bytes: zip.readBytes(target), name: target };
   };
+}
+
+/** The part a relationship id names, when it is one of the package's own (not external) and there. */
+function packagePart(
+  zip: ZipArchive,
+  rels: ReadonlyMap<string, Relationship>,
+  id: string,
+): string | undefined {
+  const rel = rels.get(id);
+  return rel && !rel.external && zip.has(rel.target) ? rel.target : undefined;
 }
 
 /** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
