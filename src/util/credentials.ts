@@ -54,10 +54,8 @@ export const fetchWithUrlCredentials =
     const url = new URL(href);
     if (!url.username && !url.password) return base(input, init);
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-    const user = decodeURIComponent(url.username);
-    const password = decodeURIComponent(url.password);
     // a client that authorizes itself (the Anthropic SDK's key) keeps its header; the proxy's go beside it
-    const basic = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    const basic = `Basic ${basicCredentials(url).token}`;
     headers.set(headers.has('authorization') ? 'proxy-authorization' : 'authorization', basic);
     url.username = '';
     url.password = '';
@@ -73,10 +71,16 @@ export function urlSecrets(url: string | undefined): string[] {
   try {
     const parsed = new URL(url);
     if (!parsed.password) return [];
-    const user = decodeURIComponent(parsed.username);
-    const password = decodeURIComponent(parsed.password);
-    return [password, Buffer.from(`${user}:${password}`).toString('base64')];
+    const { password, token } = basicCredentials(parsed);
+    return [password, token];
   } catch {
     return [];
   }
+}
+
+/** A URL's user and password, decoded, and the Basic authorization token made of them (base64 of user:password). */
+function basicCredentials(url: URL): { password: string; token: string } {
+  const user = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  return { password, token: Buffer.from(`${user}:${password}`).toString('base64') };
 }
