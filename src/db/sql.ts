@@ -26,3 +26,9 @@ export interface SqlExecutor {
    */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
 }
+
+/**
+ * A value matched literally by a LIKE pattern with ESCAPE '!' (the one escape character SQLite and MySQL read the
+ * same way): its %, _ and ! escaped.
+ */
+export const escapeLike = (value: string): string => value.replace(/[!%_]/g, (c) => `!${c}`);

@@ -154,5 +154,3 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
     throw error;
   }
 }
-
-/** LIKE pattern escaping with '!' (the one escape character both SQLite and MySQL read the same way) */

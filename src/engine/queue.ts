@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../db/sql.js';
+import { escapeLike, type SqlExecutor } from '../db/sql.js';
 import { marks, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
 import { processAlive } from '../util/process-alive.js';
@@ -197,7 +197,7 @@ export async function releaseLeasesOfGoneProcesses(
   const held = await db.query<{ locked_by: string; n: number }>(
     `SELECT locked_by, COUNT(*) AS n FROM pipeline_queue
      WHERE status = 'processing' AND locked_until >= ? AND locked_by LIKE ? ESCAPE '!' GROUP BY locked_by`,
-    [now, `${host.replace(/[!%_]/g, (c) => `!${c}`)}:%`],
+    [now, `${escapeLike(host)}:%`],
   );
   const released: Array<{ worker: string; pid: number; items: number }> = [];
   for (const { locked_by: worker, n } of held) {

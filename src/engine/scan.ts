@@ -11,7 +11,7 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import type { SqlExecutor } from '../db/sql.js';
+import { escapeLike, type SqlExecutor } from '../db/sql.js';
 import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { sha256, sha256File } from '../util/hash.js';
@@ -219,8 +219,7 @@ function listFiles(
 }
 
 /** A LIKE pattern (with ESCAPE '!') for the paths under a folder. */
-export const pathsUnder = (folder: string): string =>
-  `${`${path.resolve(folder)}${path.sep}`.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+export const pathsUnder = (folder: string): string => `${escapeLike(`${path.resolve(folder)}${path.sep}`)}%`;
 
 /**
  * The path a source folder's documents are stored under: its real path, symbolic links resolved, so that the
