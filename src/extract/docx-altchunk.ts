@@ -1,47 +1,93 @@
 /**
  * w:altChunk: content another program put into a Word document in a format of its own (HTML, MHT, plain text,
- * RTF, another DOCX), which Word converts when it opens the document. Mammoth skips it, text and all. HTML, MHT
- * (the HTML of its first text/html part) and plain text are read here into paragraphs, HTML headings as headings
- * (OUTLINE_STYLE_IDS). RTF and embedded documents stay as they are: no second reader, no recursion into another
- * package. Mammoth then reports them as ignored elements, and extractDocx warns that their text is not extracted.
+ * RTF, another DOCX), which Word converts when it opens the document. Mammoth skips it, text and all. Each is read
+ * here into paragraphs, headings as headings (OUTLINE_STYLE_IDS): HTML and MHT (the HTML of its first text/html
+ * part) by their h1-h6, RTF (rtf.ts) by outline level, a Word document by extracting it as one, through the reader
+ * the caller gives (docx.ts: one level deep, within the outer document's limits). An altChunk in a format not read
+ * here stays as it is; mammoth then reports it as an ignored element, and extractDocx warns that its text is not
+ * extracted.
  */
 import { OUTLINE_STYLE_IDS, textElement } from './docx-compat.js';
+import { isRtf, rtfParagraphs, type TextParagraph } from './rtf.js';
 import { decodeText } from './txt.js';
+import type { ExtractedDocument } from './types.js';
 import { decodeEntities, PREDEFINED_ENTITIES } from './xml.js';
 
 /** A part's bytes and content type by the relationship id an altChunk names; undefined when it has none. */
 export type AltChunkPart = (relationshipId: string) => { bytes: Uint8Array; name: string } | undefined;
 
-interface Paragraph {
-  text: string;
-  /** heading level 1-6 (h1-h6) */
-  heading?: number;
-}
+/**
+ * Reads an altChunk that is a Word document into paragraphs; undefined when the caller reads none (nested too
+ * deeply). A document that cannot be read throws, with the reason.
+ */
+export type AltChunkDocumentReader = (
+  bytes: Uint8Array,
+  name: string,
+) => Promise<TextParagraph[] | undefined>;
 
 /** an altChunk, self-closed or with its properties; an element left open is not read past the next one */
 const ALT_CHUNK =
   /<w:altChunk(?=[\s/>])((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(?:\/>|>(?:(?!<w:altChunk\b)[\s\S])*?<\/w:altChunk\s*>)/g;
 const RELATIONSHIP_ID = /\sr:id\s*=\s*"([^"]*)"/;
 
-/** The document part with each altChunk of HTML, MHT or plain text replaced by its paragraphs. */
-export function altChunksAsParagraphs(xml: string, part: AltChunkPart): string {
-  if (!xml.includes('<w:altChunk')) return xml;
-  return xml.replace(ALT_CHUNK, (element, attributes: string) => {
-    const id = RELATIONSHIP_ID.exec(attributes)?.[1];
+/**
+ * The document part with each altChunk it can read replaced by its paragraphs, and a warning for each that could
+ * not be read (a damaged or nested embedded document; its element is dropped, with the reason).
+ */
+export async function altChunksAsParagraphs(
+  xml: string,
+  part: AltChunkPart,
+  readDocument?: AltChunkDocumentReader,
+): Promise<{ xml: string; warnings: string[] }> {
+  const warnings: string[] = [];
+  if (!xml.includes('<w:altChunk')) return { xml, warnings };
+  let out = '';
+  let from = 0;
+  for (const match of xml.matchAll(ALT_CHUNK)) {
+    out += xml.slice(from, match.index);
+    from = match.index + match[0].length;
+    const id = RELATIONSHIP_ID.exec(match[1] ?? '')?.[1];
     const found = id === undefined ? undefined : part(id);
-    const paragraphs = found && chunkParagraphs(found.bytes, found.name);
-    if (!paragraphs) return element;
-    return paragraphs
-      .map(({ text, heading }) => {
-        const style = heading ? `<w:pPr><w:pStyle w:val="${OUTLINE_STYLE_IDS[heading - 1]}"/></w:pPr>` : '';
-        return `<w:p>${style}<w:r>${textElement(text)}</w:r></w:p>`;
-      })
-      .join('');
-  });
+    let paragraphs: TextParagraph[] | undefined;
+    try {
+      paragraphs = found && (await chunkParagraphs(found.bytes, found.name, readDocument));
+    } catch (error) {
+      warnings.push(
+        `altChunk ${found?.name} not read: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      continue;
+    }
+    out += paragraphs ? paragraphsXml(paragraphs) : match[0];
+  }
+  return { xml: out + xml.slice(from), warnings };
 }
 
-/** The paragraphs of an altChunk part by its name; undefined for a format not read here (RTF, DOCX, ...). */
-function chunkParagraphs(bytes: Uint8Array, name: string): Paragraph[] | undefined {
+const paragraphsXml = (paragraphs: TextParagraph[]): string =>
+  paragraphs
+    .map(({ text, heading }) => {
+      const style = heading ? `<w:pPr><w:pStyle w:val="${OUTLINE_STYLE_IDS[heading - 1]}"/></w:pPr>` : '';
+      return `<w:p>${style}<w:r>${textElement(text)}</w:r></w:p>`;
+    })
+    .join('');
+
+const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
+
+/**
+ * The paragraphs of an altChunk part, by its content (RTF, a ZIP package) or else its name; undefined for a format
+ * not read here.
+ */
+async function chunkParagraphs(
+  bytes: Uint8Array,
+  name: string,
+  readDocument: AltChunkDocumentReader | undefined,
+): Promise<TextParagraph[] | undefined> {
+  if (isRtf(bytes)) return rtfParagraphs(bytes);
+  if (ZIP_MAGIC.every((byte, i) => bytes[i] === byte)) {
+    if (!readDocument) return undefined;
+    const paragraphs = await readDocument(bytes, name);
+    if (!paragraphs) throw new Error('a Word document inside an embedded one is not read');
+    return paragraphs;
+  }
   const extension = /\.([a-z0-9]+)$/i.exec(name)?.[1]?.toLowerCase();
   if (extension === 'htm' || extension === 'html' || extension === 'xhtml')
     return htmlParagraphs(decodeHtml(bytes));
@@ -56,6 +102,27 @@ function chunkParagraphs(bytes: Uint8Array, name: string): Paragraph[] | undefin
       .filter((p) => p.text !== '');
   }
   return undefined;
+}
+
+/**
+ * An extracted document as altChunk paragraphs: headings and titles with their levels, every other block by its
+ * lines (a table's rows, a list's items).
+ */
+export function documentParagraphs(doc: ExtractedDocument): TextParagraph[] {
+  const paragraphs: TextParagraph[] = [];
+  for (const block of doc.blocks) {
+    const text = doc.text.slice(block.start, block.end);
+    if (block.type === 'heading' || block.type === 'title') {
+      const value = text.replace(/\s+/g, ' ').trim();
+      if (value) paragraphs.push({ text: value, heading: Math.min(Math.max(block.level ?? 1, 1), 6) });
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const value = line.replace(/\s+/g, ' ').trim();
+      if (value) paragraphs.push({ text: value });
+    }
+  }
+  return paragraphs;
 }
 
 /** HTML bytes as text: the charset its meta element names, else detected (BOM, UTF-8, Windows-1252). */
@@ -150,9 +217,9 @@ function shownHtml(html: string): string {
 }
 
 /** HTML as paragraphs: text between block elements, white space collapsed, table cells joined by " | ". */
-function htmlParagraphs(html: string): Paragraph[] {
+function htmlParagraphs(html: string): TextParagraph[] {
   const body = shownHtml(html);
-  const paragraphs: Paragraph[] = [];
+  const paragraphs: TextParagraph[] = [];
   let text = '';
   let heading: number | undefined;
   const flush = () => {

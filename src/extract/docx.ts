@@ -12,8 +12,9 @@
  * original file: we read the parts through openZip (declared sizes, ratios and actual inflated bytes are
  * capped), strip DOCTYPEs and undeclared entities from every XML part, drop binary parts (media, embedded
  * objects) and hand mammoth a small uncompressed package built from the cleaned parts. Images are counted,
- * never read. Embedded documents (word/embeddings) are counted and noted, never opened: no recursion. An
- * altChunk of HTML, MHT or plain text is read into paragraphs first (docx-altchunk.ts); one of RTF or DOCX is not.
+ * never read. Embedded objects (word/embeddings) are counted and noted, never opened. An altChunk (content
+ * imported in a format of its own) is read into paragraphs first (docx-altchunk.ts); one that is a Word document
+ * is extracted as one, one level deep, its ZIP within what is left of the outer document's inflate limit.
  *
  * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
  * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
@@ -25,7 +26,12 @@ import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
-import { type AltChunkPart, altChunksAsParagraphs } from './docx-altchunk.js';
+import {
+  type AltChunkDocumentReader,
+  type AltChunkPart,
+  altChunksAsParagraphs,
+  documentParagraphs,
+} from './docx-altchunk.js';
 import {
   BODY_TEXT_STYLE_ID,
   type DrawingTexts,
@@ -153,12 +159,30 @@ function packagePart(
   return rel && !rel.external && zip.has(rel.target) ? rel.target : undefined;
 }
 
-/** The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. */
-function buildCleanPackage(
+/** How deep altChunks that are Word documents are read: those of the document, not those inside them. */
+const MAX_ALTCHUNK_NESTING = 1;
+
+/** What a Word document is read with: its limits, how deep it is nested, what its embedded documents inflated. */
+interface Reading {
+  file: string;
+  options: ExtractOptions;
+  /** 0 for the file itself, 1 for a Word document in one of its altChunks */
+  nesting: number;
+  /** bytes the Word documents of its altChunks inflated (they count against its maxUnzippedBytes) */
+  nestedInflated: number;
+}
+
+/**
+ * The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. Warnings
+ * of the altChunks that could not be read go to `warnings`.
+ */
+async function buildCleanPackage(
   zip: ZipArchive,
-  file: string,
+  reading: Reading,
   styles: ReadonlyMap<string, ParagraphStyle>,
-): Uint8Array {
+  warnings: string[],
+): Promise<Uint8Array> {
+  const { file } = reading;
   const reachable = reachableParts(zip, file);
   const numbering = readNumbering(zip, file, styles);
   const files: Record<string, [Uint8Array, { level: 0 }]> = {};
@@ -170,7 +194,12 @@ function buildCleanPackage(
     let clean = sanitizeXml(zip.readText(name));
     const main = lower === 'word/document.xml';
     const rels = main ? readRelationships(zip, name, file) : undefined;
-    if (rels) clean = altChunksAsParagraphs(clean, altChunkParts(zip, rels));
+    if (rels) {
+      const nested = nestedReader(zip, reading, warnings);
+      const chunks = await altChunksAsParagraphs(clean, altChunkParts(zip, rels), nested);
+      clean = chunks.xml;
+      warnings.push(...chunks.warnings);
+    }
     if (main && numbering) clean = withNumberLabels(clean, numbering);
     const documentPart = rels ? { drawingTexts: drawingTexts(zip, rels, file) } : undefined;
     files[name] = [
@@ -179,6 +208,36 @@ function buildCleanPackage(
     ];
   }
   return zipSync(files);
+}
+
+/**
+ * Extracts a Word document in an altChunk, within what is left of the outer document's inflate limit; its warnings
+ * go to the outer document's `warnings`, named by its part. undefined below MAX_ALTCHUNK_NESTING; a document that
+ * cannot be read throws its reason.
+ */
+function nestedReader(zip: ZipArchive, outer: Reading, warnings: string[]): AltChunkDocumentReader {
+  return async (bytes, name) => {
+    if (outer.nesting >= MAX_ALTCHUNK_NESTING) return undefined;
+    const left = outer.options.maxUnzippedBytes - zip.inflatedBytes - outer.nestedInflated;
+    const reading: Reading = {
+      file: `${outer.file} (altChunk ${name})`,
+      options: { ...outer.options, maxUnzippedBytes: Math.max(0, left) },
+      nesting: outer.nesting + 1,
+      nestedInflated: 0,
+    };
+    try {
+      const { doc, inflatedBytes } = await readDocx(bytes, reading);
+      outer.nestedInflated += inflatedBytes;
+      warnings.push(...doc.warnings.map((warning) => `altChunk ${name}: ${warning}`));
+      return documentParagraphs(doc);
+    } catch (error) {
+      // the reason alone: the altChunk's warning names the part
+      const prefix = `${reading.file}: `;
+      if (error instanceof FileError && error.message.startsWith(prefix))
+        throw new Error(error.message.slice(prefix.length));
+      throw error;
+    }
+  };
 }
 
 /**
@@ -519,14 +578,23 @@ export async function extractDocx(
   file: string,
   options: ExtractOptions,
 ): Promise<ExtractedDocument> {
+  return (await readDocx(bytes, { file, options, nesting: 0, nestedInflated: 0 })).doc;
+}
+
+/** A Word document's extraction, and the bytes its ZIP and those of its altChunks inflated. */
+async function readDocx(
+  bytes: Uint8Array,
+  reading: Reading,
+): Promise<{ doc: ExtractedDocument; inflatedBytes: number }> {
+  const { file, options } = reading;
   checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'docx', file);
   const zip = openZip(bytes, file, options);
   const styles = readParagraphStyles(zip, file);
-  const cleanPackage = buildCleanPackage(zip, file, styles);
+  const warnings: string[] = [];
+  const cleanPackage = await buildCleanPackage(zip, reading, styles, warnings);
 
   let html: string;
-  const warnings: string[] = [];
   try {
     const result = await mammoth.convertToHtml(
       { buffer: Buffer.from(cleanPackage.buffer, cleanPackage.byteOffset, cleanPackage.byteLength) },
@@ -569,5 +637,5 @@ export async function extractDocx(
     embeddedObjects: embedded.length,
     pageCount: walker.pages,
   };
-  return builder.build(metadata);
+  return { doc: builder.build(metadata), inflatedBytes: zip.inflatedBytes + reading.nestedInflated };
 }

@@ -29,6 +29,10 @@ const insertIntoBody = (xml: string) => (old: string) => {
   return old.slice(0, at) + xml + old.slice(at);
 };
 
+/** The bytes of every entry of a package, inflated. */
+const unzippedSize = (bytes: Uint8Array): number =>
+  Object.values(unzipSync(bytes)).reduce((sum, data) => sum + data.length, 0);
+
 async function extractError(bytes: Uint8Array, code: string, options = extractOptions): Promise<CpeError> {
   try {
     await extractDocx(bytes, 'test.docx', options);
@@ -136,7 +140,7 @@ describe('extract/docx', () => {
     expect(pageOf('Der zweite Absatz.')).to.equal(first + 2);
   });
 
-  it('reads altChunks of HTML, MHT and plain text; an embedded document stays unread, with a warning', async () => {
+  it('reads altChunks of HTML, MHT and plain text; one that is not a document it knows stays unread, with a warning', async () => {
     const rel = (id: string, target: string) =>
       `<Relationship Id="${id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk" Target="${target}"/>`;
     const chunk = (id: string) => `<w:altChunk r:id="${id}"/>`;
@@ -179,7 +183,7 @@ describe('extract/docx', () => {
     expect(result.warnings.filter((w) => w.includes('altChunk'))).to.have.length(1);
   });
 
-  it('reads hostile HTML in an altChunk in one pass: unclosed comments, scripts, quotes and tags', () => {
+  it('reads hostile HTML in an altChunk in one pass: unclosed comments, scripts, quotes and tags', async () => {
     const hostile = `<p>Vorher</p>${'<a title="'.repeat(80_000)}${'<!--'.repeat(80_000)}`;
     const part = (id: string) =>
       id === 'rId1' ? { bytes: new TextEncoder().encode(hostile), name: 'word/afchunk.htm' } : undefined;
@@ -187,12 +191,63 @@ describe('extract/docx', () => {
     const other = (id: string) =>
       id === 'rId1' ? { bytes: new TextEncoder().encode(open), name: 'word/afchunk.htm' } : undefined;
     const chunk = '<w:altChunk r:id="rId1"/>';
-    expect(altChunksAsParagraphs(chunk, part)).to.contain('Vorher');
-    expect(altChunksAsParagraphs(chunk, other)).to.contain('Vorher');
+    expect((await altChunksAsParagraphs(chunk, part)).xml).to.contain('Vorher');
+    expect((await altChunksAsParagraphs(chunk, other)).xml).to.contain('Vorher');
     // an altChunk left open is not read past the next one
-    expect(altChunksAsParagraphs(`${'<w:altChunk r:id="rId2">'.repeat(80_000)}${chunk}`, part)).to.contain(
-      'Vorher',
+    const open80k = await altChunksAsParagraphs(`${'<w:altChunk r:id="rId2">'.repeat(80_000)}${chunk}`, part);
+    expect(open80k.xml).to.contain('Vorher');
+  });
+
+  it('reads altChunks of RTF and of a Word document, one level deep and within the outer limits', async () => {
+    const rel = (id: string, target: string) =>
+      `<Relationship Id="${id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk" Target="${target}"/>`;
+    const withChunks = (outer: Uint8Array, chunks: Record<string, string | Uint8Array>) =>
+      editPackage(outer, {
+        'word/document.xml': insertIntoBody(
+          Object.keys(chunks)
+            .map((_, i) => `<w:altChunk r:id="rIdChunk${i}"/>`)
+            .join(''),
+        ),
+        'word/_rels/document.xml.rels': (old) =>
+          old.replace(
+            '</Relationships>',
+            `${Object.keys(chunks)
+              .map((name, i) => rel(`rIdChunk${i}`, name))
+              .join('')}</Relationships>`,
+          ),
+        ...Object.fromEntries(Object.entries(chunks).map(([name, content]) => [`word/${name}`, content])),
+      });
+    const rtfChunk =
+      "{\\rtf1\\ansi\\ansicpg1252{\\stylesheet{\\s1\\outlinelevel0 heading 1;}}\\pard\\s1 Aus RTF\\par\\pard Ein Absatz f\\'fcr alle.\\par}";
+    const inner = withChunks(docx, { 'tiefer.docx': docx });
+    const damaged = docx.slice(0, 200);
+    const result = await extractDocx(
+      withChunks(docx, { 'afchunk.rtf': rtfChunk, 'afchunk.docx': inner, 'kaputt.docx': damaged }),
+      'eingebettet.docx',
+      extractOptions,
     );
+    expect(headingsOf(result)).to.deep.include.members([
+      ['Aus RTF', 1],
+      ['Einführung', 1],
+      ['Grundlagen', 2],
+    ]);
+    const paragraphs = blockTexts(result, 'paragraph');
+    expect(paragraphs).to.include.members(['Ein Absatz für alle.', 'Begriff | Bedeutung', 'Audit | Prüfung']);
+    // the embedded document's own text once more, its embedded one not at all
+    expect(paragraphs.filter((p) => p === 'Die Größe der Änderung ist überschaubar.[1]').length).to.equal(2);
+    const warnings = result.warnings.filter((w) => w.includes('altChunk'));
+    expect(warnings).to.have.length(2);
+    expect(warnings[0]).to.equal(
+      'altChunk word/afchunk.docx: altChunk word/tiefer.docx not read: a Word document inside an embedded one is not read',
+    );
+    expect(warnings[1]).to.match(/^altChunk word\/kaputt\.docx not read: truncated or corrupt ZIP/);
+
+    // the embedded document inflates within what the outer one has left of its limit
+    const outerOnly = await extractDocx(docx, 'klein.docx', extractOptions);
+    expect(outerOnly.text).to.contain('Einführung');
+    const tight = { ...extractOptions, maxUnzippedBytes: unzippedSize(docx) + unzippedSize(docx) / 2 };
+    const limited = await extractDocx(withChunks(docx, { 'afchunk.docx': docx }), 'eng.docx', tight);
+    expect(limited.warnings.join('\n')).to.match(/altChunk word\/afchunk\.docx not read: .*exceeds/);
   });
 
   it("reads no property named like one of every object's (constructor) from the core properties", async () => {

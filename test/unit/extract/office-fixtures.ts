@@ -175,11 +175,12 @@ export function buildCfb(streams: string[], options: { cyclicDirectory?: boolean
 /** Rewrites parts of an OPC package (DOCX/PPTX); `edits` map a part name to new text (or null to delete). */
 export function editPackage(
   bytes: Uint8Array,
-  edits: Record<string, string | ((old: string) => string) | null>,
+  edits: Record<string, string | Uint8Array | ((old: string) => string) | null>,
 ): Uint8Array {
   const files = unzipSync(bytes);
   for (const [name, edit] of Object.entries(edits)) {
     if (edit === null) delete files[name];
+    else if (edit instanceof Uint8Array) files[name] = edit.slice();
     else
       files[name] = strToU8(
         typeof edit === 'function' ? edit(strFromU8(files[name] ?? new Uint8Array(0))) : edit,

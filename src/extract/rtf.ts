@@ -1,0 +1,380 @@
+/**
+ * RTF as paragraphs, for the RTF a Word document carries as an altChunk (docx-altchunk.ts): the visible text of the
+ * body, paragraph by paragraph, headings by outline level (`\outlinelevelN` on the paragraph or on its style), table
+ * rows as paragraphs with their cells joined by " | ", footnotes after the body. Not a layout reader: fonts, sizes and
+ * positions are ignored.
+ *
+ * One forward pass over the bytes, every construct bounded: a control word's name and number have a maximum length,
+ * `\binN` skips at most what is left, and groups nested deeper than MAX_DEPTH share the state of the last one kept,
+ * so hostile input costs time and memory in proportion to its length.
+ *
+ * A list item's number or bullet is read as written for readers without list support (`\listtext`, `\pntext`).
+ * Left out: text a destination hides (font, colour and style tables, document info, pictures, field instructions,
+ * headers, footers, every `{\*\...}` group), hidden (`\v`) and deleted (`\deleted`) text. `\'hh` bytes are decoded
+ * in the code page `\ansicpgN` (or `\mac`) names, Windows-1252 when it names none or one TextDecoder does not know;
+ * `\uN` is read as UTF-16 with the `\ucN` replacement characters after it skipped.
+ */
+
+export interface TextParagraph {
+  text: string;
+  /** heading level 1-6 */
+  heading?: number;
+}
+
+/** Groups nested deeper than this share the state of the deepest kept (Word itself nests a few dozen at most). */
+const MAX_DEPTH = 1000;
+
+/** Destinations whose text is not part of what the document shows. */
+const HIDDEN_DESTINATIONS = new Set(
+  (
+    'fonttbl colortbl info pict fldinst header headerl headerr headerf footer footerl footerr footerf listtable ' +
+    'listoverridetable revtbl rsidtbl generator xmlnstbl themedata colorschememapping latentstyles datastore ' +
+    'objdata filetbl userprops docvar pgdsctbl nonshppict bkmkstart bkmkend txe xe tc template mmathPr pntxta pntxtb'
+  ).split(' '),
+);
+
+/** What a group's text is for. */
+type Target = 'body' | 'note' | 'style' | 'hidden';
+
+interface GroupState {
+  target: Target;
+  /** replacement characters after a \uN */
+  uc: number;
+  /** \v (hidden) or \deleted text is on */
+  invisible: boolean;
+  /** the paragraph's outline level (0-8), from \outlinelevelN or its style; -1 for body text */
+  outline: number;
+  /** the style number a stylesheet entry defines (\sN in the stylesheet), -1 for none */
+  styleNumber: number;
+}
+
+/** Single-character control symbols and the text they stand for. */
+const SYMBOLS: Readonly<Record<string, string>> = {
+  '\\': '\\',
+  '{': '{',
+  '}': '}',
+  '~': ' ',
+  _: '-',
+  '-': '',
+};
+
+/** Control words that stand for a character. */
+const CHARACTER_WORDS: Readonly<Record<string, string>> = {
+  tab: ' ',
+  line: ' ',
+  emdash: '—',
+  endash: '–',
+  emspace: ' ',
+  enspace: ' ',
+  qmspace: ' ',
+  bullet: '•',
+  lquote: '‘',
+  rquote: '’',
+  ldblquote: '“',
+  rdblquote: '”',
+  cell: ' | ',
+  nestcell: ' | ',
+};
+
+/** Control words that end a paragraph. */
+const PARAGRAPH_ENDS = new Set(['par', 'sect', 'page', 'row', 'nestrow']);
+
+const HEADING_STYLE_NAME = /^(?:heading|überschrift)\s*([1-9])$/i;
+
+/** True when the bytes start (after white space) as RTF does. */
+export function isRtf(bytes: Uint8Array): boolean {
+  let i = 0;
+  while (
+    i < bytes.length &&
+    (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09)
+  )
+    i++;
+  return bytes[i] === 0x7b && bytes[i + 1] === 0x5c && bytes[i + 2] === 0x72 && bytes[i + 3] === 0x74;
+}
+
+const isLetter = (b: number): boolean => (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a);
+const isDigit = (b: number): boolean => b >= 0x30 && b <= 0x39;
+
+/** The TextDecoder for an \ansicpgN code page; undefined when there is none for it. */
+function codePageDecoder(codePage: number) {
+  const labels: Record<number, string> = {
+    932: 'shift_jis',
+    936: 'gbk',
+    949: 'euc-kr',
+    950: 'big5',
+    10000: 'macintosh',
+  };
+  const label =
+    labels[codePage] ??
+    (codePage === 874 || (codePage >= 1250 && codePage <= 1258) ? `windows-${codePage}` : '');
+  if (!label) return undefined;
+  try {
+    return new TextDecoder(label);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The paragraphs of an RTF document; an empty list when it shows no text. */
+export function rtfParagraphs(bytes: Uint8Array): TextParagraph[] {
+  return new RtfReader(bytes).read();
+}
+
+class RtfReader {
+  private decoder = new TextDecoder('windows-1252');
+  private readonly stack: GroupState[] = [];
+  /** groups opened beyond MAX_DEPTH, sharing the state of the last one kept */
+  private excessDepth = 0;
+  private state: GroupState = { target: 'body', uc: 1, invisible: false, outline: -1, styleNumber: -1 };
+  /** \'hh bytes and 8-bit characters not yet decoded (a double-byte code page needs them together) */
+  private pendingBytes: number[] = [];
+  /** replacement characters still to skip after a \uN */
+  private skip = 0;
+  private body = '';
+  private note = '';
+  private styleName = '';
+  private readonly paragraphs: TextParagraph[] = [];
+  private readonly notes: TextParagraph[] = [];
+  /** style number -> outline level, from the stylesheet */
+  private readonly styleOutline = new Map<number, number>();
+  /** a group whose first control word is still to come, and whether it began with \* */
+  private groupStart = false;
+  private starred = false;
+
+  constructor(private readonly bytes: Uint8Array) {}
+
+  read(): TextParagraph[] {
+    const b = this.bytes;
+    let i = 0;
+    while (i < b.length) {
+      const c = b[i] as number;
+      if (c === 0x7b) {
+        this.openGroup();
+        i++;
+      } else if (c === 0x7d) {
+        this.closeGroup();
+        i++;
+      } else if (c === 0x5c) {
+        i = this.control(i + 1);
+      } else {
+        if (c !== 0x0a && c !== 0x0d) this.literal(c === 0x09 ? 0x20 : c);
+        this.groupStart = false;
+        i++;
+      }
+    }
+    this.endParagraph();
+    return [...this.paragraphs, ...this.notes];
+  }
+
+  private openGroup(): void {
+    this.flushBytes();
+    this.skip = 0;
+    if (this.stack.length >= MAX_DEPTH) {
+      this.excessDepth++;
+    } else {
+      this.stack.push(this.state);
+      this.state = { ...this.state };
+    }
+    this.groupStart = true;
+    this.starred = false;
+  }
+
+  private closeGroup(): void {
+    this.flushBytes();
+    this.skip = 0;
+    this.groupStart = false;
+    if (this.excessDepth > 0) {
+      this.excessDepth--;
+      return;
+    }
+    const closed = this.state;
+    const outer = this.stack.pop();
+    if (!outer) return; // a stray closing brace
+    if (closed.target === 'style' && outer.target === 'style' && closed.styleNumber >= 0) {
+      // the end of a stylesheet entry: its outline level, or a level its name gives
+      const name = this.styleName.replace(/;\s*$/, '').trim();
+      const level =
+        closed.outline >= 0 ? closed.outline : Number(HEADING_STYLE_NAME.exec(name)?.[1] ?? 0) - 1;
+      if (level >= 0) this.styleOutline.set(closed.styleNumber, level);
+    }
+    if (closed.target === 'style') this.styleName = '';
+    if (closed.target === 'note' && outer.target !== 'note') this.endNote();
+    this.state = outer;
+  }
+
+  /** A control word or symbol after the backslash at i - 1; returns the index after it. */
+  private control(i: number): number {
+    const b = this.bytes;
+    if (i >= b.length) return i;
+    const c = b[i] as number;
+    if (!isLetter(c)) return this.symbol(c, i + 1);
+    let end = i;
+    while (end < b.length && end - i < 32 && isLetter(b[end] as number)) end++;
+    const word = String.fromCharCode(...b.subarray(i, end));
+    let parameter: number | undefined;
+    let at = end;
+    const negative = b[at] === 0x2d && isDigit(b[at + 1] ?? 0);
+    if (negative) at++;
+    if (isDigit(b[at] ?? 0)) {
+      let value = 0;
+      const digitsEnd = Math.min(b.length, at + 10);
+      while (at < digitsEnd && isDigit(b[at] as number)) value = value * 10 + ((b[at++] as number) - 0x30);
+      parameter = negative ? -value : value;
+    }
+    if (b[at] === 0x20) at++; // the delimiting space belongs to the control word
+    if (word === 'bin') {
+      this.groupStart = false;
+      return Math.min(b.length, at + Math.max(0, parameter ?? 0));
+    }
+    this.word(word, parameter);
+    return at;
+  }
+
+  private symbol(c: number, next: number): number {
+    if (c === 0x27) {
+      // \'hh: a byte in the code page
+      const hex = String.fromCharCode(this.bytes[next] ?? 0, this.bytes[next + 1] ?? 0);
+      this.groupStart = false;
+      if (!/^[0-9a-fA-F]{2}$/.test(hex)) return next;
+      if (this.skip > 0) this.skip--;
+      else this.pendingBytes.push(Number.parseInt(hex, 16));
+      return next + 2;
+    }
+    if (c === 0x2a) {
+      // \*: an ignorable destination; its group is hidden unless known otherwise
+      if (this.groupStart) this.starred = true;
+      return next;
+    }
+    this.groupStart = false;
+    if (c === 0x0a || c === 0x0d) {
+      this.endParagraph(); // a backslash before a line break is \par
+      return next;
+    }
+    const text = SYMBOLS[String.fromCharCode(c)];
+    if (text !== undefined) this.text(text);
+    return next;
+  }
+
+  private word(word: string, parameter: number | undefined): void {
+    const state = this.state;
+    const first = this.groupStart;
+    this.groupStart = false;
+    if (first && (this.starred || HIDDEN_DESTINATIONS.has(word))) {
+      state.target = 'hidden';
+      return;
+    }
+    if (first && word === 'stylesheet') {
+      state.target = 'style';
+      return;
+    }
+    if (first && (word === 'footnote' || word === 'endnote')) {
+      this.flushBytes();
+      if (state.target === 'body') state.target = 'note';
+      return;
+    }
+    if (this.skip > 0) {
+      // a control word counts as one replacement character after \uN
+      this.skip--;
+      return;
+    }
+    switch (word) {
+      case 'ansicpg':
+        this.decoder = (parameter !== undefined && codePageDecoder(parameter)) || this.decoder;
+        return;
+      case 'mac':
+        this.decoder = codePageDecoder(10000) ?? this.decoder;
+        return;
+      case 'u': {
+        if (parameter === undefined) return;
+        this.text(String.fromCharCode(parameter < 0 ? parameter + 65536 : parameter & 0xffff));
+        this.skip = state.uc;
+        return;
+      }
+      case 'uc':
+        state.uc = Math.max(0, Math.min(parameter ?? 1, 16));
+        return;
+      case 'v':
+      case 'deleted':
+        state.invisible = parameter !== 0;
+        return;
+      case 'plain':
+        state.invisible = false;
+        return;
+      case 'pard':
+        state.outline = -1;
+        return;
+      case 'outlinelevel':
+        state.outline = parameter !== undefined && parameter >= 0 && parameter <= 8 ? parameter : -1;
+        return;
+      case 's':
+        if (state.target === 'style') state.styleNumber = parameter ?? 0;
+        else state.outline = this.styleOutline.get(parameter ?? 0) ?? -1;
+        return;
+    }
+    if (PARAGRAPH_ENDS.has(word)) {
+      if (word === 'nestrow') this.text(' ');
+      else this.endParagraph();
+      return;
+    }
+    const character = CHARACTER_WORDS[word];
+    if (character !== undefined) this.text(character);
+  }
+
+  /** A literal byte of text (7-bit: itself; 8-bit: in the code page). */
+  private literal(c: number): void {
+    if (this.skip > 0) {
+      this.skip--;
+      return;
+    }
+    if (c >= 0x80) this.pendingBytes.push(c);
+    else this.text(String.fromCharCode(c));
+  }
+
+  private text(text: string): void {
+    this.flushBytes();
+    this.append(text);
+  }
+
+  private flushBytes(): void {
+    if (this.pendingBytes.length === 0) return;
+    const decoded = this.decoder.decode(Uint8Array.from(this.pendingBytes));
+    this.pendingBytes = [];
+    this.append(decoded);
+  }
+
+  private append(text: string): void {
+    const state = this.state;
+    if (state.invisible || state.target === 'hidden') return;
+    if (state.target === 'body') this.body += text;
+    else if (state.target === 'note') this.note += text;
+    else this.styleName += text;
+  }
+
+  private endParagraph(): void {
+    this.flushBytes();
+    const state = this.state;
+    if (state.target === 'note') {
+      this.endNote();
+      return;
+    }
+    if (state.target !== 'body') return;
+    const text = collapse(this.body);
+    this.body = '';
+    if (text === '') return;
+    this.paragraphs.push(state.outline >= 0 ? { text, heading: Math.min(state.outline + 1, 6) } : { text });
+  }
+
+  private endNote(): void {
+    this.flushBytes();
+    const text = collapse(this.note);
+    this.note = '';
+    if (text !== '') this.notes.push({ text });
+  }
+}
+
+/** White space collapsed, cell separators at the ends dropped. */
+const collapse = (text: string): string =>
+  text
+    .replace(/\s+/g, ' ')
+    .replace(/^[\s|]+|[\s|]+$/g, '')
+    .trim();
