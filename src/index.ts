@@ -13,6 +13,7 @@ import { type Engine, type OpenEngineOptions, openEngine } from './engine/engine
 import { type Plan, planPipeline } from './engine/plan.js';
 import { planForRun } from './engine/plan-run.js';
 import { assertRegistryHealthy } from './engine/registry.js';
+import type { LogLevel } from './engine/run-log.js';
 import { type RunEvent, type RunSummary, runPipeline } from './engine/runner.js';
 import { sourceFolder } from './engine/scan.js';
 import { type DocumentStatus, documentStatus, type StatusReport, statusReport } from './engine/status.js';
@@ -20,7 +21,7 @@ import { CpeError, ErrorCodes } from './errors.js';
 
 export type { DocumentRef, Logger, StepContext, StepOutcome, StepPlugin } from './engine/plugin.js';
 export { ConfigError, CpeError, ErrorCodes, FileError, ProviderError } from './errors.js';
-export type { AppConfig, DocumentStatus, Plan, RunEvent, RunSummary, StatusReport };
+export type { AppConfig, DocumentStatus, LogLevel, Plan, RunEvent, RunSummary, StatusReport };
 
 export interface Cpe {
   engine: Engine;
@@ -36,6 +37,8 @@ export interface Cpe {
     rehash?: boolean;
     signal?: AbortSignal;
     onEvent?: (event: RunEvent) => void;
+    /** shows the run's warnings and errors as they happen, one line each; default: on stderr */
+    onLog?: (level: LogLevel, line: string) => void;
   }): Promise<RunSummary>;
   status(): Promise<StatusReport>;
   document(idOrPath: string | number): Promise<DocumentStatus | undefined>;
@@ -85,6 +88,7 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
             rehash: runOptions.rehash,
             signal: runOptions.signal ? AbortSignal.any([runOptions.signal, cancel.signal]) : cancel.signal,
             onEvent: runOptions.onEvent,
+            onLog: runOptions.onLog,
             command: 'api',
           });
         } finally {

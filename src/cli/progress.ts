@@ -1,8 +1,10 @@
+import type { LogLevel } from '../engine/run-log.js';
 import type { RunEvent } from '../engine/runner.js';
 
 /**
  * Shows a run: on a terminal one line that updates in place; otherwise (pipes, CI, logs) plain lines, one
- * per finished document. Failures always get their own line.
+ * per finished document. Failures always get their own line, and so do the run's warnings and errors (`onLog`,
+ * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them.
  */
 export function createProgress(stream: NodeJS.WriteStream = process.stderr, quiet = false) {
   const tty = Boolean(stream.isTTY) && !process.env.CI;
@@ -43,12 +45,21 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
           }
           break;
         case 'step-finished':
-          if (event.status === 'failed') {
+          // a document's failed step is the document's failure: its error line (onLog) and its "failed" line show it
+          if (event.status === 'failed' && event.documentId === null) {
             const text = `  step ${event.step} failed${event.documentId ? ` (document ${event.documentId})` : ''}: ${event.reason}`;
             if (tty) stream.write(`\r\x1b[2K${text}\n`);
             else line(text);
           }
           break;
+      }
+    },
+    onLog(_level: LogLevel, text: string) {
+      if (tty && !quiet) {
+        stream.write(`\r\x1b[2K${text}\n`);
+        status();
+      } else {
+        line(text);
       }
     },
     finish() {

@@ -45,7 +45,7 @@ import {
   releaseLeasesOfGoneProcesses,
   releaseQueueItem,
 } from './queue.js';
-import { noTotals, RunLog, type RunTotals } from './run-log.js';
+import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
 import { listableFile, storedSourceRoot } from './scan.js';
 import { StepError } from './step-error.js';
 
@@ -133,6 +133,11 @@ export interface RunOptions {
   drain?: AbortSignal;
   command?: string;
   onEvent?: (event: RunEvent) => void;
+  /**
+   * Shows the run's warnings and errors as they happen, one line each ("warn [extract doc 3]: ..."); default: on
+   * stderr. Every line is in ki_dev's pipeline_log either way.
+   */
+  onLog?: (level: LogLevel, line: string) => void;
 }
 
 export type RunEvent =
@@ -197,8 +202,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   const db = engine.dbs.content.sql;
   // a folder reached through a symbolic link is stored under its real path: one set of documents either way
   if (options.sourceDir) options.sourceDir = await storedSourceRoot(db, options.sourceDir);
-  const runLog = new RunLog(engine.dbs.log.sql, engine.config.logLevel, (_level, line) =>
-    process.stderr.write(`${line}\n`),
+  const runLog = new RunLog(
+    engine.dbs.log.sql,
+    engine.config.logLevel,
+    options.onLog ?? ((_level, line) => process.stderr.write(`${line}\n`)),
   );
   const startedAt = Date.now();
   const runId = await runLog.startRun({

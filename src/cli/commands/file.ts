@@ -90,6 +90,7 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
           // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
           drain: cancel.signal,
           onEvent: progress.onEvent,
+          onLog: progress.onLog,
         });
         progress.finish();
         printSummary(summary, args.json);

@@ -63,6 +63,7 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
         force: true,
         onlyPaths: [doc.source_path],
         onEvent: progress.onEvent,
+        onLog: progress.onLog,
       });
       progress.finish();
       printSummary(summary, args.json);

@@ -90,6 +90,7 @@ export async function runCommand(
       // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
       drain: cancel.signal,
       onEvent: progress.onEvent,
+      onLog: progress.onLog,
     });
     progress.finish();
     printSummary(summary, args.json);

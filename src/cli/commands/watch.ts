@@ -49,6 +49,7 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
             // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
             drain: cancel.signal,
             onEvent: progress.onEvent,
+            onLog: progress.onLog,
           });
           progress.finish();
           printSummary(summary, false);

@@ -53,6 +53,7 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
               // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
               drain: cancel.signal,
               onEvent: progress.onEvent,
+              onLog: progress.onLog,
             });
             progress.finish();
             printSummary(summary, false);

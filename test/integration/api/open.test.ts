@@ -59,6 +59,29 @@ describe('the programmatic API', () => {
     }
   });
 
+  it("gives the run's warnings and errors to onLog, not to stderr, when the caller shows them itself", async () => {
+    const setup = createTestSetup('sqlite');
+    const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    const lines: string[] = [];
+    const stderr: string[] = [];
+    const write = process.stderr.write;
+    try {
+      const source = makeSourceFolder({ 'leer.pdf': '', 'notiz.md': '# Notiz\n\nEin Absatz.\n' });
+      process.stderr.write = ((chunk: string) => stderr.push(String(chunk)) > 0) as typeof write;
+      const summary = await cpe.run({ source, onLog: (level, line) => lines.push(`${level}|${line}`) });
+      process.stderr.write = write;
+      expect(summary).to.include({ docsDone: 1, docsFailed: 1 });
+      expect(lines.filter((l) => l.startsWith('error|error [extract doc ')).join('\n')).to.contain(
+        'leer.pdf: empty file',
+      );
+      expect(stderr.join('')).to.not.contain('empty file');
+    } finally {
+      process.stderr.write = write;
+      await cpe.close();
+      await setup.cleanup();
+    }
+  });
+
   it('refuses a second cpe on the same SQLite files in one process (it would stall the thread for 30 s)', async () => {
     const setup = createTestSetup('sqlite');
     const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
