@@ -68,28 +68,36 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
   },
 };
 
-export const logsModule: CommandModule<object, GlobalArgs & { runId: number }> = {
-  command: 'logs <run-id>',
-  describe: "a run's step records and log lines from ki_dev",
+export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> = {
+  command: 'logs [run-id]',
+  describe: "a run's step records and log lines from ki_dev (default: the latest run)",
   builder: (y) =>
     globalOptions(y)
-      .positional('run-id', { type: 'number', demandOption: true })
-      .check(positiveId('run-id'))
-      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { runId: number }>,
+      .positional('run-id', {
+        type: 'number',
+        describe: 'the run (`cpe runs` lists them); default: the latest',
+      })
+      .check(positiveId('run-id', { optional: true }))
+      .option('json', { type: 'boolean' }) as unknown as Argv<GlobalArgs & { runId?: number }>,
   handler: async (args) => {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const log = engine.dbs.log.sql;
-      const [run] = await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [
-        args.runId,
-      ]);
-      if (!run) throw new ConfigError(ErrorCodes.USAGE, `no run ${args.runId} in ki_dev`);
+      const [run] =
+        args.runId === undefined
+          ? await log.query<Record<string, any>>('SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1')
+          : await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [args.runId]);
+      if (!run)
+        throw new ConfigError(
+          ErrorCodes.USAGE,
+          args.runId === undefined ? 'no run in ki_dev yet' : `no run ${args.runId} in ki_dev`,
+        );
       const steps = await log.query<Record<string, any>>(
         'SELECT * FROM pipeline_step_runs WHERE run_id = ? ORDER BY id',
-        [args.runId],
+        [run.id],
       );
       const lines = await log.query<Record<string, any>>(
         'SELECT * FROM pipeline_log WHERE run_id = ? ORDER BY id',
-        [args.runId],
+        [run.id],
       );
       if (args.json) {
         printJson({

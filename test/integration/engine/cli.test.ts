@@ -317,6 +317,11 @@ for (const backend of testBackends()) {
       const logs = await runCli(['logs', String(latest.id)], setup.env);
       expect(logs.code).to.equal(0);
       expect(logs.stdout).to.contain('detect');
+      // without a run id: the latest run
+      const latestLogs = await runCli(['logs'], setup.env);
+      expect(latestLogs.code).to.equal(0);
+      expect(latestLogs.stdout.split('\n')[0]).to.equal(logs.stdout.split('\n')[0]);
+      expect(latestLogs.stdout.split('\n')[0]).to.match(new RegExp(`^run ${latest.id}: `));
       const doc = await runCli(['status', `--doc=${report.runs.length ? 1 : 1}`], setup.env);
       expect(doc.code).to.equal(0);
       expect(doc.stdout).to.match(/document 1: .*\.md/);
