@@ -73,9 +73,12 @@ export class ConfigError extends CpeError {}
 /** A problem with one input file. Always names the file; permanent unless said otherwise. */
 export class FileError extends CpeError {
   readonly file: string;
+  /** the message without the file's name in front */
+  readonly reason: string;
   constructor(code: ErrorCode, file: string, reason: string, options: CpeErrorOptions = {}) {
     super(code, `${file}: ${reason}`, options);
     this.file = file;
+    this.reason = reason;
   }
 }
 

@@ -22,6 +22,7 @@
  * has, HTML has not) become level 6.
  */
 
+import { XMLValidator } from 'fast-xml-parser';
 import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
@@ -35,8 +36,14 @@ import {
 import {
   BODY_TEXT_STYLE_ID,
   type DrawingTexts,
+  emptyWordPart,
+  noteIds,
   OUTLINE_STYLE_IDS,
+  relationshipIds,
+  repairedPart,
   rewriteForMammoth,
+  withoutDanglingNoteReferences,
+  withoutDanglingRelationshipIds,
 } from './docx-compat.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
@@ -65,6 +72,7 @@ const STYLE_MAP = [
 ];
 
 const utf8 = new TextEncoder();
+const utf8Decoder = new TextDecoder();
 
 /** Where mammoth looks when a package has no relationship for a part (a package without .rels still opens). */
 const DEFAULT_PARTS = [
@@ -83,7 +91,7 @@ const DEFAULT_PARTS = [
  * an XML part nothing refers to is never read (a package of hundreds of such parts was inflated, decoded and
  * cleaned whole, ~3x its size in memory).
  */
-function reachableParts(zip: ZipArchive, file: string): Set<string> {
+function reachableParts(zip: ZipArchive, file: string, warnings: string[]): Set<string> {
   const parts = new Set(DEFAULT_PARTS);
   const pending = [''];
   while (pending.length > 0) {
@@ -91,7 +99,7 @@ function reachableParts(zip: ZipArchive, file: string): Set<string> {
     const relsPath = relsPathOf(part);
     if (!zip.has(relsPath)) continue;
     parts.add(relsPath.toLowerCase());
-    for (const rel of readRelationships(zip, part, file).values()) {
+    for (const rel of relationshipsOf(zip, part, file, warnings).values()) {
       const key = rel.target.toLowerCase();
       if (rel.external || parts.has(key)) continue;
       parts.add(key);
@@ -99,6 +107,30 @@ function reachableParts(zip: ZipArchive, file: string): Set<string> {
     }
   }
   return parts;
+}
+
+/** Damage in a part (malformed XML, a wrong checksum), as opposed to a limit or an unreadable package. */
+const isDamage = (error: unknown): error is FileError =>
+  error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE;
+
+/**
+ * A part's relationships; none when its .rels part is damaged, with a warning naming it (once): what it links
+ * (styles, notes, images, altChunks) is then not read, the body still is.
+ */
+function relationshipsOf(
+  zip: ZipArchive,
+  part: string,
+  file: string,
+  warnings: string[],
+): Map<string, Relationship> {
+  try {
+    return readRelationships(zip, part, file);
+  } catch (error) {
+    if (!isDamage(error)) throw error;
+    const warning = `${relsPathOf(part)} not read: ${error.reason}`;
+    if (!warnings.includes(warning)) warnings.push(warning);
+    return new Map();
+  }
 }
 
 /** Style names that are headings already for mammoth or STYLE_MAP (built-in "heading 1", "Überschrift 1", ...). */
@@ -159,6 +191,9 @@ function packagePart(
   return rel && !rel.external && zip.has(rel.target) ? rel.target : undefined;
 }
 
+/** A clean package's parts by name, as fflate zips them (stored, not compressed). */
+type CleanParts = Record<string, [Uint8Array, { level: 0 }]>;
+
 /** How deep altChunks that are Word documents are read: those of the document, not those inside them. */
 const MAX_ALTCHUNK_NESTING = 1;
 
@@ -181,11 +216,11 @@ async function buildCleanPackage(
   reading: Reading,
   styles: ReadonlyMap<string, ParagraphStyle>,
   warnings: string[],
-): Promise<Uint8Array> {
+): Promise<CleanParts> {
   const { file } = reading;
-  const reachable = reachableParts(zip, file);
+  const reachable = reachableParts(zip, file, warnings);
   const numbering = readNumbering(zip, file, styles);
-  const files: Record<string, [Uint8Array, { level: 0 }]> = {};
+  const files: CleanParts = {};
   for (const name of zip.names()) {
     const lower = name.toLowerCase();
     if (!lower.endsWith('.xml') && !lower.endsWith('.rels')) continue;
@@ -193,7 +228,7 @@ async function buildCleanPackage(
     if (!reachable.has(lower)) continue;
     let clean = sanitizeXml(zip.readText(name));
     const main = lower === 'word/document.xml';
-    const rels = main ? readRelationships(zip, name, file) : undefined;
+    const rels = main ? relationshipsOf(zip, name, file, warnings) : undefined;
     if (rels) {
       const nested = nestedReader(zip, reading, warnings);
       const chunks = await altChunksAsParagraphs(clean, altChunkParts(zip, rels), nested);
@@ -207,7 +242,41 @@ async function buildCleanPackage(
       { level: 0 },
     ];
   }
-  return zipSync(files);
+  // without a styles part mammoth's styles have no table styles, and a table naming one stops it
+  if (!Object.keys(files).some((name) => name.toLowerCase() === 'word/styles.xml'))
+    files['word/styles.xml'] = [utf8.encode(emptyWordPart('w:styles')), { level: 0 }];
+  withoutDanglingReferences(files);
+  return files;
+}
+
+/**
+ * The document part without references that would stop mammoth because nothing in the package defines what they
+ * name (docx-compat.ts): notes no notes part holds, hyperlinks and images its relationships do not list; with
+ * `keepNone`, without any of them.
+ */
+function withoutDanglingReferences(parts: CleanParts, { keepNone = false } = {}): void {
+  const documentName = Object.keys(parts).find((name) => name.toLowerCase() === 'word/document.xml');
+  if (documentName === undefined) return;
+  const notes = new Set<string>();
+  let relationships = new Set<string>();
+  for (const [name, [bytes]] of Object.entries(parts)) {
+    if (name === documentName) continue;
+    const lower = name.toLowerCase();
+    if (lower === 'word/_rels/document.xml.rels') {
+      relationships = new Set(relationshipIds(utf8Decoder.decode(bytes)));
+    } else if (!lower.endsWith('.rels')) {
+      const xml = utf8Decoder.decode(bytes);
+      if (xml.includes('<w:footnotes') || xml.includes('<w:endnotes'))
+        for (const id of noteIds(xml)) notes.add(id);
+    }
+  }
+  if (keepNone) {
+    notes.clear();
+    relationships.clear();
+  }
+  const xml = utf8Decoder.decode(parts[documentName]![0]);
+  const kept = withoutDanglingRelationshipIds(withoutDanglingNoteReferences(xml, notes), relationships);
+  if (kept !== xml) parts[documentName] = [utf8.encode(kept), { level: 0 }];
 }
 
 /**
@@ -232,12 +301,113 @@ function nestedReader(zip: ZipArchive, outer: Reading, warnings: string[]): AltC
       return documentParagraphs(doc);
     } catch (error) {
       // the reason alone: the altChunk's warning names the part
-      const prefix = `${reading.file}: `;
-      if (error instanceof FileError && error.message.startsWith(prefix))
-        throw new Error(error.message.slice(prefix.length));
-      throw error;
+      throw error instanceof FileError && error.file === reading.file ? new Error(error.reason) : error;
     }
   };
+}
+
+/**
+ * The validator's complaint in words, with its line. It reports elements left open at the end as a JSON list
+ * ("Invalid '[    \"w:document\",    \"w:body\"]' found."): named here as such.
+ */
+function validatorReason(err: { code: string; msg: string; line: number }): string {
+  const open = err.code === 'InvalidXml' && /^Invalid '\[([\s\S]*)\]' found\.$/.exec(err.msg);
+  if (open) return `elements left open at the end: ${open[1]!.replace(/[\s"]+/g, '')}`;
+  return `${err.msg.replace(/\s+/g, ' ')} (line ${err.line})`;
+}
+
+/**
+ * The last try after mammoth failed on well-formed parts: the body without its note references, hyperlinks' and
+ * images' relationships (what mammoth follows into other parts, where it stops on what it does not find: notes in
+ * an unknown namespace, say), with a warning; `failure` when that fails too.
+ */
+async function convertBodyOnly(
+  parts: CleanParts,
+  styles: ReadonlyMap<string, ParagraphStyle>,
+  failure: FileError,
+  warnings: string[],
+): Promise<MammothResult> {
+  const bodyOnly = { ...parts };
+  withoutDanglingReferences(bodyOnly, { keepNone: true });
+  try {
+    const result = await convertToHtml(bodyOnly, styles);
+    warnings.push(`notes, hyperlinks and images not read: ${failure.reason}`);
+    return result;
+  } catch {
+    throw failure;
+  }
+}
+
+type MammothResult = Awaited<ReturnType<typeof mammoth.convertToHtml>>;
+
+function convertToHtml(
+  parts: CleanParts,
+  styles: ReadonlyMap<string, ParagraphStyle>,
+): Promise<MammothResult> {
+  const zipped = zipSync(parts);
+  return mammoth.convertToHtml(
+    { buffer: Buffer.from(zipped.buffer, zipped.byteOffset, zipped.byteLength) },
+    {
+      styleMap: [...STYLE_MAP, ...headingStyles(styles)],
+      includeEmbeddedStyleMap: false,
+      externalFileAccess: false,
+      // count images, never read them (their bytes are not in the clean package)
+      convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
+    },
+  );
+}
+
+/**
+ * The part without which there is no document to read. Mammoth reads the body without the package's content types
+ * and relationships too (with no styles, numbering or notes then), as Word's repair would.
+ */
+const BODY_PART = 'word/document.xml';
+
+/**
+ * After mammoth failed: the parts whose XML is not well-formed, by a strict check of each. When the body is not among
+ * them (styles, numbering, footnotes, comments, settings, relationships: what Word's repair would drop), the document
+ * is read again with each of them repaired as far as it can be (repairedPart: what is intact of a list of
+ * relationships, an empty part else), and each is a warning naming the part; otherwise the error names the damaged
+ * part.
+ */
+async function convertWithoutDamagedParts(
+  parts: CleanParts,
+  styles: ReadonlyMap<string, ParagraphStyle>,
+  file: string,
+  error: unknown,
+  warnings: string[],
+): Promise<MammothResult> {
+  const damaged: Array<{ name: string; reason: string }> = [];
+  for (const [name, [bytes]] of Object.entries(parts)) {
+    const checked = XMLValidator.validate(utf8Decoder.decode(bytes));
+    if (checked !== true) damaged.push({ name, reason: validatorReason(checked.err) });
+  }
+  const fail = (reason: string) =>
+    new FileError(ErrorCodes.CORRUPT_FILE, file, `cannot read Word document: ${reason}`, { cause: error });
+  if (damaged.length === 0) return convertBodyOnly(parts, styles, fail(mammothReason(error)), warnings);
+  const body = damaged.find((part) => part.name.toLowerCase() === BODY_PART);
+  const first = body ?? damaged[0]!;
+  const malformed = `malformed XML in ${first.name}: ${first.reason}`;
+  if (body) throw fail(malformed);
+  const rest = { ...parts };
+  for (const part of damaged) {
+    const repaired = repairedPart(part.name, utf8Decoder.decode(rest[part.name]![0]));
+    if (repaired === undefined) delete rest[part.name];
+    else rest[part.name] = [utf8.encode(repaired), { level: 0 }];
+  }
+  withoutDanglingReferences(rest);
+  let result: MammothResult;
+  try {
+    result = await convertToHtml(rest, styles);
+  } catch {
+    throw fail(malformed);
+  }
+  for (const part of damaged) {
+    // a .rels part found damaged before is named once
+    if (!warnings.some((warning) => warning.startsWith(`${part.name} not read`)))
+      warnings.push(`${part.name} not read: malformed XML (${part.reason})`);
+  }
+  return result;
 }
 
 /**
@@ -560,14 +730,30 @@ function partText(zip: ZipArchive, name: string, file: string): string {
 
 const partNumber = (name: string): number => Number(/(\d+)\.xml$/i.exec(name)?.[1] ?? 0);
 
-function headersAndFooters(zip: ZipArchive, file: string, kind: 'header' | 'footer'): string[] {
+/**
+ * The texts of the header or footer parts, each once. A damaged one (malformed XML, a wrong checksum) is left out
+ * with a warning: page furniture is metadata, and the body is still there to read, as Word's repair would.
+ */
+function headersAndFooters(
+  zip: ZipArchive,
+  file: string,
+  kind: 'header' | 'footer',
+  warnings: string[],
+): string[] {
   const pattern = new RegExp(`^word/${kind}\\d*\\.xml$`, 'i');
   const texts: string[] = [];
   for (const name of zip
     .names()
     .filter((n) => pattern.test(n))
     .sort((a, b) => partNumber(a) - partNumber(b))) {
-    const text = partText(zip, name, file);
+    let text: string;
+    try {
+      text = partText(zip, name, file);
+    } catch (error) {
+      if (!isDamage(error)) throw error;
+      warnings.push(`${kind} ${name} not read: ${error.reason}`);
+      continue;
+    }
     if (text && !texts.includes(text)) texts.push(text);
   }
   return texts;
@@ -592,34 +778,21 @@ async function readDocx(
   const zip = openZip(bytes, file, options);
   const styles = readParagraphStyles(zip, file);
   const warnings: string[] = [];
-  const cleanPackage = await buildCleanPackage(zip, reading, styles, warnings);
-
-  let html: string;
+  const parts = await buildCleanPackage(zip, reading, styles, warnings);
+  let result: MammothResult;
   try {
-    const result = await mammoth.convertToHtml(
-      { buffer: Buffer.from(cleanPackage.buffer, cleanPackage.byteOffset, cleanPackage.byteLength) },
-      {
-        styleMap: [...STYLE_MAP, ...headingStyles(styles)],
-        includeEmbeddedStyleMap: false,
-        externalFileAccess: false,
-        // count images, never read them (their bytes are not in the clean package)
-        convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
-      },
-    );
-    html = result.value;
-    // errors, and the elements mammoth skipped with their text (after docx-compat.ts, what is left): once each
-    const skipped = new Set<string>();
-    for (const message of result.messages) {
-      if (message.type === 'error') warnings.push(message.message);
-      else if (message.message.startsWith('An unrecognised element was ignored'))
-        skipped.add(message.message);
-    }
-    for (const message of skipped) warnings.push(`${message}: its text is not extracted`);
+    result = await convertToHtml(parts, styles);
   } catch (error) {
-    throw new FileError(ErrorCodes.CORRUPT_FILE, file, `cannot read Word document: ${mammothReason(error)}`, {
-      cause: error,
-    });
+    result = await convertWithoutDamagedParts(parts, styles, file, error, warnings);
   }
+  const html = result.value;
+  // errors, and the elements mammoth skipped with their text (after docx-compat.ts, what is left): once each
+  const skipped = new Set<string>();
+  for (const message of result.messages) {
+    if (message.type === 'error') warnings.push(message.message);
+    else if (message.message.startsWith('An unrecognised element was ignored')) skipped.add(message.message);
+  }
+  for (const message of skipped) warnings.push(`${message}: its text is not extracted`);
 
   const builder = new DocumentBuilder('docx');
   const walker = new HtmlWalker(builder, options.maxPages, file);
@@ -632,8 +805,8 @@ async function readDocx(
   }
   const metadata: Record<string, unknown> = {
     ...readCoreProperties(zip, file),
-    headers: headersAndFooters(zip, file, 'header'),
-    footers: headersAndFooters(zip, file, 'footer'),
+    headers: headersAndFooters(zip, file, 'header', builder.warnings),
+    footers: headersAndFooters(zip, file, 'footer', builder.warnings),
     embeddedObjects: embedded.length,
     pageCount: walker.pages,
   };

@@ -240,6 +240,15 @@ function slideParts(zip: ZipArchive, presentationPart: string, file: string): Ar
   });
 }
 
+/** The slide parts (ppt/slides/slideN.xml) in the order of their numbers. */
+function slidePartsByName(zip: ZipArchive): string[] {
+  const numbered = zip
+    .names()
+    .map((name) => ({ name, number: /^ppt\/slides\/slide(\d+)\.xml$/i.exec(name)?.[1] }))
+    .filter((part): part is { name: string; number: string } => part.number !== undefined);
+  return numbered.sort((a, b) => Number(a.number) - Number(b.number)).map((part) => part.name);
+}
+
 export async function extractPptx(
   bytes: Uint8Array,
   file: string,
@@ -250,12 +259,21 @@ export async function extractPptx(
   const zip = openZip(bytes, file, options);
   const builder = new DocumentBuilder('pptx');
 
-  const packageRels = readRelationships(zip, '', file);
-  const presentationPart =
-    [...packageRels.values()].find(
-      (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
-    )?.target ?? 'ppt/presentation.xml';
-  const parts = slideParts(zip, presentationPart, file);
+  let parts: Array<string | { id: string }>;
+  try {
+    const packageRels = readRelationships(zip, '', file);
+    const presentationPart =
+      [...packageRels.values()].find(
+        (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
+      )?.target ?? 'ppt/presentation.xml';
+    parts = slideParts(zip, presentationPart, file);
+  } catch (error) {
+    // the slide list is damaged, the slides need not be: read them as a repair would, by their parts' names
+    if (!(error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE)) throw error;
+    parts = slidePartsByName(zip);
+    if (parts.length === 0) throw error;
+    builder.warnings.push(`${error.reason}: slides read in the order of their parts' names`);
+  }
   if (parts.length > options.maxPages) {
     throw new FileError(
       ErrorCodes.TOO_MANY_PAGES,

@@ -250,6 +250,16 @@ describe('extract/docx', () => {
     expect(limited.warnings.join('\n')).to.match(/altChunk word\/afchunk\.docx not read: .*exceeds/);
   });
 
+  it('reads the body of a document whose header or footer is damaged, with a warning naming the part', async () => {
+    const names = Object.keys(unzipSync(docx)).filter((n) => /^word\/footer\d*\.xml$/.test(n));
+    expect(names).to.not.be.empty;
+    const edited = editPackage(docx, { [names[0]!]: (old) => old.slice(0, old.length / 2) });
+    const result = await extractDocx(edited, 'fusszeile.docx', extractOptions);
+    expect(result.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    expect(result.metadata.headers).to.deep.equal(['Kopfzeile Schulung']);
+    expect(result.warnings).to.deep.include(`footer ${names[0]} not read: malformed XML in ${names[0]}`);
+  });
+
   it("reads no property named like one of every object's (constructor) from the core properties", async () => {
     const edited = editPackage(docx, {
       'docProps/core.xml': (old) =>
@@ -615,13 +625,17 @@ describe('extract/docx', () => {
 
   it('reports a broken document.xml as CORRUPT_FILE', async () => {
     const edited = editPackage(docx, { 'word/document.xml': '<w:document xmlns:w="x"><w:body><w:p>' });
-    await extractError(edited, ErrorCodes.CORRUPT_FILE);
+    expect((await extractError(edited, ErrorCodes.CORRUPT_FILE)).message).to.equal(
+      'test.docx: cannot read Word document: malformed XML in word/document.xml: elements left open at the end: w:document,w:body,w:p',
+    );
     // in words, on one line: not xmldom's "warning: [xmldom warning]\tunclosed xml attribute\n@#[line:...]"
     const unclosed = editPackage(docx, {
       'word/document.xml': (old) => old.replace('<w:body>', '<w:body><w:p w:rsidR="00A1>'),
     });
     const error = await extractError(unclosed, ErrorCodes.CORRUPT_FILE);
-    expect(error.message).to.match(/cannot read Word document: malformed XML in a part of the document \(/);
+    expect(error.message).to.match(
+      /cannot read Word document: malformed XML in word\/document\.xml: .*\(line \d+\)$/,
+    );
     expect(error.message).to.not.match(/[\t\n]|xmldom/);
     const deep = editPackage(docx, {
       'word/document.xml': insertIntoBody(
@@ -629,6 +643,54 @@ describe('extract/docx', () => {
       ),
     });
     expect((await extractError(deep, ErrorCodes.CORRUPT_FILE)).message).to.contain('nested too deeply');
+  });
+
+  it('reads the body when a part beside it is damaged (notes, styles, relationships), with a warning naming the part', async () => {
+    const cut = (old: string) => old.replace(/<\/w:footnotes>\s*$/, '<w:footnote w:id="9"><w:p>');
+    const edited = editPackage(docx, {
+      '[Content_Types].xml': (old) => `${old}<Types>`,
+      'word/footnotes.xml': cut,
+      'word/styles.xml': (old) =>
+        old.replace('<w:style ', '<w:style w:type="paragraph ').replace(/<\/w:styles>\s*$/, ''),
+    });
+    const result = await extractDocx(edited, 'fussnoten.docx', extractOptions);
+    expect(result.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    expect(result.text).to.not.contain('Quelle: ISO 9001');
+    const damaged = result.warnings.filter((w) => w.includes('not read: malformed XML'));
+    expect(damaged.map((w) => w.split(' ')[0]).sort()).to.deep.equal([
+      '[Content_Types].xml',
+      'word/footnotes.xml',
+      'word/styles.xml',
+    ]);
+    // a reference to a note the notes part does not define (mammoth stopped on it: "reading 'type'")
+    const dangling = editPackage(docx, {
+      'word/document.xml': insertIntoBody(
+        '<w:p><w:r><w:t>Verweis ins Leere</w:t></w:r><w:r><w:footnoteReference w:id="77"/></w:r></w:p>',
+      ),
+    });
+    const read = await extractDocx(dangling, 'verweis.docx', extractOptions);
+    expect(read.text).to.contain('Verweis ins Leere');
+    expect(read.text).to.contain('Quelle: ISO 9001');
+    // a hyperlink and an image whose relationships are not there, a table style without a styles part
+    const image =
+      '<w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="1" name="Bild" descr="Ein Diagramm"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="rIdFehlt"/></pic:blipFill></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r>';
+    const unresolved = editPackage(docx, {
+      'word/document.xml': (old) =>
+        insertIntoBody(
+          `<w:p><w:hyperlink r:id="rIdWeg"><w:r><w:t>Linktext bleibt</w:t></w:r></w:hyperlink>${image}</w:p>`,
+        )(old).replace(/<w:tblPr>/, '<w:tblPr><w:tblStyle w:val="LightGrid-Accent1"/>'),
+      'word/styles.xml': null,
+    });
+    const resolved = await extractDocx(unresolved, 'ohne-ziele.docx', extractOptions);
+    expect(resolved.text).to.contain('Linktext bleibt');
+    expect(resolved.text).to.contain('Audit | Prüfung');
+    // damaged relationships of the body: what they link is not read (styles, notes), the body is
+    const unlinked = editPackage(docx, { 'word/_rels/document.xml.rels': (old) => old.slice(0, 200) });
+    const body = await extractDocx(unlinked, 'verknuepfungen.docx', extractOptions);
+    expect(body.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    expect(
+      body.warnings.filter((w) => w.startsWith('word/_rels/document.xml.rels not read: ')),
+    ).to.have.length(1);
   });
 
   it('gives an empty success for a document without text', async () => {

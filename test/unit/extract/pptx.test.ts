@@ -151,6 +151,21 @@ describe('extract/pptx', () => {
     expect(result.warnings.join('\n')).to.contain('slide 2 skipped');
   });
 
+  it("reads the slides by their parts' names when the slide list is damaged, with a warning", async () => {
+    const ordered = await extractPptx(pptx, 'deck.pptx', extractOptions);
+    const damages: Array<Record<string, (old: string) => string>> = [
+      { 'ppt/_rels/presentation.xml.rels': (old) => old.slice(0, 120) },
+      { 'ppt/presentation.xml': (old) => old.replace('<p:sldIdLst>', '<p:sldIdLst x="1>') },
+    ];
+    for (const damaged of damages) {
+      const result = await extractPptx(editPackage(pptx, damaged), 'deck.pptx', extractOptions);
+      expect(result.text).to.equal(ordered.text);
+      expect(result.warnings.join('\n')).to.match(
+        /^malformed XML in ppt\/.*: slides read in the order of their parts' names/,
+      );
+    }
+  });
+
   it('keeps the numbers of the slides after a slide id without a slide part, which is skipped', async () => {
     const files = unzipSync(pptx);
     const presentation = strFromU8(files['ppt/presentation.xml']!);
