@@ -15,15 +15,9 @@
  *   the style's): the paragraph style becomes OUTLINE_STYLE_IDS' one for that level (heading levels 1-9, or body
  *   text), which STYLE_MAP in docx.ts maps. Mammoth maps paragraphs by their style alone.
  *
- * And what stops mammoth in a damaged package (it throws, and the whole document is lost): references to notes,
- * hyperlinks and images that nothing in the package defines are taken away, and a damaged part is repaired as far
- * as it can be (repairedPart) for a second try without it.
- *
  * String work over tags of fixed names, each found with indexOf or an anchored pattern that reads quoted attribute
  * values whole (an attribute may hold ">"): one pass per rewrite, linear in the part.
  */
-
-import { XMLValidator } from 'fast-xml-parser';
 
 /** The start and end tags of `name` (qualified, e.g. "w:dir"): attributes read quoted, so ">" inside them is kept. */
 const tags = (name: string) =>
@@ -229,76 +223,3 @@ function mathAsRuns(xml: string): string {
   }
   return from === 0 ? xml : out + xml.slice(from);
 }
-
-/** a footnote or endnote reference and its id, self-closed or empty */
-const NOTE_REFERENCE =
-  /<w:(footnote|endnote)Reference(?=[\s/>])[^>]*?\sw:id\s*=\s*"([^"]*)"[^>]*?(?:\/>|>\s*<\/w:\1Reference\s*>)/g;
-/** a footnote or endnote of a notes part, with its id */
-const NOTE = /<w:(footnote|endnote)(?=[\s>])[^>]*?\sw:id\s*=\s*"([^"]*)"/g;
-
-/** The notes a footnotes or endnotes part defines, as "footnote:1", "endnote:2". */
-export function noteIds(xml: string): string[] {
-  return [...xml.matchAll(NOTE)].map((match) => `${match[1]}:${match[2]}`);
-}
-
-/**
- * The document part without its references to notes that no part defines (`defined`, as noteIds gives them): a
- * reference to a missing note, from a damaged or dropped notes part, stops mammoth ("Cannot read properties of null
- * (reading 'type')"), and a note that is not there has no text to show.
- */
-export function withoutDanglingNoteReferences(xml: string, defined: ReadonlySet<string>): string {
-  if (!xml.includes('Reference')) return xml;
-  return xml.replace(NOTE_REFERENCE, (reference, kind: string, id: string) =>
-    defined.has(`${kind}:${id}`) ? reference : '',
-  );
-}
-
-/** a start tag of an element mammoth follows a relationship from: a hyperlink, an image (DrawingML, VML) */
-const LINKING_TAG = /<(?:w:hyperlink|a:blip|v:imagedata)(?=[\s/>])[^>]*>/g;
-const RELATIONSHIP_ATTRIBUTE = /\sr:(?:id|embed|link)\s*=\s*"([^"]*)"/g;
-const RELATIONSHIP_ID_ATTRIBUTE = /<Relationship(?=[\s/>])[^>]*?\sId\s*=\s*"([^"]*)"/g;
-
-/** The ids a list of relationships (a .rels part) defines. */
-export function relationshipIds(rels: string): string[] {
-  return [...rels.matchAll(RELATIONSHIP_ID_ATTRIBUTE)].map((match) => match[1] as string);
-}
-
-/**
- * The document part with the relationship ids of hyperlinks and images that its relationships do not define taken
- * away (a hyperlink keeps its text; an image that is not there is left out, its description with it): mammoth stops
- * on one ("Cannot read properties of undefined (reading 'replace')"), as from a damaged or missing relationships
- * part.
- */
-export function withoutDanglingRelationshipIds(xml: string, defined: ReadonlySet<string>): string {
-  return xml.replace(LINKING_TAG, (tag) =>
-    tag.replace(RELATIONSHIP_ATTRIBUTE, (attribute, id: string) => (defined.has(id) ? attribute : '')),
-  );
-}
-
-const RELATIONSHIPS_NS = 'http://schemas.openxmlformats.org/package/2006/relationships';
-const CONTENT_TYPES_NS = 'http://schemas.openxmlformats.org/package/2006/content-types';
-const MAIN_NS = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
-/** an entry of a list of relationships or content types: self-closed, every attribute in quotes */
-const RELATIONSHIP_ENTRY = /<Relationship(?:\s+[^\s=/<>]+\s*=\s*"[^"<]*")*\s*\/>/g;
-const CONTENT_TYPE_ENTRY = /<(?:Default|Override)(?:\s+[^\s=/<>]+\s*=\s*"[^"<]*")*\s*\/>/g;
-const WORD_ROOT = /<(w:[A-Za-z]+)[\s/>]/;
-
-/**
- * A damaged part as mammoth can read it, for a document read without what is damaged: a list of relationships or
- * content types keeps the entries that are intact; a WordprocessingML part (styles, numbering, notes, settings) is
- * empty, with its root element (mammoth fails on some missing parts: a table style looked up in no styles);
- * undefined for another part (leave it out).
- */
-export function repairedPart(name: string, xml: string): string | undefined {
-  const intact = (entry: RegExp) =>
-    (xml.match(entry) ?? []).filter((e) => XMLValidator.validate(e) === true).join('');
-  if (name.toLowerCase().endsWith('.rels'))
-    return `<Relationships xmlns="${RELATIONSHIPS_NS}">${intact(RELATIONSHIP_ENTRY)}</Relationships>`;
-  if (name.toLowerCase() === '[content_types].xml')
-    return `<Types xmlns="${CONTENT_TYPES_NS}">${intact(CONTENT_TYPE_ENTRY)}</Types>`;
-  const root = WORD_ROOT.exec(xml)?.[1];
-  return root === undefined ? undefined : emptyWordPart(root);
-}
-
-/** A WordprocessingML part with nothing in it but its root element ("w:styles"). */
-export const emptyWordPart = (root: string): string => `<${root} xmlns:w="${MAIN_NS}"/>`;

@@ -14,7 +14,9 @@
  * objects) and hand mammoth a small uncompressed package built from the cleaned parts. Images are counted,
  * never read. Embedded objects (word/embeddings) are counted and noted, never opened. An altChunk (content
  * imported in a format of its own) is read into paragraphs first (docx-altchunk.ts); one that is a Word document
- * is extracted as one, one level deep, its ZIP within what is left of the outer document's inflate limit.
+ * is extracted as one, one level deep, its ZIP within what is left of the outer document's inflate limit. A
+ * package mammoth stops on (a damaged part, a reference to what is not there) is repaired as far as it can be, with
+ * warnings naming what was left out (docx-mammoth.ts); damaged headers, footers and relationships are warnings too.
  *
  * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
  * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
@@ -22,9 +24,6 @@
  * has, HTML has not) become level 6.
  */
 
-import { XMLValidator } from 'fast-xml-parser';
-import { zipSync } from 'fflate';
-import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import {
@@ -36,15 +35,10 @@ import {
 import {
   BODY_TEXT_STYLE_ID,
   type DrawingTexts,
-  emptyWordPart,
-  noteIds,
   OUTLINE_STYLE_IDS,
-  relationshipIds,
-  repairedPart,
   rewriteForMammoth,
-  withoutDanglingNoteReferences,
-  withoutDanglingRelationshipIds,
 } from './docx-compat.js';
+import { type CleanParts, mammothHtml } from './docx-mammoth.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
@@ -72,7 +66,6 @@ const STYLE_MAP = [
 ];
 
 const utf8 = new TextEncoder();
-const utf8Decoder = new TextDecoder();
 
 /** Where mammoth looks when a package has no relationship for a part (a package without .rels still opens). */
 const DEFAULT_PARTS = [
@@ -191,9 +184,6 @@ function packagePart(
   return rel && !rel.external && zip.has(rel.target) ? rel.target : undefined;
 }
 
-/** A clean package's parts by name, as fflate zips them (stored, not compressed). */
-type CleanParts = Record<string, [Uint8Array, { level: 0 }]>;
-
 /** How deep altChunks that are Word documents are read: those of the document, not those inside them. */
 const MAX_ALTCHUNK_NESTING = 1;
 
@@ -242,41 +232,7 @@ async function buildCleanPackage(
       { level: 0 },
     ];
   }
-  // without a styles part mammoth's styles have no table styles, and a table naming one stops it
-  if (!Object.keys(files).some((name) => name.toLowerCase() === 'word/styles.xml'))
-    files['word/styles.xml'] = [utf8.encode(emptyWordPart('w:styles')), { level: 0 }];
-  withoutDanglingReferences(files);
   return files;
-}
-
-/**
- * The document part without references that would stop mammoth because nothing in the package defines what they
- * name (docx-compat.ts): notes no notes part holds, hyperlinks and images its relationships do not list; with
- * `keepNone`, without any of them.
- */
-function withoutDanglingReferences(parts: CleanParts, { keepNone = false } = {}): void {
-  const documentName = Object.keys(parts).find((name) => name.toLowerCase() === 'word/document.xml');
-  if (documentName === undefined) return;
-  const notes = new Set<string>();
-  let relationships = new Set<string>();
-  for (const [name, [bytes]] of Object.entries(parts)) {
-    if (name === documentName) continue;
-    const lower = name.toLowerCase();
-    if (lower === 'word/_rels/document.xml.rels') {
-      relationships = new Set(relationshipIds(utf8Decoder.decode(bytes)));
-    } else if (!lower.endsWith('.rels')) {
-      const xml = utf8Decoder.decode(bytes);
-      if (xml.includes('<w:footnotes') || xml.includes('<w:endnotes'))
-        for (const id of noteIds(xml)) notes.add(id);
-    }
-  }
-  if (keepNone) {
-    notes.clear();
-    relationships.clear();
-  }
-  const xml = utf8Decoder.decode(parts[documentName]![0]);
-  const kept = withoutDanglingRelationshipIds(withoutDanglingNoteReferences(xml, notes), relationships);
-  if (kept !== xml) parts[documentName] = [utf8.encode(kept), { level: 0 }];
 }
 
 /**
@@ -304,124 +260,6 @@ function nestedReader(zip: ZipArchive, outer: Reading, warnings: string[]): AltC
       throw error instanceof FileError && error.file === reading.file ? new Error(error.reason) : error;
     }
   };
-}
-
-/**
- * The validator's complaint in words, with its line. It reports elements left open at the end as a JSON list
- * ("Invalid '[    \"w:document\",    \"w:body\"]' found."): named here as such.
- */
-function validatorReason(err: { code: string; msg: string; line: number }): string {
-  const open = err.code === 'InvalidXml' && /^Invalid '\[([\s\S]*)\]' found\.$/.exec(err.msg);
-  if (open) return `elements left open at the end: ${open[1]!.replace(/[\s"]+/g, '')}`;
-  return `${err.msg.replace(/\s+/g, ' ')} (line ${err.line})`;
-}
-
-/**
- * The last try after mammoth failed on well-formed parts: the body without its note references, hyperlinks' and
- * images' relationships (what mammoth follows into other parts, where it stops on what it does not find: notes in
- * an unknown namespace, say), with a warning; `failure` when that fails too.
- */
-async function convertBodyOnly(
-  parts: CleanParts,
-  styles: ReadonlyMap<string, ParagraphStyle>,
-  failure: FileError,
-  warnings: string[],
-): Promise<MammothResult> {
-  const bodyOnly = { ...parts };
-  withoutDanglingReferences(bodyOnly, { keepNone: true });
-  try {
-    const result = await convertToHtml(bodyOnly, styles);
-    warnings.push(`notes, hyperlinks and images not read: ${failure.reason}`);
-    return result;
-  } catch {
-    throw failure;
-  }
-}
-
-type MammothResult = Awaited<ReturnType<typeof mammoth.convertToHtml>>;
-
-function convertToHtml(
-  parts: CleanParts,
-  styles: ReadonlyMap<string, ParagraphStyle>,
-): Promise<MammothResult> {
-  const zipped = zipSync(parts);
-  return mammoth.convertToHtml(
-    { buffer: Buffer.from(zipped.buffer, zipped.byteOffset, zipped.byteLength) },
-    {
-      styleMap: [...STYLE_MAP, ...headingStyles(styles)],
-      includeEmbeddedStyleMap: false,
-      externalFileAccess: false,
-      // count images, never read them (their bytes are not in the clean package)
-      convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
-    },
-  );
-}
-
-/**
- * The part without which there is no document to read. Mammoth reads the body without the package's content types
- * and relationships too (with no styles, numbering or notes then), as Word's repair would.
- */
-const BODY_PART = 'word/document.xml';
-
-/**
- * After mammoth failed: the parts whose XML is not well-formed, by a strict check of each. When the body is not among
- * them (styles, numbering, footnotes, comments, settings, relationships: what Word's repair would drop), the document
- * is read again with each of them repaired as far as it can be (repairedPart: what is intact of a list of
- * relationships, an empty part else), and each is a warning naming the part; otherwise the error names the damaged
- * part.
- */
-async function convertWithoutDamagedParts(
-  parts: CleanParts,
-  styles: ReadonlyMap<string, ParagraphStyle>,
-  file: string,
-  error: unknown,
-  warnings: string[],
-): Promise<MammothResult> {
-  const damaged: Array<{ name: string; reason: string }> = [];
-  for (const [name, [bytes]] of Object.entries(parts)) {
-    const checked = XMLValidator.validate(utf8Decoder.decode(bytes));
-    if (checked !== true) damaged.push({ name, reason: validatorReason(checked.err) });
-  }
-  const fail = (reason: string) =>
-    new FileError(ErrorCodes.CORRUPT_FILE, file, `cannot read Word document: ${reason}`, { cause: error });
-  if (damaged.length === 0) return convertBodyOnly(parts, styles, fail(mammothReason(error)), warnings);
-  const body = damaged.find((part) => part.name.toLowerCase() === BODY_PART);
-  const first = body ?? damaged[0]!;
-  const malformed = `malformed XML in ${first.name}: ${first.reason}`;
-  if (body) throw fail(malformed);
-  const rest = { ...parts };
-  for (const part of damaged) {
-    const repaired = repairedPart(part.name, utf8Decoder.decode(rest[part.name]![0]));
-    if (repaired === undefined) delete rest[part.name];
-    else rest[part.name] = [utf8.encode(repaired), { level: 0 }];
-  }
-  withoutDanglingReferences(rest);
-  let result: MammothResult;
-  try {
-    result = await convertToHtml(rest, styles);
-  } catch {
-    throw fail(malformed);
-  }
-  for (const part of damaged) {
-    // a .rels part found damaged before is named once
-    if (!warnings.some((warning) => warning.startsWith(`${part.name} not read`)))
-      warnings.push(`${part.name} not read: malformed XML (${part.reason})`);
-  }
-  return result;
-}
-
-/**
- * What mammoth's failure means, in words: its XML reader (xmldom) reports malformed XML as
- * "warning: [xmldom warning]\tunclosed xml attribute\n@#[line:undefined,col:undefined]", and a part nested
- * deeper than its recursive reader can go as a stack overflow.
- */
-function mammothReason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof RangeError && /call stack/i.test(message))
-    return `a part is nested too deeply (more than its reader can follow)`;
-  const xmldom = /\[xmldom (?:warning|error|fatalError)\]\s*([^\n@]*)/.exec(message);
-  if (xmldom) return `malformed XML in a part of the document (${xmldom[1]!.trim() || 'not well-formed'})`;
-  return message.replace(/\s+/g, ' ').trim();
 }
 
 const isHeading = (name: string): number | undefined => {
@@ -779,20 +617,7 @@ async function readDocx(
   const styles = readParagraphStyles(zip, file);
   const warnings: string[] = [];
   const parts = await buildCleanPackage(zip, reading, styles, warnings);
-  let result: MammothResult;
-  try {
-    result = await convertToHtml(parts, styles);
-  } catch (error) {
-    result = await convertWithoutDamagedParts(parts, styles, file, error, warnings);
-  }
-  const html = result.value;
-  // errors, and the elements mammoth skipped with their text (after docx-compat.ts, what is left): once each
-  const skipped = new Set<string>();
-  for (const message of result.messages) {
-    if (message.type === 'error') warnings.push(message.message);
-    else if (message.message.startsWith('An unrecognised element was ignored')) skipped.add(message.message);
-  }
-  for (const message of skipped) warnings.push(`${message}: its text is not extracted`);
+  const html = await mammothHtml(parts, [...STYLE_MAP, ...headingStyles(styles)], file, warnings);
 
   const builder = new DocumentBuilder('docx');
   const walker = new HtmlWalker(builder, options.maxPages, file);
