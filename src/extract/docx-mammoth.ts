@@ -175,8 +175,9 @@ async function convertWithoutDamagedParts(
   let result: MammothResult;
   try {
     result = await convertToHtml(rest, styleMap);
-  } catch {
-    throw fail(malformed);
+  } catch (second) {
+    // damage the strict check passed (mammoth's reader is stricter in places), or none of XML at all
+    throw fail(`${malformed}; without ${damaged.length === 1 ? 'it' : 'them'}: ${mammothReason(second)}`);
   }
   for (const part of damaged) {
     // a .rels part found damaged before is named once
