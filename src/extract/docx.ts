@@ -21,7 +21,7 @@
  * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
  * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
  * explicit page breaks (w:br w:type="page"). The Title style becomes a 'title' block; heading 7-9 (which Word
- * has, HTML has not) become level 6.
+ * has, HTML has not) become level 6. Tables of contents and of figures are navigation, not text (NAVIGATION_STYLES).
  */
 
 import { ErrorCodes, FileError } from '../errors.js';
@@ -48,7 +48,22 @@ import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
 import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
 import { openZip, type ZipArchive } from './zip.js';
 
+/**
+ * Tables of contents and of figures (Word's field results in the styles "toc 1"-"toc 9", "table of figures", under a
+ * "TOC Heading"; LibreOffice's "Contents 1"-"Contents 10" and "Contents Heading"): navigation, not content. Their
+ * lines repeat the headings with page numbers ("1.2 Grundlagen 5"), and a search for a heading's words found the
+ * table of contents beside the section. First in the map: a TOC heading is based on "heading 1" (headingStyles).
+ */
+const NAVIGATION_STYLES = [
+  ...Array.from({ length: 9 }, (_, i) => `toc ${i + 1}`),
+  ...Array.from({ length: 10 }, (_, i) => `Contents ${i + 1}`),
+  'TOC Heading',
+  'Contents Heading',
+  'table of figures',
+];
+
 const STYLE_MAP = [
+  ...NAVIGATION_STYLES.map((name) => `p[style-name='${name}'] => !`),
   "p[style-name='Title'] => h1.cpe-title:fresh",
   "p[style-name='Titel'] => h1.cpe-title:fresh",
   ...[1, 2, 3, 4, 5, 6].map((n) => `p[style-name='Überschrift ${n}'] => h${n}:fresh`),

@@ -250,6 +250,32 @@ describe('extract/docx', () => {
     expect(limited.warnings.join('\n')).to.match(/altChunk word\/afchunk\.docx not read: .*exceeds/);
   });
 
+  it('leaves out a table of contents (Word\'s "toc N" under a "TOC Heading", LibreOffice\'s "Contents N")', async () => {
+    const style = (id: string, name: string, basedOn = '') =>
+      `<w:style w:type="paragraph" w:styleId="${id}"><w:name w:val="${name}"/>${basedOn ? `<w:basedOn w:val="${basedOn}"/>` : ''}</w:style>`;
+    const line = (styleId: string, text: string) =>
+      `<w:p><w:pPr><w:pStyle w:val="${styleId}"/></w:pPr><w:r><w:t xml:space="preserve">${text}</w:t></w:r></w:p>`;
+    const edited = editPackage(docx, {
+      'word/styles.xml': (old) =>
+        old.replace(
+          '</w:styles>',
+          `${style('Inhaltsverzeichnisberschrift', 'TOC Heading', 'Heading1')}${style('Verzeichnis1', 'toc 1')}${style('Verzeichnis2', 'toc 2')}${style('Contents1', 'Contents 1')}</w:styles>`,
+        ),
+      'word/document.xml': (old) =>
+        old.replace(
+          '<w:body>',
+          `<w:body>${line('Inhaltsverzeichnisberschrift', 'Inhaltsverzeichnis')}${line('Verzeichnis1', '1 Einführung\t3')}${line('Verzeichnis2', '1.1 Grundlagen\t4')}${line('Contents1', '2 Anhang\t9')}`,
+        ),
+    });
+    const result = await extractDocx(edited, 'verzeichnis.docx', extractOptions);
+    for (const navigation of ['Inhaltsverzeichnis', '1 Einführung', '1.1 Grundlagen', '2 Anhang'])
+      expect(result.text).to.not.contain(navigation);
+    expect(headingsOf(result)).to.deep.include.members([
+      ['Einführung', 1],
+      ['Grundlagen', 2],
+    ]);
+  });
+
   it('reads the body of a document whose header or footer is damaged, with a warning naming the part', async () => {
     const names = Object.keys(unzipSync(docx)).filter((n) => /^word\/footer\d*\.xml$/.test(n));
     expect(names).to.not.be.empty;
