@@ -110,7 +110,11 @@ async function convertBodyOnly(
   withoutDanglingReferences(bodyOnly, { keepNone: true });
   try {
     const result = await convertToHtml(bodyOnly, styleMap);
-    warnings.push(`notes, hyperlinks and images not read: ${failure.reason}`);
+    // the reason in mammoth's words, behind what it means for the document
+    const mammothSaid = failure.reason.replace(/^cannot read Word document: /, '');
+    warnings.push(
+      `notes, hyperlinks and images not read: the body alone could be read (mammoth: ${mammothSaid})`,
+    );
     return result;
   } catch {
     throw failure;

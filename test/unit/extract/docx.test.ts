@@ -710,6 +710,19 @@ describe('extract/docx', () => {
     const resolved = await extractDocx(unresolved, 'ohne-ziele.docx', extractOptions);
     expect(resolved.text).to.contain('Linktext bleibt');
     expect(resolved.text).to.contain('Audit | Prüfung');
+    // well-formed, and still mammoth stops (notes in a namespace it does not know): the body alone, with a warning
+    const foreign = editPackage(docx, {
+      'word/footnotes.xml': (old) =>
+        old.replace(
+          /xmlns:w="http:\/\/schemas.openxmlformats.org\/wordprocessingml\/2006\/main"/,
+          'xmlns:w="urn:fremd"',
+        ),
+    });
+    const bodyAlone = await extractDocx(foreign, 'fremd.docx', extractOptions);
+    expect(bodyAlone.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    expect(bodyAlone.warnings.join('\n')).to.match(
+      /^notes, hyperlinks and images not read: the body alone could be read \(mammoth: .+\)$/m,
+    );
     // damaged relationships of the body: what they link is not read (styles, notes), the body is
     const unlinked = editPackage(docx, { 'word/_rels/document.xml.rels': (old) => old.slice(0, 200) });
     const body = await extractDocx(unlinked, 'verknuepfungen.docx', extractOptions);
