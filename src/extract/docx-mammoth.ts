@@ -4,8 +4,9 @@
  * properties of null (reading 'type')"). So:
  *
  * - before it runs: references that nothing in the package defines are taken away (notes no notes part holds,
- *   hyperlinks and images the body's relationships do not list), and an empty styles part is put in where there is
- *   none (mammoth's styles then have no table styles, and a table naming one stops it);
+ *   hyperlinks and images the body's relationships do not list), so are entries of the content types and
+ *   relationships without the attributes mammoth reads, and an empty styles part is put in where there is none
+ *   (mammoth's styles then have no table styles, and a table naming one stops it);
  * - when it fails: a strict check of each part names the damaged ones. The body (word/document.xml) damaged is the
  *   file's error, naming the part and the line; any other damaged part is repaired as far as it can be (what is
  *   intact of a list of relationships or content types, an empty part else) and the package read again, with a
@@ -36,15 +37,12 @@ export async function mammothHtml(
   file: string,
   warnings: string[],
 ): Promise<string> {
-  const complete = { ...parts };
-  if (!Object.keys(complete).some((name) => name.toLowerCase() === 'word/styles.xml'))
-    complete['word/styles.xml'] = [utf8.encode(emptyWordPart('w:styles')), { level: 0 }];
-  withoutDanglingReferences(complete);
+  const prepared = readable(parts);
   let result: MammothResult;
   try {
-    result = await convertToHtml(complete, styleMap);
+    result = await convertToHtml(prepared, styleMap);
   } catch (error) {
-    result = await convertWithoutDamagedParts(complete, styleMap, file, error, warnings);
+    result = await convertWithoutDamagedParts(prepared, styleMap, file, error, warnings);
   }
   const skipped = new Set<string>();
   for (const message of result.messages) {
@@ -53,6 +51,46 @@ export async function mammothHtml(
   }
   for (const message of skipped) warnings.push(`${message}: its text is not extracted`);
   return result.value;
+}
+
+/**
+ * The package with what stops mammoth though it is well-formed taken away or put in (above): a styles part where
+ * there is none, entries of lists without the attributes mammoth reads, references to what nothing defines.
+ */
+function readable(parts: CleanParts): CleanParts {
+  const out = { ...parts };
+  if (!Object.keys(out).some((name) => name.toLowerCase() === 'word/styles.xml'))
+    out['word/styles.xml'] = [utf8.encode(emptyWordPart('w:styles')), { level: 0 }];
+  withCompleteListEntries(out);
+  withoutDanglingReferences(out);
+  return out;
+}
+
+/** The attributes mammoth reads of each entry of a list of content types or relationships, without a check. */
+const attributePattern = (name: string) => new RegExp(`\\s${name}\\s*=`);
+const REQUIRED_ATTRIBUTES: Readonly<Record<string, readonly RegExp[]>> = {
+  Default: ['Extension', 'ContentType'].map(attributePattern),
+  Override: ['PartName', 'ContentType'].map(attributePattern),
+  Relationship: ['Id', 'Target'].map(attributePattern),
+};
+/** a self-closed entry of a list of content types or relationships */
+const LIST_ENTRY =
+  /<(Default|Override|Relationship)(?=[\s/>])((?:\s+[^\s=/<>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*\/>/g;
+
+/**
+ * The content types and relationships without entries that lack an attribute mammoth reads ("PartName", "Target"):
+ * it calls a string method on the missing value ("Cannot read properties of undefined (reading 'charAt')").
+ */
+function withCompleteListEntries(parts: CleanParts): void {
+  for (const [name, [bytes]] of Object.entries(parts)) {
+    const lower = name.toLowerCase();
+    if (lower !== '[content_types].xml' && !lower.endsWith('.rels')) continue;
+    const xml = utf8Decoder.decode(bytes);
+    const complete = xml.replace(LIST_ENTRY, (entry, element: string, attributes: string) =>
+      (REQUIRED_ATTRIBUTES[element] ?? []).every((pattern) => pattern.test(attributes)) ? entry : '',
+    );
+    if (complete !== xml) parts[name] = [utf8.encode(complete), { level: 0 }];
+  }
 }
 
 /**
@@ -175,10 +213,9 @@ async function convertWithoutDamagedParts(
     if (repaired === undefined) delete rest[part.name];
     else rest[part.name] = [utf8.encode(repaired), { level: 0 }];
   }
-  withoutDanglingReferences(rest);
   let result: MammothResult;
   try {
-    result = await convertToHtml(rest, styleMap);
+    result = await convertToHtml(readable(rest), styleMap);
   } catch (second) {
     // damage the strict check passed (mammoth's reader is stricter in places), or none of XML at all
     throw fail(`${malformed}; without ${damaged.length === 1 ? 'it' : 'them'}: ${mammothReason(second)}`);

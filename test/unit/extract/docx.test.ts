@@ -710,6 +710,22 @@ describe('extract/docx', () => {
     const resolved = await extractDocx(unresolved, 'ohne-ziele.docx', extractOptions);
     expect(resolved.text).to.contain('Linktext bleibt');
     expect(resolved.text).to.contain('Audit | Prüfung');
+    // entries of the content types and relationships without what mammoth reads of them (PartName, Target)
+    const incomplete = editPackage(docx, {
+      '[Content_Types].xml': (old) => old.replace('<Override PartName=', '<Override Name='),
+      'word/_rels/document.xml.rels': (old) =>
+        old.replace(
+          '</Relationships>',
+          '<Relationship Id="rIdOhneZiel" Type="x/hyperlink"/></Relationships>',
+        ),
+      'word/document.xml': insertIntoBody(
+        '<w:p><w:hyperlink r:id="rIdOhneZiel"><w:r><w:t>Verweis ohne Ziel</w:t></w:r></w:hyperlink></w:p>',
+      ),
+    });
+    const entries = await extractDocx(incomplete, 'eintraege.docx', extractOptions);
+    expect(entries.text).to.contain('Verweis ohne Ziel');
+    expect(entries.text).to.contain('Quelle: ISO 9001'); // the notes too: no last try was needed
+    expect(entries.warnings.filter((w) => w.includes('not read'))).to.deep.equal([]);
     // well-formed, and still mammoth stops (notes in a namespace it does not know): the body alone, with a warning
     const foreign = editPackage(docx, {
       'word/footnotes.xml': (old) =>
