@@ -11,7 +11,8 @@
  *   file's error, naming the part and the line; any other damaged part is repaired as far as it can be (what is
  *   intact of a list of relationships or content types, an empty part else) and the package read again, with a
  *   warning naming it, as Word's repair would;
- * - when no part is damaged and it still fails: the body once more without its notes, hyperlinks and images.
+ * - when it still fails, with no part damaged or with the damaged ones repaired: the body once more without its
+ *   notes, hyperlinks and images.
  *
  * String work over tags of fixed names, each found with an anchored pattern: one pass per rewrite.
  */
@@ -134,8 +135,8 @@ function validatorReason(err: { code: string; msg: string; line: number }): stri
 }
 
 /**
- * The last try after mammoth failed on well-formed parts: the body without its note references, hyperlinks' and
- * images' relationships (what mammoth follows into other parts, where it stops on what it does not find: notes in
+ * The last try after mammoth failed on well-formed (or repaired) parts: the body without its note references,
+ * hyperlinks' and images' relationships (what mammoth follows into other parts, where it stops on what it does not find: notes in
  * an unknown namespace, say), with a warning; `failure` when that fails too.
  */
 async function convertBodyOnly(
@@ -213,12 +214,14 @@ async function convertWithoutDamagedParts(
     if (repaired === undefined) delete rest[part.name];
     else rest[part.name] = [utf8.encode(repaired), { level: 0 }];
   }
+  const repaired = readable(rest);
   let result: MammothResult;
   try {
-    result = await convertToHtml(readable(rest), styleMap);
+    result = await convertToHtml(repaired, styleMap);
   } catch (second) {
-    // damage the strict check passed (mammoth's reader is stricter in places), or none of XML at all
-    throw fail(`${malformed}; without ${damaged.length === 1 ? 'it' : 'them'}: ${mammothReason(second)}`);
+    // damage the strict check passed (mammoth's reader is stricter in places), or none of XML at all: the last try
+    const without = `without ${damaged.length === 1 ? 'it' : 'them'}: ${mammothReason(second)}`;
+    result = await convertBodyOnly(repaired, styleMap, fail(`${malformed}; ${without}`), warnings);
   }
   for (const part of damaged) {
     // a .rels part found damaged before is named once

@@ -739,6 +739,14 @@ describe('extract/docx', () => {
     expect(bodyAlone.warnings.join('\n')).to.match(
       /^notes, hyperlinks and images not read: the body alone could be read \(mammoth: .+\)$/m,
     );
+    // the same with a damaged part beside it, which is not what stops mammoth: repaired, and the body alone
+    const both = editPackage(foreign, { 'docProps/app.xml': (old) => old.slice(0, old.length - 20) });
+    const repairedToo = await extractDocx(both, 'beides.docx', extractOptions);
+    expect(repairedToo.text).to.contain('Die Größe der Änderung ist überschaubar.');
+    expect(repairedToo.warnings.map((w) => w.split(':')[0])).to.include.members([
+      'docProps/app.xml not read',
+      'notes, hyperlinks and images not read',
+    ]);
     // damaged relationships of the body: what they link is not read (styles, notes), the body is
     const unlinked = editPackage(docx, { 'word/_rels/document.xml.rels': (old) => old.slice(0, 200) });
     const body = await extractDocx(unlinked, 'verknuepfungen.docx', extractOptions);
