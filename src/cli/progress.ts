@@ -47,7 +47,7 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
         case 'step-finished':
           // a document's failed step is the document's failure: its error line (onLog) and its "failed" line show it
           if (event.status === 'failed' && event.documentId === null) {
-            const text = `  step ${event.step} failed${event.documentId ? ` (document ${event.documentId})` : ''}: ${event.reason}`;
+            const text = `  step ${event.step} failed: ${event.reason}`;
             if (tty) stream.write(`\r\x1b[2K${text}\n`);
             else line(text);
           }
