@@ -82,6 +82,13 @@ export class FileError extends CpeError {
   }
 }
 
+/**
+ * Damage in one part of a file (malformed XML, a wrong checksum), as opposed to a limit (a bomb) or a package that
+ * cannot be opened: what an extractor may skip with a warning while the rest of the file is read.
+ */
+export const isCorruptFile = (error: unknown): error is FileError =>
+  error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE;
+
 /** A retryable failure talking to a server (network, timeout, 429, 5xx). */
 export class ProviderError extends CpeError {
   constructor(message: string, options: CpeErrorOptions & { status?: number } = {}) {

@@ -24,7 +24,7 @@
  * has, HTML has not) become level 6. Tables of contents and of figures are navigation, not text (NAVIGATION_STYLES).
  */
 
-import { ErrorCodes, FileError } from '../errors.js';
+import { ErrorCodes, FileError, isCorruptFile } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import {
   type AltChunkDocumentReader,
@@ -117,10 +117,6 @@ function reachableParts(zip: ZipArchive, file: string, warnings: string[]): Set<
   return parts;
 }
 
-/** Damage in a part (malformed XML, a wrong checksum), as opposed to a limit or an unreadable package. */
-const isDamage = (error: unknown): error is FileError =>
-  error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE;
-
 /**
  * A part's relationships; none when its .rels part is damaged, with a warning naming it (once): what it links
  * (styles, notes, images, altChunks) is then not read, the body still is.
@@ -134,7 +130,7 @@ function relationshipsOf(
   try {
     return readRelationships(zip, part, file);
   } catch (error) {
-    if (!isDamage(error)) throw error;
+    if (!isCorruptFile(error)) throw error;
     const warning = `${relsPathOf(part)} not read: ${error.reason}`;
     if (!warnings.includes(warning)) warnings.push(warning);
     return new Map();
@@ -603,7 +599,7 @@ function headersAndFooters(
     try {
       text = partText(zip, name, file);
     } catch (error) {
-      if (!isDamage(error)) throw error;
+      if (!isCorruptFile(error)) throw error;
       warnings.push(`${kind} ${name} not read: ${error.reason}`);
       continue;
     }

@@ -19,7 +19,7 @@
  * time a given text occurs in the deck (so it is searchable once, not repeated on every slide). Comments are
  * not text. Embedded objects are counted, never opened. Hidden slides are extracted and marked hidden.
  */
-import { ErrorCodes, FileError } from '../errors.js';
+import { ErrorCodes, FileError, isCorruptFile } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { chartTexts, paragraphs, paragraphText, smartArtTexts } from './drawingml-text.js';
 import { type Relationship, readCoreProperties, readRelationships } from './office-metadata.js';
@@ -181,7 +181,7 @@ class SlideReader {
     try {
       return read(parseXml(this.zip.readText(part), this.file, part));
     } catch (error) {
-      if (error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE) {
+      if (isCorruptFile(error)) {
         this.warnings.push(`${part} skipped: ${error.message}`);
         return [];
       }
@@ -269,7 +269,7 @@ export async function extractPptx(
     parts = slideParts(zip, presentationPart, file);
   } catch (error) {
     // the slide list is damaged, the slides need not be: read them as a repair would, by their parts' names
-    if (!(error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE)) throw error;
+    if (!isCorruptFile(error)) throw error;
     parts = slidePartsByName(zip);
     if (parts.length === 0) throw error;
     builder.warnings.push(`${error.reason}: slides read in the order of their parts' names`);
@@ -295,7 +295,7 @@ export async function extractPptx(
       slide = reader.read(part);
     } catch (error) {
       // one broken slide does not cost the deck; limits (bombs) still do
-      if (error instanceof FileError && error.code === ErrorCodes.CORRUPT_FILE) {
+      if (isCorruptFile(error)) {
         builder.warnings.push(`slide ${number} skipped: ${error.message}`);
         builder.startPage(number, { slideTitle: null, hasNotes: false, images: 0, tables: 0, skipped: true });
         continue;
