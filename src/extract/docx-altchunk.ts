@@ -8,7 +8,7 @@
  * extracted.
  */
 import { OUTLINE_STYLE_IDS, textElement } from './docx-compat.js';
-import { isRtf, rtfParagraphs, type TextParagraph } from './rtf.js';
+import { isRtf, paragraphText, rtfParagraphs, type TextParagraph } from './rtf.js';
 import { decodeText } from './txt.js';
 import type { ExtractedDocument } from './types.js';
 import { decodeEntities, PREDEFINED_ENTITIES } from './xml.js';
@@ -223,10 +223,7 @@ function htmlParagraphs(html: string): TextParagraph[] {
   let text = '';
   let heading: number | undefined;
   const flush = () => {
-    const value = decodeEntities(text, HTML_ENTITIES, true)
-      .replace(/\s+/g, ' ')
-      .replace(/^[\s|]+|[\s|]+$/g, '')
-      .trim();
+    const value = paragraphText(decodeEntities(text, HTML_ENTITIES, true));
     if (value !== '') paragraphs.push(heading ? { text: value, heading } : { text: value });
     text = '';
     heading = undefined;

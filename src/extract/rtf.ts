@@ -15,11 +15,20 @@
  * `\uN` is read as UTF-16 with the `\ucN` replacement characters after it skipped.
  */
 
+import { isAsciiLetter, isDigit } from '../text/chars.js';
+
 export interface TextParagraph {
   text: string;
   /** heading level 1-6 */
   heading?: number;
 }
+
+/** A paragraph's text as read (RTF, an altChunk's HTML): white space collapsed, cell separators at the ends dropped. */
+export const paragraphText = (text: string): string =>
+  text
+    .replace(/\s+/g, ' ')
+    .replace(/^[\s|]+|[\s|]+$/g, '')
+    .trim();
 
 /** Groups nested deeper than this share the state of the deepest kept (Word itself nests a few dozen at most). */
 const MAX_DEPTH = 1000;
@@ -91,9 +100,6 @@ export function isRtf(bytes: Uint8Array): boolean {
     i++;
   return bytes[i] === 0x7b && bytes[i + 1] === 0x5c && bytes[i + 2] === 0x72 && bytes[i + 3] === 0x74;
 }
-
-const isLetter = (b: number): boolean => (b >= 0x61 && b <= 0x7a) || (b >= 0x41 && b <= 0x5a);
-const isDigit = (b: number): boolean => b >= 0x30 && b <= 0x39;
 
 /** The TextDecoder for an \ansicpgN code page; undefined when there is none for it. */
 function codePageDecoder(codePage: number) {
@@ -207,9 +213,9 @@ class RtfReader {
     const b = this.bytes;
     if (i >= b.length) return i;
     const c = b[i] as number;
-    if (!isLetter(c)) return this.symbol(c, i + 1);
+    if (!isAsciiLetter(c)) return this.symbol(c, i + 1);
     let end = i;
-    while (end < b.length && end - i < 32 && isLetter(b[end] as number)) end++;
+    while (end < b.length && end - i < 32 && isAsciiLetter(b[end] as number)) end++;
     const word = String.fromCharCode(...b.subarray(i, end));
     let parameter: number | undefined;
     let at = end;
@@ -358,7 +364,7 @@ class RtfReader {
       return;
     }
     if (state.target !== 'body') return;
-    const text = collapse(this.body);
+    const text = paragraphText(this.body);
     this.body = '';
     if (text === '') return;
     this.paragraphs.push(state.outline >= 0 ? { text, heading: Math.min(state.outline + 1, 6) } : { text });
@@ -366,15 +372,8 @@ class RtfReader {
 
   private endNote(): void {
     this.flushBytes();
-    const text = collapse(this.note);
+    const text = paragraphText(this.note);
     this.note = '';
     if (text !== '') this.notes.push({ text });
   }
 }
-
-/** White space collapsed, cell separators at the ends dropped. */
-const collapse = (text: string): string =>
-  text
-    .replace(/\s+/g, ' ')
-    .replace(/^[\s|]+|[\s|]+$/g, '')
-    .trim();
