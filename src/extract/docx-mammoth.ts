@@ -96,8 +96,8 @@ function withCompleteListEntries(parts: CleanParts): void {
 
 /**
  * The document part without references that would stop mammoth because nothing in the package defines what they
- * name: notes no notes part holds, hyperlinks and images its relationships do not list; with
- * `keepNone`, without any of them.
+ * name: notes no notes part holds, hyperlinks and images its relationships do not list; with `keepNone`, without
+ * any of them.
  */
 function withoutDanglingReferences(parts: CleanParts, { keepNone = false } = {}): void {
   const documentName = Object.keys(parts).find((name) => name.toLowerCase() === 'word/document.xml');
@@ -136,8 +136,8 @@ function validatorReason(err: { code: string; msg: string; line: number }): stri
 
 /**
  * The last try after mammoth failed on well-formed (or repaired) parts: the body without its note references,
- * hyperlinks' and images' relationships (what mammoth follows into other parts, where it stops on what it does not find: notes in
- * an unknown namespace, say), with a warning; `failure` when that fails too.
+ * hyperlinks' and images' relationships (what mammoth follows into other parts, where it stops on what it does not
+ * find: notes in an unknown namespace, say), with a warning; `failure` when that fails too.
  */
 async function convertBodyOnly(
   parts: CleanParts,

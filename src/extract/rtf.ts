@@ -23,7 +23,7 @@ export interface TextParagraph {
   heading?: number;
 }
 
-/** A paragraph's text as read (RTF, an altChunk's HTML): white space collapsed, cell separators at the ends dropped. */
+/** A paragraph's text as read (RTF, an altChunk's HTML): white space collapsed, cell separators at the ends gone. */
 export const paragraphText = (text: string): string =>
   text
     .replace(/\s+/g, ' ')
