@@ -28,7 +28,7 @@ export type AltChunkDocumentReader = (
 /** an altChunk, self-closed or with its properties; an element left open is not read past the next one */
 const ALT_CHUNK =
   /<w:altChunk(?=[\s/>])((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(?:\/>|>(?:(?!<w:altChunk\b)[\s\S])*?<\/w:altChunk\s*>)/g;
-const RELATIONSHIP_ID = /\sr:id\s*=\s*"([^"]*)"/;
+const RELATIONSHIP_ID = /\sr:id\s*=\s*(?:"([^"]*)"|'([^']*)')/;
 
 /**
  * The document part with each altChunk it can read replaced by its paragraphs, and a warning for each that could
@@ -46,7 +46,8 @@ export async function altChunksAsParagraphs(
   for (const match of xml.matchAll(ALT_CHUNK)) {
     out += xml.slice(from, match.index);
     from = match.index + match[0].length;
-    const id = RELATIONSHIP_ID.exec(match[1] ?? '')?.[1];
+    const idMatch = RELATIONSHIP_ID.exec(match[1] ?? '');
+    const id = idMatch ? (idMatch[1] ?? idMatch[2]) : undefined;
     const found = id === undefined ? undefined : part(id);
     let paragraphs: TextParagraph[] | undefined;
     try {
@@ -125,10 +126,16 @@ export function documentParagraphs(doc: ExtractedDocument): TextParagraph[] {
   return paragraphs;
 }
 
-/** HTML bytes as text: the charset its meta element names, else detected (BOM, UTF-8, Windows-1252). */
+/**
+ * HTML bytes as text, as a browser decodes them: by a byte order mark, else the charset the caller knows (an MHT
+ * part's header) or the meta element names (a meta element naming UTF-16, which its own ASCII bytes contradict,
+ * means UTF-8), else detected (UTF-8, Windows-1252).
+ */
 function decodeHtml(bytes: Uint8Array, charset?: string): string {
+  if (hasByteOrderMark(bytes)) return decodeText(bytes).text;
   const head = new TextDecoder('latin1').decode(bytes.subarray(0, 2048));
-  const named = charset ?? /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head)?.[1];
+  const meta = /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head)?.[1];
+  const named = charset ?? (meta && /^utf-?16/i.test(meta) ? undefined : meta);
   if (named && !/^utf-?8$/i.test(named)) {
     try {
       return new TextDecoder(named).decode(bytes);
@@ -138,6 +145,11 @@ function decodeHtml(bytes: Uint8Array, charset?: string): string {
   }
   return decodeText(bytes).text;
 }
+
+const hasByteOrderMark = (b: Uint8Array): boolean =>
+  (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) ||
+  (b[0] === 0xff && b[1] === 0xfe) ||
+  (b[0] === 0xfe && b[1] === 0xff);
 
 /**
  * The HTML of an MHT (MIME HTML) part: its first text/html part, quoted-printable or base64 decoded, in the charset
@@ -190,26 +202,44 @@ const BLOCK = new Set(
   ).split(' '),
 );
 const CELL = new Set(['td', 'th']);
-/** a start or end tag; it never reaches past the next "<", so a tag left open costs one scan to there */
-const TAG = /<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^<>]*>/g;
+/**
+ * a start or end tag, a ">" in a quoted attribute value inside it; it never reaches past the next "<", so a tag or
+ * a quote left open costs one scan to there
+ */
+const TAG = /<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b(?:[^<>"']|"[^"<]*"|'[^'<]*')*>/g;
 
-const HIDDEN_START = /<!--|<(script|style|head|title)\b/gi;
+const HIDDEN_START = /<!--|<(script|style|title)\b/gi;
+/** the end tags of the hidden elements, found in the HTML as written (lower-casing can change its length: "İ") */
+const HIDDEN_END: Readonly<Record<string, RegExp>> = {
+  script: /<\/script/gi,
+  style: /<\/style/gi,
+  title: /<\/title/gi,
+};
+
+/** Where `pattern` (global) next matches in `text` from `from`; -1 for nowhere. */
+function indexOfPattern(text: string, pattern: RegExp, from: number): number {
+  pattern.lastIndex = from;
+  return pattern.exec(text)?.index ?? -1;
+}
 
 /**
- * The HTML without what a browser does not show: comments, and script, style, head and title elements. One left
+ * The HTML without what a browser does not show: comments, and script, style and title elements (the rest of a
+ * head has no text: meta, link and base are empty, and a head left open, as HTML allows, hides nothing). One left
  * open runs to the end, as in a browser; each is found with one forward search (no pattern that backtracks).
  */
 function shownHtml(html: string): string {
-  const lower = html.toLowerCase();
   let out = '';
   let from = 0;
   HIDDEN_START.lastIndex = 0;
   for (let start = HIDDEN_START.exec(html); start; start = HIDDEN_START.exec(html)) {
     out += html.slice(from, start.index);
     const element = start[1]?.toLowerCase();
-    const end = lower.indexOf(element ? `</${element}` : '-->', start.index + start[0].length);
+    const searchFrom = start.index + start[0].length;
+    const end = element
+      ? indexOfPattern(html, HIDDEN_END[element]!, searchFrom)
+      : html.indexOf('-->', searchFrom);
     if (end < 0) return out;
-    const after = element ? lower.indexOf('>', end) : end + 2;
+    const after = element ? html.indexOf('>', end) : end + 2;
     from = after < 0 ? html.length : after + 1;
     HIDDEN_START.lastIndex = from;
   }

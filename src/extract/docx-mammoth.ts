@@ -111,8 +111,7 @@ function withoutDanglingReferences(parts: CleanParts, { keepNone = false } = {})
       relationships = new Set(relationshipIds(utf8Decoder.decode(bytes)));
     } else if (!lower.endsWith('.rels')) {
       const xml = utf8Decoder.decode(bytes);
-      if (xml.includes('<w:footnotes') || xml.includes('<w:endnotes'))
-        for (const id of noteIds(xml)) notes.add(id);
+      if (NOTES_ROOT.test(xml)) for (const id of noteIds(xml)) notes.add(id);
     }
   }
   if (keepNone) {
@@ -245,15 +244,21 @@ function mammothReason(error: unknown): string {
   return message.replace(/\s+/g, ' ').trim();
 }
 
-/** a footnote or endnote reference and its id, self-closed or empty */
+/**
+ * a footnote or endnote reference and its id, self-closed or empty (with the document part's `w:` prefix: a
+ * reference written with another one is not matched, so it is kept)
+ */
 const NOTE_REFERENCE =
-  /<w:(footnote|endnote)Reference(?=[\s/>])[^>]*?\sw:id\s*=\s*"([^"]*)"[^>]*?(?:\/>|>\s*<\/w:\1Reference\s*>)/g;
-/** a footnote or endnote of a notes part, with its id */
-const NOTE = /<w:(footnote|endnote)(?=[\s>])[^>]*?\sw:id\s*=\s*"([^"]*)"/g;
+  /<w:(footnote|endnote)Reference(?=[\s/>])[^>]*?\sw:id\s*=\s*(?:"([^"]*)"|'([^']*)')[^>]*?(?:\/>|>\s*<\/w:\1Reference\s*>)/g;
+/** the root of a notes part, with whatever prefix its writer gave WordprocessingML */
+const NOTES_ROOT = /<(?:[\w.-]+:)?(?:footnotes|endnotes)[\s>]/;
+/** a footnote or endnote of a notes part, with its id, in either quotes and with any prefix */
+const NOTE =
+  /<(?:[\w.-]+:)?(footnote|endnote)(?=[\s>])[^>]*?\s(?:[\w.-]+:)?id\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 
 /** The notes a footnotes or endnotes part defines, as "footnote:1", "endnote:2". */
 function noteIds(xml: string): string[] {
-  return [...xml.matchAll(NOTE)].map((match) => `${match[1]}:${match[2]}`);
+  return [...xml.matchAll(NOTE)].map((match) => `${match[1]}:${match[2] ?? match[3]}`);
 }
 
 /**
@@ -263,19 +268,19 @@ function noteIds(xml: string): string[] {
  */
 function withoutDanglingNoteReferences(xml: string, defined: ReadonlySet<string>): string {
   if (!xml.includes('Reference')) return xml;
-  return xml.replace(NOTE_REFERENCE, (reference, kind: string, id: string) =>
-    defined.has(`${kind}:${id}`) ? reference : '',
+  return xml.replace(NOTE_REFERENCE, (reference, kind: string, double?: string, single?: string) =>
+    defined.has(`${kind}:${double ?? single}`) ? reference : '',
   );
 }
 
 /** a start tag of an element mammoth follows a relationship from: a hyperlink, an image (DrawingML, VML) */
 const LINKING_TAG = /<(?:w:hyperlink|a:blip|v:imagedata)(?=[\s/>])[^>]*>/g;
-const RELATIONSHIP_ATTRIBUTE = /\sr:(?:id|embed|link)\s*=\s*"([^"]*)"/g;
-const RELATIONSHIP_ID_ATTRIBUTE = /<Relationship(?=[\s/>])[^>]*?\sId\s*=\s*"([^"]*)"/g;
+const RELATIONSHIP_ATTRIBUTE = /\sr:(?:id|embed|link)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
+const RELATIONSHIP_ID_ATTRIBUTE = /<Relationship(?=[\s/>])[^>]*?\sId\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
 
 /** The ids a list of relationships (a .rels part) defines. */
 function relationshipIds(rels: string): string[] {
-  return [...rels.matchAll(RELATIONSHIP_ID_ATTRIBUTE)].map((match) => match[1] as string);
+  return [...rels.matchAll(RELATIONSHIP_ID_ATTRIBUTE)].map((match) => (match[1] ?? match[2]) as string);
 }
 
 /**
@@ -286,7 +291,9 @@ function relationshipIds(rels: string): string[] {
  */
 function withoutDanglingRelationshipIds(xml: string, defined: ReadonlySet<string>): string {
   return xml.replace(LINKING_TAG, (tag) =>
-    tag.replace(RELATIONSHIP_ATTRIBUTE, (attribute, id: string) => (defined.has(id) ? attribute : '')),
+    tag.replace(RELATIONSHIP_ATTRIBUTE, (attribute, double?: string, single?: string) =>
+      defined.has((double ?? single)!) ? attribute : '',
+    ),
   );
 }
 

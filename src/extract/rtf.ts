@@ -23,12 +23,20 @@ export interface TextParagraph {
   heading?: number;
 }
 
-/** A paragraph's text as read (RTF, an altChunk's HTML): white space collapsed, cell separators at the ends gone. */
-export const paragraphText = (text: string): string =>
-  text
-    .replace(/\s+/g, ' ')
-    .replace(/^[\s|]+|[\s|]+$/g, '')
-    .trim();
+/**
+ * A paragraph's text as read (RTF, an altChunk's HTML): white space collapsed, cell separators at the ends gone. The
+ * ends are trimmed by a scan: a pattern anchored at the end retries at every run of spaces and bars, which takes a
+ * row of thousands of empty cells quadratic time.
+ */
+export function paragraphText(text: string): string {
+  const collapsed = text.replace(/\s+/g, ' ');
+  const trimmed = (i: number) => collapsed[i] === ' ' || collapsed[i] === '|';
+  let start = 0;
+  let end = collapsed.length;
+  while (start < end && trimmed(start)) start++;
+  while (end > start && trimmed(end - 1)) end--;
+  return collapsed.slice(start, end);
+}
 
 /** Groups nested deeper than this share the state of the deepest kept (Word itself nests a few dozen at most). */
 const MAX_DEPTH = 1000;
@@ -49,8 +57,10 @@ interface GroupState {
   target: Target;
   /** replacement characters after a \uN */
   uc: number;
-  /** \v (hidden) or \deleted text is on */
-  invisible: boolean;
+  /** \v: hidden text is on */
+  hiddenText: boolean;
+  /** \deleted: text deleted with revisions tracked is on */
+  deleted: boolean;
   /** the paragraph's outline level (0-8), from \outlinelevelN or its style; -1 for body text */
   outline: number;
   /** the style number a stylesheet entry defines (\sN in the stylesheet), -1 for none */
@@ -121,6 +131,16 @@ function codePageDecoder(codePage: number) {
   }
 }
 
+/**
+ * The lead bytes of a double-byte code page (Shift-JIS, GBK, Korean, Big5): the byte after one is the second half of
+ * the same character even when it is a plain ASCII letter, which writers put in the text as it is (`\'83A`).
+ */
+function doubleByteLead(codePage: number): ((byte: number) => boolean) | undefined {
+  if (codePage === 932) return (b) => (b >= 0x81 && b <= 0x9f) || (b >= 0xe0 && b <= 0xfc);
+  if (codePage === 936 || codePage === 949 || codePage === 950) return (b) => b >= 0x81 && b <= 0xfe;
+  return undefined;
+}
+
 /** The paragraphs of an RTF document; an empty list when it shows no text. */
 export function rtfParagraphs(bytes: Uint8Array): TextParagraph[] {
   return new RtfReader(bytes).read();
@@ -128,10 +148,19 @@ export function rtfParagraphs(bytes: Uint8Array): TextParagraph[] {
 
 class RtfReader {
   private decoder = new TextDecoder('windows-1252');
+  /** the lead bytes of the code page when it is a double-byte one */
+  private lead: ((byte: number) => boolean) | undefined;
   private readonly stack: GroupState[] = [];
   /** groups opened beyond MAX_DEPTH, sharing the state of the last one kept */
   private excessDepth = 0;
-  private state: GroupState = { target: 'body', uc: 1, invisible: false, outline: -1, styleNumber: -1 };
+  private state: GroupState = {
+    target: 'body',
+    uc: 1,
+    hiddenText: false,
+    deleted: false,
+    outline: -1,
+    styleNumber: -1,
+  };
   /** \'hh bytes and 8-bit characters not yet decoded (a double-byte code page needs them together) */
   private pendingBytes: number[] = [];
   /** replacement characters still to skip after a \uN */
@@ -162,12 +191,16 @@ class RtfReader {
         i++;
       } else if (c === 0x5c) {
         i = this.control(i + 1);
+      } else if (c === 0x0a || c === 0x0d) {
+        i++; // line breaks in the source are not text, and a destination's word may follow one
       } else {
-        if (c !== 0x0a && c !== 0x0d) this.literal(c === 0x09 ? 0x20 : c);
+        this.literal(c === 0x09 ? 0x20 : c);
         this.groupStart = false;
         i++;
       }
     }
+    // a file cut off inside groups: they end here, so the body's last paragraph is not lost with a hidden group's state
+    while (this.stack.length > 0 || this.excessDepth > 0) this.closeGroup();
     this.endParagraph();
     return [...this.paragraphs, ...this.notes];
   }
@@ -252,6 +285,11 @@ class RtfReader {
       return next;
     }
     this.groupStart = false;
+    if (this.skip > 0) {
+      // a control symbol counts as one replacement character after \uN, as a control word does
+      this.skip--;
+      return next;
+    }
     if (c === 0x0a || c === 0x0d) {
       this.endParagraph(); // a backslash before a line break is \par
       return next;
@@ -262,6 +300,8 @@ class RtfReader {
   }
 
   private word(word: string, parameter: number | undefined): void {
+    // bytes waiting to be decoded belong to the text before the word, which may change what is shown (\v, \plain)
+    this.flushBytes();
     const state = this.state;
     const first = this.groupStart;
     this.groupStart = false;
@@ -274,7 +314,6 @@ class RtfReader {
       return;
     }
     if (first && (word === 'footnote' || word === 'endnote')) {
-      this.flushBytes();
       if (state.target === 'body') state.target = 'note';
       return;
     }
@@ -284,11 +323,17 @@ class RtfReader {
       return;
     }
     switch (word) {
-      case 'ansicpg':
-        this.decoder = (parameter !== undefined && codePageDecoder(parameter)) || this.decoder;
+      case 'ansicpg': {
+        const decoder = parameter !== undefined && codePageDecoder(parameter);
+        if (decoder) {
+          this.decoder = decoder;
+          this.lead = doubleByteLead(parameter!);
+        }
         return;
+      }
       case 'mac':
         this.decoder = codePageDecoder(10000) ?? this.decoder;
+        this.lead = undefined;
         return;
       case 'u': {
         if (parameter === undefined) return;
@@ -300,11 +345,14 @@ class RtfReader {
         state.uc = Math.max(0, Math.min(parameter ?? 1, 16));
         return;
       case 'v':
+        state.hiddenText = parameter !== 0;
+        return;
       case 'deleted':
-        state.invisible = parameter !== 0;
+        state.deleted = parameter !== 0;
         return;
       case 'plain':
-        state.invisible = false;
+        state.hiddenText = false;
+        state.deleted = false;
         return;
       case 'pard':
         state.outline = -1;
@@ -332,8 +380,18 @@ class RtfReader {
       this.skip--;
       return;
     }
-    if (c >= 0x80) this.pendingBytes.push(c);
+    if (c >= 0x80 || this.awaitsSecondByte()) this.pendingBytes.push(c);
     else this.text(String.fromCharCode(c));
+  }
+
+  /** Whether the bytes waiting end with the first half of a double-byte character. */
+  private awaitsSecondByte(): boolean {
+    const lead = this.lead;
+    if (lead === undefined) return false;
+    const bytes = this.pendingBytes;
+    let i = 0;
+    while (i < bytes.length) i += lead(bytes[i] as number) ? 2 : 1;
+    return i > bytes.length;
   }
 
   private text(text: string): void {
@@ -350,7 +408,7 @@ class RtfReader {
 
   private append(text: string): void {
     const state = this.state;
-    if (state.invisible || state.target === 'hidden') return;
+    if (state.hiddenText || state.deleted || state.target === 'hidden') return;
     if (state.target === 'body') this.body += text;
     else if (state.target === 'note') this.note += text;
     else this.styleName += text;

@@ -198,6 +198,29 @@ describe('extract/docx', () => {
     expect(open80k.xml).to.contain('Vorher');
   });
 
+  it('reads altChunk HTML as a browser would: single quotes, a head left open, a BOM, ">" in an attribute', async () => {
+    const texts = async (html: string | Uint8Array, chunk = '<w:altChunk r:id="rId1"/>') => {
+      const bytes = typeof html === 'string' ? new TextEncoder().encode(html) : html;
+      const part = (id: string) => (id === 'rId1' ? { bytes, name: 'word/afchunk.htm' } : undefined);
+      const { xml } = await altChunksAsParagraphs(chunk, part);
+      return [...xml.matchAll(/<w:t[^>]*>([^<]*)/g)].map((m) => m[1]);
+    };
+    expect(await texts('<p>Einzel</p>', "<w:altChunk r:id='rId1'/>")).to.deep.equal(['Einzel']);
+    // HTML5 lets the head end where the body starts, without </head>
+    expect(await texts('<html><head><title>T</title><body><h1>Titel</h1><p>Inhalt</p>')).to.deep.equal([
+      'Titel',
+      'Inhalt',
+    ]);
+    // "İ" lower-cased is two characters: the hidden parts are found in the text as written
+    expect(
+      await texts('<p>İİİİİİ</p><!-- c --><p>Hauptstadt</p><SCRIPT>x</Script><p>Nach</p>'),
+    ).to.deep.equal(['İİİİİİ', 'Hauptstadt', 'Nach']);
+    const bom = new TextEncoder().encode('\ufeff<meta charset="windows-1252"><p>Grüße</p>');
+    expect(await texts(bom)).to.deep.equal(['Grüße']);
+    expect(await texts('<meta charset="utf-16"><p>Grüße</p>')).to.deep.equal(['Grüße']);
+    expect(await texts('<p><a href="x>y">Verweis</a> hier</p>')).to.deep.equal(['Verweis hier']);
+  });
+
   it('reads altChunks of RTF and of a Word document, one level deep and within the outer limits', async () => {
     const rel = (id: string, target: string) =>
       `<Relationship Id="${id}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk" Target="${target}"/>`;
@@ -669,6 +692,55 @@ describe('extract/docx', () => {
       ),
     });
     expect((await extractError(deep, ErrorCodes.CORRUPT_FILE)).message).to.contain('nested too deeply');
+  });
+
+  it('keeps notes and images when their parts use single quotes or another prefix, as mammoth reads them', async () => {
+    const footnote = '[1] Quelle: ISO 9001, Abschnitt 4.1';
+    const singleIds = editPackage(docx, {
+      'word/footnotes.xml': (old) => old.replace(/w:id="([^"]*)"/g, "w:id='$1'"),
+    });
+    expect(blockTexts(await extractDocx(singleIds, 'a.docx', extractOptions), 'footnote')).to.deep.equal([
+      footnote,
+    ]);
+    const W_NS = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
+    const otherPrefix = editPackage(docx, {
+      'word/footnotes.xml': (old) =>
+        old
+          .replace(/<(\/?)w:/g, '<$1x:')
+          .replace(/ w:(?!\w+=")/g, ' x:')
+          .replace(/ w:id=/g, ' x:id=')
+          .replace(`xmlns:w="${W_NS}"`, `xmlns:w="${W_NS}" xmlns:x="${W_NS}"`),
+    });
+    expect(blockTexts(await extractDocx(otherPrefix, 'b.docx', extractOptions), 'footnote')).to.deep.equal([
+      footnote,
+    ]);
+    // relationships written with single quotes: the image they name is there, with its description
+    const png = Uint8Array.from(
+      Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+        'base64',
+      ),
+    );
+    const image =
+      '<w:p><w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="1" name="Bild" descr="Ein Diagramm"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="rIdBild"/></pic:blipFill></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>';
+    const singleRels = editPackage(docx, {
+      'word/document.xml': insertIntoBody(image),
+      'word/media/bild.png': png,
+      'word/_rels/document.xml.rels': (old) =>
+        old
+          .replace(
+            '</Relationships>',
+            '<Relationship Id="rIdBild" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="media/bild.png"/></Relationships>',
+          )
+          .replace(/="([^"]*)"/g, "='$1'"),
+      '[Content_Types].xml': (old) =>
+        old.includes('Extension="png"')
+          ? old
+          : old.replace('</Types>', '<Default Extension="png" ContentType="image/png"/></Types>'),
+    });
+    const withImage = await extractDocx(singleRels, 'c.docx', extractOptions);
+    expect(withImage.text).to.contain('[Bild: Ein Diagramm]');
+    expect(blockTexts(withImage, 'footnote')).to.deep.equal([footnote]);
   });
 
   it('reads the body when a part beside it is damaged (notes, styles, relationships), with a warning naming the part', async () => {
