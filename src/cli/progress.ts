@@ -1,3 +1,4 @@
+import type { QueueItem } from '../engine/queue.js';
 import type { LogLevel } from '../engine/run-log.js';
 import type { RunEvent } from '../engine/runner.js';
 
@@ -6,6 +7,14 @@ import type { RunEvent } from '../engine/runner.js';
  * per finished document. Failures always get their own line, and so do the run's warnings and errors (`onLog`,
  * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them.
  */
+/**
+ * Why an item is processed, as its line shows it: the queue's action (new, update, delete), or "again" for a
+ * document processed once more (`cpe reprocess`, a pipeline edited since its last run, `--force`): those are
+ * queued with the document they are for, new and changed files without one.
+ */
+const why = (item: QueueItem): string =>
+  typeof item.document_id === 'number' && item.action !== 'delete' ? 'again' : item.action;
+
 export function createProgress(stream: NodeJS.WriteStream = process.stderr, quiet = false) {
   const tty = Boolean(stream.isTTY) && !process.env.CI;
   let done = 0;
@@ -41,7 +50,7 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
             if (event.status === 'failed') stream.write(`\r\x1b[2Kfailed: ${event.item.path}\n`);
             status();
           } else if (event.status !== 'released') {
-            line(`${event.status.padEnd(7)} ${event.item.action.padEnd(6)} ${event.item.path}`);
+            line(`${event.status.padEnd(7)} ${why(event.item).padEnd(6)} ${event.item.path}`);
           }
           break;
         case 'step-finished':

@@ -126,7 +126,11 @@ export function loadConfig(
           .split('/')
           .slice(2)
           .map((p) => `[${p}]`)
-          .join('')} ${error.message}`,
+          .join('')} ${error.message}${
+          error.keyword === 'enum'
+            ? ` (${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')})`
+            : ''
+        }`,
       );
     }
   }

@@ -79,6 +79,20 @@ export const envNames: Record<keyof AppConfig, string> = {
   logLevel: 'CPE_LOG_LEVEL',
 };
 
+/** What applies when an optional setting is not set, as `cpe config` says it. */
+export const whenUnset: Partial<Record<keyof AppConfig, string>> = {
+  dbUrl: 'SQLite files in dataDir',
+  logDbUrl: 'the server of dbUrl (database ki_dev), else SQLite',
+  source: 'no folder: `cpe run` and `cpe scan` need --source',
+  pipeline: 'the default pipeline (is_default = 1)',
+  archiveDir: 'dataDir/archive',
+  qdrantUrl: 'vectors in ki_content (the embedded index)',
+  embedModel: 'local-hash-v2 (with Ollama: mxbai-embed-large)',
+  embedThreads: 'one per core',
+  llmProvider: 'anthropic when ANTHROPIC_API_KEY is set, else ollama when CPE_OLLAMA_HOST is, else none',
+  anthropicBaseUrl: "Anthropic's API",
+};
+
 export const configSchema = {
   type: 'object',
   additionalProperties: false,

@@ -11,15 +11,19 @@ import { RunLog } from './run-log.js';
 export async function planForRun(engine: Engine, name: string | undefined, command: string): Promise<Plan> {
   const pipeline = name ?? engine.config.pipeline;
   return planPipeline(engine.dbs.content.sql, engine.registry, pipeline).catch(async (error: unknown) => {
-    if (error instanceof ConfigError)
-      await new RunLog(engine.dbs.log.sql)
-        .recordRefusedRun({
-          pipelineName: pipeline ?? '(default)',
-          command,
-          profile: engine.profile,
-          error: describeError(error),
-        })
-        .catch(() => undefined); // ki_dev unreachable: the error thrown is what the user needs
+    if (error instanceof ConfigError) await recordRefusedRun(engine, pipeline ?? '(default)', command, error);
     throw error;
   });
+}
+
+/** A run refused before it started (its pipeline or its arguments make it unusable), recorded in ki_dev. */
+export async function recordRefusedRun(
+  engine: Engine,
+  pipelineName: string,
+  command: string,
+  error: unknown,
+): Promise<void> {
+  await new RunLog(engine.dbs.log.sql)
+    .recordRefusedRun({ pipelineName, command, profile: engine.profile, error: describeError(error) })
+    .catch(() => undefined); // ki_dev unreachable: the error thrown is what the user needs
 }

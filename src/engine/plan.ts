@@ -196,7 +196,10 @@ export function buildPlan(
         .all()
         .map((r) => r.plugin.type)
         .join(', ');
-      problems.push(`${label(row)}: unknown step type '${row.step_type}' (known types: ${known})`);
+      problems.push(
+        `${label(row)}: unknown step type '${row.step_type}' (known types: ${known}; a step of your own is ` +
+          `found in a folder that CPE_PLUGIN_DIRS or the config file's "plugins" names)`,
+      );
     }
 
     let rawConfig: unknown = {};

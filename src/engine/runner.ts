@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
+import { commandLine } from '../util/command-line.js';
 import { redactCredentials } from '../util/credentials.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
@@ -153,10 +154,14 @@ export type RunEvent =
   | {
       type: 'step-finished';
       step: string;
+      /** the step's type (its plugin's name) */
+      stepType: string;
       documentId: number | null;
       status: 'ok' | 'failed' | 'skipped';
       ms: number;
       reason?: string;
+      /** what the step reported (ctx.report): items in and out and counts of its own, e.g. detect's new files */
+      counts: StepCounts;
     };
 
 export interface RunSummary extends RunTotals {
@@ -212,7 +217,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     pipelineId: plan.pipeline.id,
     pipelineName: plan.pipeline.name,
     versionHash: plan.versionHash,
-    command: options.command ?? process.argv.slice(1).join(' '),
+    command: options.command ?? commandLine(),
     profile: engine.profile,
   });
   const worker = `${os.hostname()}:${process.pid}:${runId}`;
@@ -389,9 +394,11 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       emit({
         type: 'step-finished',
         step: step.name,
+        stepType: step.type,
         documentId,
         status: result.status,
         ms: finished - began,
+        counts,
         reason:
           result.status === 'skipped'
             ? result.reason && redactCredentials(result.reason)
@@ -789,10 +796,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         emit({
           type: 'step-finished',
           step: step.name,
+          stepType: step.type,
           documentId: ref.id,
           status: 'skipped',
           ms: 0,
           reason: `not run: step '${error.step}' failed`,
+          counts: {},
         });
         totals.stepsSkipped++;
       }

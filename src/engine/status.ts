@@ -147,22 +147,25 @@ export async function documentStatus(engine: Engine, idOrPath: string): Promise<
     document: { ...doc, id, metadata },
     ocrNeeded: Boolean(Number(extract?.ocr_needed ?? 0)) || metadata.ocr_needed === true,
     queue,
-    steps: [...latest.values()].map((r) => ({
-      step: r.step_name,
-      type: r.step_type,
-      status: r.status,
-      attempts: Number(r.attempt),
-      durationMs: Number(r.duration_ms),
-      startedAt: r.started_at,
-      reason: r.reason,
-      error: r.error,
-      counts: {
-        ...(r.items_in === null ? {} : { itemsIn: Number(r.items_in) }),
-        ...(r.items_out === null ? {} : { itemsOut: Number(r.items_out) }),
-        ...(Number(r.tokens_in) ? { tokensIn: Number(r.tokens_in), tokensOut: Number(r.tokens_out) } : {}),
-        ...parseJsonColumn<Record<string, unknown>>(r.counts, {}),
-      },
-    })),
+    // in the order they last ran (a step's first run in an older run does not put it before the others)
+    steps: [...latest.values()]
+      .sort((a, b) => Number(a.id) - Number(b.id))
+      .map((r) => ({
+        step: r.step_name,
+        type: r.step_type,
+        status: r.status,
+        attempts: Number(r.attempt),
+        durationMs: Number(r.duration_ms),
+        startedAt: r.started_at,
+        reason: r.reason,
+        error: r.error,
+        counts: {
+          ...(r.items_in === null ? {} : { itemsIn: Number(r.items_in) }),
+          ...(r.items_out === null ? {} : { itemsOut: Number(r.items_out) }),
+          ...(Number(r.tokens_in) ? { tokensIn: Number(r.tokens_in), tokensOut: Number(r.tokens_out) } : {}),
+          ...parseJsonColumn<Record<string, unknown>>(r.counts, {}),
+        },
+      })),
     chunks: await count('chunks'),
     pages: await count('document_pages'),
   };

@@ -28,6 +28,8 @@ export interface ContextSource {
 export interface BuiltContext {
   text: string;
   sources: ContextSource[];
+  /** chunks the search found: more than the sources when the budget left some out (all, when not even one fits) */
+  matched: number;
   /** tokens of `text`, counted with the project's tokenizer (src/text/tokenizer.ts) */
   tokens: number;
 }
@@ -97,7 +99,7 @@ export function assembleContext(hits: readonly SearchHit[], maxTokens: number): 
       page: hit.page,
     });
   }
-  return { text, sources, tokens };
+  return { text, sources, tokens, matched: hits.length };
 }
 
 /**

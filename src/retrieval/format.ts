@@ -47,8 +47,11 @@ export function searchHitsJson(hits: readonly SearchHit[]) {
 }
 
 /** `cpe context` without --json prints the context text itself (what a prompt gets). */
-export function formatContext(context: BuiltContext): string {
-  return context.text;
+export function formatContext(context: BuiltContext, query: string): string {
+  if (context.sources.length > 0) return context.text;
+  return context.matched === 0
+    ? `No context for "${query}": no chunk matches it.`
+    : `No context for "${query}": the best of ${context.matched} matching chunks does not fit the token budget (--max-tokens), not even its title.`;
 }
 
 /** `cpe context --json`: the text plus its sources (title, path, heading path, score). */

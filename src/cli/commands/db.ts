@@ -36,8 +36,9 @@ const seed: CommandModule<object, GlobalArgs> = {
 };
 
 export const dbModule: CommandModule = {
-  command: 'db <command>',
+  command: 'db',
   describe: 'database maintenance: migrate, seed',
-  builder: (y) => y.command(migrate).command(seed).demandCommand(1),
+  builder: (y) =>
+    y.command(migrate).command(seed).demandCommand(1, 'name a subcommand: migrate or seed (cpe db --help)'),
   handler: () => undefined,
 };

@@ -31,8 +31,8 @@ const exportCommand: CommandModule<object, GraphArgs> = {
 };
 
 export const graphModule: CommandModule = {
-  command: 'graph <command>',
+  command: 'graph',
   describe: 'the knowledge graph (materialised from SQL)',
-  builder: (y) => y.command(exportCommand).demandCommand(1),
+  builder: (y) => y.command(exportCommand).demandCommand(1, 'name a subcommand: export (cpe graph --help)'),
   handler: () => undefined,
 };

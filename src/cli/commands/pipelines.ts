@@ -1,6 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
+import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
 import { ConfigError } from '../../errors.js';
+import { snippet } from '../../retrieval/format.js';
 import { drawDag } from '../draw-dag.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
@@ -42,7 +44,7 @@ const list: CommandModule<object, PipelineArgs> = {
             r.is_default ? 'yes' : '',
             r.status,
             r.steps,
-            (r.description ?? '').slice(0, 70),
+            snippet(r.description ?? '', 70),
           ]),
         )}\n`,
       );
@@ -60,7 +62,13 @@ const show: CommandModule<object, PipelineArgs> = {
       .option('json', { type: 'boolean' }) as unknown as Argv<PipelineArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, {}, async (engine) => {
-      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.name);
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.name).catch(
+        async (error: unknown) => {
+          // an invalid pipeline: its rows as stored, so that the ones to fix can be seen; the problems follow
+          if (error instanceof ConfigError && !args.json) await printStoredRows(engine, args.name!);
+          throw error;
+        },
+      );
       if (args.json) {
         printJson({
           pipeline: plan.pipeline,
@@ -87,6 +95,32 @@ const show: CommandModule<object, PipelineArgs> = {
   },
 };
 
+/** A pipeline's step rows as stored (no plan: it has problems), or nothing when there is no such pipeline. */
+async function printStoredRows(engine: Engine, name: string): Promise<void> {
+  const rows = await engine.dbs.content.sql.query<Record<string, unknown>>(
+    `SELECT s.id, s.name, s.step_type, s.sort_order, s.enabled, s.depends_on, s.config
+     FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id
+     WHERE p.name = ? ORDER BY s.sort_order, s.id`,
+    [name],
+  );
+  if (rows.length === 0) return;
+  const text = (value: unknown) => (value === null || value === undefined ? '' : String(value));
+  process.stdout.write(
+    `${name}: its rows in pipeline_steps as stored (the pipeline is invalid; the problems follow)\n\n${formatTable(
+      ['id', 'name', 'step_type', 'sort_order', 'enabled', 'depends_on', 'config'],
+      rows.map((r) => [
+        text(r.id),
+        text(r.name),
+        text(r.step_type),
+        text(r.sort_order),
+        text(r.enabled),
+        text(r.depends_on),
+        snippet(text(r.config), 60),
+      ]),
+    )}\n\n`,
+  );
+}
+
 const validate: CommandModule<object, PipelineArgs> = {
   command: 'validate [name]',
   describe: 'check one pipeline (or all): every problem at once, each naming its row; exit 2 on errors',
@@ -110,7 +144,9 @@ const validate: CommandModule<object, PipelineArgs> = {
         } catch (error) {
           if (!(error instanceof ConfigError)) throw error;
           failed = true;
-          process.stdout.write(`invalid  ${error.message}\n`);
+          process.stdout.write(
+            `invalid  ${error.message.replace(/^pipeline '[^']*' is invalid:/, `${name}:`)}\n`,
+          );
         }
       }
       // all of them: the default too, which `cpe run` without --pipeline takes (none, or more than one)
@@ -133,8 +169,13 @@ const validate: CommandModule<object, PipelineArgs> = {
 };
 
 export const pipelinesModule: CommandModule = {
-  command: 'pipelines <command>',
+  command: 'pipelines',
   describe: 'list, show and validate pipelines (edit them with SQL)',
-  builder: (y) => y.command(list).command(show).command(validate).demandCommand(1),
+  builder: (y) =>
+    y
+      .command(list)
+      .command(show)
+      .command(validate)
+      .demandCommand(1, 'name a subcommand: list, show NAME or validate [NAME] (cpe pipelines --help)'),
   handler: () => undefined,
 };

@@ -1,5 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { Engine } from '../../engine/engine.js';
+import { CpeError, ErrorCodes } from '../../errors.js';
 import {
   contextJson,
   formatContext,
@@ -50,10 +51,21 @@ const queryOptions = <T>(y: Argv<T>) =>
     .positional('query', { type: 'string', demandOption: true })
     .option('json', { type: 'boolean' });
 
-/** The collection and text preparation for these arguments: the options, else the pipeline's embed settings. */
+/**
+ * The collection and text preparation for these arguments: the options, else the pipeline's embed settings. A
+ * collection named with --collection must exist (a pipeline's own may not yet: nothing has been ingested).
+ */
 async function indexSettings(engine: Engine, args: IndexArgs) {
   const { embedSettings } = await retrieval.settings();
   const settings = await embedSettings(engine.dbs.content.sql, args.pipeline ?? engine.config.pipeline);
+  if (
+    args.collection !== undefined &&
+    !(await (await engine.providers.vectors()).describeCollection(args.collection)).exists
+  )
+    throw new CpeError(
+      ErrorCodes.USAGE,
+      `collection '${args.collection}' does not exist (the default is the one the pipeline's embed or vector_store step writes: '${settings.collection}')`,
+    );
   return { collection: args.collection ?? settings.collection, maxEmbedChars: settings.maxEmbedChars };
 }
 
@@ -91,7 +103,7 @@ export const contextModule: CommandModule<object, QueryArgs> = {
         { maxTokens: args['max-tokens'], ...(await indexSettings(engine, args)) },
       );
       if (args.json) printJson(contextJson(context));
-      else process.stdout.write(`${formatContext(context)}\n`);
+      else process.stdout.write(`${formatContext(context, args.query)}\n`);
       return EXIT_OK;
     });
   },
@@ -133,11 +145,14 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
         { maxTokens: args['max-tokens'], ...(await indexSettings(engine, args)) },
       );
       const resolution = await engine.providers.llm({ provider: args.provider, model: args.model });
+      // a provider asked for by name that cannot answer is a configuration error, not a reason to show the context
+      if (!resolution.llm && args.provider)
+        throw new CpeError(ErrorCodes.CONFIG_INVALID, `--provider=${args.provider}: ${resolution.reason}`);
       if (!resolution.llm) {
         if (args.json) printJson({ answer: null, reason: resolution.reason, context: contextJson(context) });
         else
           process.stdout.write(
-            `${resolution.reason}\nThe context that would have been used:\n\n${formatContext(context)}\n`,
+            `${resolution.reason}\nThe context that would have been used:\n\n${formatContext(context, args.query)}\n`,
           );
         return EXIT_OK;
       }

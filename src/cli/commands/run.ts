@@ -2,10 +2,12 @@ import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
 import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
-import { planForRun } from '../../engine/plan-run.js';
+import { planForRun, recordRefusedRun } from '../../engine/plan-run.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
-import { type RunSummary, runPipeline } from '../../engine/runner.js';
+import { type RunEvent, type RunSummary, runPipeline } from '../../engine/runner.js';
 import { sourceFolder } from '../../engine/scan.js';
+import { ConfigError, ErrorCodes } from '../../errors.js';
+import { commandLine } from '../../util/command-line.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -45,11 +47,21 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
   }
   const seconds = (summary.durationMs / 1000).toFixed(1);
   process.stdout.write(
-    `run ${summary.runId} ${summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped ` +
+    `run ${summary.runId} ${summary.status === 'ok' && summary.docsFailed > 0 ? 'ok, with failures' : summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped ` +
       `of ${summary.docsTotal} in ${seconds} s (steps: ${summary.stepsOk} ok, ${summary.stepsFailed} failed, ${summary.stepsSkipped} skipped)\n`,
   );
   for (const failure of summary.failures)
     process.stdout.write(`  failed: ${failure.path}\n    ${failure.error.split('\n')[0]}\n`);
+}
+
+/** What a scan found and queued, from its detect step's counts. */
+function scanLine(sourceDir: string, counts: Record<string, number>): string {
+  const n = (key: string) => counts[key] ?? 0;
+  const queued = n('new') + n('update') + n('delete');
+  return (
+    `scanned ${sourceDir}: ${n('new')} new, ${n('update')} changed, ${n('unchanged')} unchanged, ${n('delete')} deleted; ` +
+    (queued > 0 ? `${queued} queued (\`cpe process\` processes them)\n` : 'nothing to queue\n')
+  );
 }
 
 /** scan + process with one pipeline: the main job. */
@@ -60,9 +72,19 @@ export async function runCommand(
 ) {
   assertRegistryHealthy(engine.registry);
   // a dry run changes nothing, not even ki_dev
+  const command = commandLine();
   const plan = args['dry-run']
     ? await planPipeline(engine.dbs.content.sql, engine.registry, args.pipeline ?? engine.config.pipeline)
-    : await planForRun(engine, args.pipeline, process.argv.slice(1).join(' '));
+    : await planForRun(engine, args.pipeline, command);
+  if (mode.scan && !engine.config.source && plan.hasStepType('detect')) {
+    // the scan would end skipped and the run would do nothing, with the reason only in ki_dev
+    const error = new ConfigError(
+      ErrorCodes.USAGE,
+      `no source folder to scan: give --source=DIR, or set CPE_SOURCE or "source" in the config file`,
+    );
+    if (!args['dry-run']) await recordRefusedRun(engine, plan.pipeline.name, command, error);
+    throw error;
+  }
   // a command that only processes the queue does not read the folder
   const sourceDir = engine.config.source
     ? mode.scan
@@ -77,6 +99,13 @@ export async function runCommand(
   }
   const progress = createProgress(process.stderr, args.json);
   const cancel = cancelOnSignals();
+  /** what the scan found, for a command that only scans (its run processes no document to show) */
+  let scanned: Record<string, number> | undefined;
+  const onEvent = (event: RunEvent) => {
+    if (event.type === 'step-finished' && event.stepType === 'detect' && event.status === 'ok')
+      scanned = event.counts;
+    progress.onEvent(event);
+  };
   try {
     const summary = await runPipeline(engine, {
       plan,
@@ -89,11 +118,12 @@ export async function runCommand(
       rehash: args.rehash,
       // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
       drain: cancel.signal,
-      onEvent: progress.onEvent,
+      onEvent,
       onLog: progress.onLog,
     });
     progress.finish();
     printSummary(summary, args.json);
+    if (!mode.process && scanned && !args.json) process.stdout.write(scanLine(sourceDir!, scanned));
     return summary.status === 'ok' && summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
   } finally {
     cancel.dispose();

@@ -175,6 +175,62 @@ for (const backend of testBackends()) {
       expect(oneDb.stderr).to.contain('ki_content and ki_dev are one database');
     });
 
+    it('says what a scan queued, and refuses a scan without a folder (exit 2, recorded) instead of doing nothing', async () => {
+      const env = { ...setup.env };
+      for (const key of ['CPE_SOURCE', 'ANTHROPIC_API_KEY', 'CPE_OLLAMA_HOST', 'CPE_LLM_PROVIDER'])
+        delete env[key];
+      for (const args of [['run'], ['scan'], ['run', '--dry-run']]) {
+        const result = await runCli(args, env);
+        expect(result.code, args.join(' ')).to.equal(2);
+        expect(result.stderr.trim(), args.join(' ')).to.equal(
+          'cpe: no source folder to scan: give --source=DIR, or set CPE_SOURCE or "source" in the config file',
+        );
+      }
+      const looked = await setup.open();
+      const [refused] = await looked.dbs.log.sql.query<Record<string, any>>(
+        'SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+      );
+      await looked.close();
+      // the dry run left nothing in ki_dev; the scan before it is the last run, refused, under the command it was
+      expect(refused).to.include({ pipeline_name: 'Standard', status: 'failed', command: 'cpe scan' });
+      const source = makeSourceFolder(generatedDocuments(3, 'scan-count'));
+      const scan = await runCli(['scan', `--source=${source}`], env);
+      expect(scan.code, scan.stderr).to.equal(0);
+      expect(scan.stdout).to.contain(
+        `scanned ${source}: 3 new, 0 changed, 0 unchanged, 0 deleted; 3 queued (\`cpe process\` processes them)`,
+      );
+      const logs = await runCli(['logs'], env);
+      expect(logs.stdout.split('\n')[0]).to.match(/^run \d+: Standard ok, cpe scan --source=/);
+    });
+
+    it('helps with a missing subcommand, an invalid pipeline, a collection or provider that is not there', async () => {
+      const env = { ...setup.env };
+      for (const key of ['ANTHROPIC_API_KEY', 'CPE_OLLAMA_HOST', 'CPE_LLM_PROVIDER']) delete env[key];
+      for (const [args, message] of [
+        [['graph'], 'cpe: name a subcommand: export (cpe graph --help)'],
+        [['db'], 'cpe: name a subcommand: migrate or seed (cpe db --help)'],
+        [['search', 'Feedback', '--collection=nope'], "cpe: collection 'nope' does not exist"],
+        [['ask', 'Was ist Feedback?', '--provider=anthropic'], 'cpe: --provider=anthropic: '],
+      ] as const) {
+        const result = await runCli([...args], env);
+        expect(result.code, args.join(' ')).to.equal(2);
+        expect(result.stderr, args.join(' ')).to.contain(message);
+      }
+      // an invalid pipeline's rows as stored, then its problems
+      const show = await runCli(['pipelines', 'show', 'bad'], env);
+      expect(show.code).to.equal(2);
+      expect(show.stdout).to.contain('bad: its rows in pipeline_steps as stored');
+      expect(show.stdout).to.match(/\bx\s+double\b.*"value":"viel"/);
+      expect(show.stderr).to.match(/'x': config\.value must be integer/);
+      const validate = await runCli(['pipelines', 'validate', 'bad'], env);
+      expect(validate.stdout).to.match(/^invalid {2}bad:\n {2}pipeline_steps id=\d+ 'x'/);
+      const config = await runCli(['config'], env);
+      expect(config.stdout).to.contain(
+        '  source            (unset: no folder: `cpe run` and `cpe scan` need --source)',
+      );
+      expect(config.stdout).to.match(/^ {2}ANTHROPIC_API_KEY \(unset\)$/m);
+    });
+
     it('turns SIGINT into a cancelled run with nothing left locked', async () => {
       const source = makeSourceFolder(generatedDocuments(6, 'sigint'));
       const child = spawnCli(['run', '--pipeline=slow', `--source=${source}`, '--concurrency=2'], setup.env);

@@ -93,7 +93,9 @@ for (const backend of testBackends()) {
         `pipeline_steps id=${rowId('b')} 'b': unknown step type 'no_such_type' (known types: ${engine.registry
           .all()
           .map((r) => r.plugin.type)
-          .join(', ')})`,
+          .join(
+            ', ',
+          )}; a step of your own is found in a folder that CPE_PLUGIN_DIRS or the config file's "plugins" names)`,
         `pipeline_steps id=${rowId('d')} 'd': config.value must be >= 0`,
         `pipeline_steps id=${rowId('e')} 'e': depends_on names unknown step 'nope'`,
         `pipeline_steps id=${rowId('a', 1)} 'a': duplicate step name 'a' (also pipeline_steps id=${rowId('a')})`,

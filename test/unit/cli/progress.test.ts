@@ -18,10 +18,12 @@ const started: RunEvent = { type: 'document-started', item };
 const stepFailed = (documentId: number | null): RunEvent => ({
   type: 'step-finished',
   step: documentId === null ? 'index_optimize' : 'extract',
+  stepType: documentId === null ? 'index_optimize' : 'extract',
   documentId,
   status: 'failed',
   ms: 1,
   reason: 'kaputt',
+  counts: {},
 });
 const failed: RunEvent = {
   type: 'document-finished',
@@ -66,5 +68,25 @@ describe('cli/progress', () => {
     silent.onEvent(failed);
     silent.onLog('error', 'error [extract doc 3]: kaputt');
     expect(quiet.writes).to.deep.equal(['error [extract doc 3]: kaputt\n']);
+  });
+
+  it('says why each document was processed: new, update, delete, or again for one processed once more', () => {
+    const { stream, writes } = fakeStream(false);
+    const progress = createProgress(stream);
+    const finished = (action: QueueItem['action'], documentId: number | null): RunEvent => ({
+      type: 'document-finished',
+      item: { ...item, action, document_id: documentId },
+      documentId: 3,
+      status: 'done',
+    });
+    for (const event of [
+      finished('new', null),
+      finished('update', null),
+      finished('new', 3),
+      finished('update', 3),
+      finished('delete', 3),
+    ])
+      progress.onEvent(event);
+    expect(writes.map((w) => w.split(/\s+/)[1])).to.deep.equal(['new', 'update', 'again', 'again', 'delete']);
   });
 });
