@@ -18,6 +18,7 @@
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
 import { atxHeading, isTableDelimiter, withoutPandocAttributes } from './markdown-lines.js';
+import { normalizeText } from './normalize.js';
 import { decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
@@ -62,18 +63,47 @@ function indentOf(line: string): number {
   return width;
 }
 
-/** A line that ends a pipe table without a blank line before it: it starts a block of another kind. */
+/**
+ * A line that ends a pipe table without a blank line before it: it starts a block of another kind (a row starts
+ * with a pipe, or has one: a list item or a thematic break without one is no row).
+ */
 const startsOtherBlock = (line: string): boolean =>
-  atxHeading(line) !== undefined || FENCE.test(line) || BLOCKQUOTE.test(line) || HTML_COMMENT.test(line);
+  atxHeading(line) !== undefined ||
+  FENCE.test(line) ||
+  BLOCKQUOTE.test(line) ||
+  HTML_COMMENT.test(line) ||
+  (!line.includes('|') && (LIST_ITEM.test(line) || THEMATIC_BREAK.test(line)));
+
+/** The cells of a pipe table row: split at pipes that are not escaped, without the pipes at its ends. */
+function pipeCells(row: string): number {
+  let text = row.trim();
+  if (text.startsWith('|')) text = text.slice(1);
+  if (text.endsWith('|') && !text.endsWith('\\|')) text = text.slice(0, -1);
+  let cells = 1;
+  for (let at = text.indexOf('|'); at >= 0; at = text.indexOf('|', at + 1))
+    if (text[at - 1] !== '\\') cells++;
+  return cells;
+}
+
+/**
+ * A GFM pipe table's header at line i: a row with a pipe over a delimiter row of as many cells ("a | b" over
+ * "---|---"; a single column needs its pipes: "| a |" over "---"). "Kapitel 3 | Übersicht" over "---" is a
+ * Setext heading, as in GFM.
+ */
+function isPipeTableHeader(lines: string[], i: number): boolean {
+  const line = lines[i]!;
+  const next = lines[i + 1];
+  if (!line.includes('|') || !next?.includes('-') || !isTableDelimiter(next)) return false;
+  const cells = pipeCells(line);
+  return cells === pipeCells(next) && (cells > 1 || line.trim().startsWith('|'));
+}
 
 function isTableStart(lines: string[], i: number): boolean {
   const line = lines[i]!;
   if (GRID_TABLE.test(line)) return true;
+  if (isPipeTableHeader(lines, i)) return true;
   const next = lines[i + 1];
-  if (line.includes('|') && next?.includes('-') && isTableDelimiter(next)) {
-    // "a | b" over "---|---": the delimiter needs a pipe unless the header is a single column
-    return next.includes('|') || !line.trim().startsWith('|');
-  }
+  if (line.includes('|') && next !== undefined && isTableDelimiter(next)) return false; // cells do not match
   // pandoc pipe tables without a delimiter line right below (multi-line cells): two rows starting with |
   return line.trimStart().startsWith('|') && next?.trimStart().startsWith('|') === true;
 }
@@ -132,6 +162,14 @@ interface FrontMatter {
 
 /** a YAML key at the start of a line: what front matter is made of */
 const YAML_KEY = /^[A-Za-z_][\w.-]*[ \t]*:/;
+/** a line YAML front matter is made of: a key, a comment, a list item, or an indented continuation */
+const YAML_LINE = /^(?:[A-Za-z_][\w.-]*[ \t]*:|[ \t]*#|[ \t]*-(?:[ \t]|$)|[ \t]+\S)/;
+
+/** Lines that read as YAML keys throughout (a sentence or a Markdown heading among them is page text). */
+const looksLikeYaml = (lines: readonly string[]): boolean => {
+  const shown = lines.filter((l) => l.trim() !== '');
+  return YAML_KEY.test(shown[0] ?? '') && shown.every((l) => YAML_LINE.test(l));
+};
 
 /**
  * The front matter at the top of a page: YAML between `---` lines that is a mapping of keys. Anything else between
@@ -147,7 +185,6 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
     if (line === '---' || line === '...') {
       const raw = lines.slice(1, i).join('\n');
       if (raw.trim() === '') return { data: {}, raw, lines: i + 1 };
-      const looksLikeKeys = YAML_KEY.test(lines.slice(1, i).find((l) => l.trim() !== '') ?? '');
       try {
         // aliases capped: a "billion laughs" front matter must not expand
         const data = load(raw, { maxAliases: 100, maxDepth: 50 });
@@ -155,7 +192,8 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
         // dates and other YAML types become their JSON form: metadata must survive JSON round trips
         return { data: JSON.parse(JSON.stringify(data)), raw, lines: i + 1 };
       } catch (error) {
-        if (!looksLikeKeys) return undefined;
+        // "---", "Stand: März 2024", a blank line, the page's text and a thematic break: no front matter
+        if (!looksLikeYaml(lines.slice(1, i))) return undefined;
         const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
         return { raw, error: reason, lines: i + 1 };
       }
@@ -164,8 +202,8 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
   return undefined; // no closing fence: a thematic break, not front matter
 }
 
-/** `key = value` in TOML: a bare or quoted key, a string, number, boolean or array of those. */
-const TOML_PAIR = /^\s*([A-Za-z0-9_-]+|"[^"]*")\s*=\s*(.+?)\s*$/;
+/** `key = value` in TOML: a bare or quoted key, then the value (with white space and a comment after it) */
+const TOML_PAIR = /^\s*([A-Za-z0-9_-]+|"[^"]*")\s*=\s*(\S.*)$/;
 
 /**
  * TOML front matter (Hugo, Zola: between `+++` lines). Its top-level pairs of strings, numbers, booleans and
@@ -180,7 +218,7 @@ function readTomlFrontMatter(lines: string[]): FrontMatter | undefined {
   for (const line of lines.slice(1, end)) {
     if (line.trim() === '' || line.trim().startsWith('#')) continue;
     const pair = TOML_PAIR.exec(line);
-    const value = pair ? tomlValue(pair[2]!) : undefined;
+    const value = pair ? tomlValue(withoutTomlComment(pair[2]!)) : undefined;
     if (!pair || value === undefined)
       return { raw, error: `TOML beyond simple pairs: ${line.trim().slice(0, 60)}`, lines: end + 1 };
     data[pair[1]!.replace(/^"|"$/g, '')] = value;
@@ -188,9 +226,53 @@ function readTomlFrontMatter(lines: string[]): FrontMatter | undefined {
   return { data, raw, lines: end + 1 };
 }
 
+/**
+ * Positions in a TOML value outside its strings ("…" with escapes, '…' without), one scan: `#` there opens a
+ * comment, `,` there separates an array's items.
+ */
+function unquoted(text: string, at: (index: number, char: string) => boolean): void {
+  let quote = '';
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]!;
+    if (quote) {
+      if (char === '\\' && quote === '"') i++;
+      else if (char === quote) quote = '';
+    } else if (char === '"' || char === "'") {
+      quote = char;
+    } else if (at(i, char)) {
+      return;
+    }
+  }
+}
+
+/** A TOML value without the comment after it and the white space around. */
+function withoutTomlComment(text: string): string {
+  let end = text.length;
+  unquoted(text, (i, char) => {
+    if (char !== '#') return false;
+    end = i;
+    return true;
+  });
+  return text.slice(0, end).trim();
+}
+
+/** An array's items, split at the commas outside its strings. */
+function tomlItems(text: string): string[] {
+  const items: string[] = [];
+  let from = 0;
+  unquoted(text, (i, char) => {
+    if (char === ',') {
+      items.push(text.slice(from, i).trim());
+      from = i + 1;
+    }
+    return false;
+  });
+  items.push(text.slice(from).trim());
+  return items.filter((item) => item !== '');
+}
+
 /** A TOML value of the simple kinds (see readTomlFrontMatter), or undefined. */
-function tomlValue(text: string): unknown {
-  const value = text.replace(/\s+#.*$/, '');
+function tomlValue(value: string): unknown {
   if (/^"(?:[^"\\]|\\.)*"$/.test(value)) {
     try {
       return JSON.parse(value);
@@ -200,13 +282,12 @@ function tomlValue(text: string): unknown {
   }
   if (/^'[^']*'$/.test(value)) return value.slice(1, -1);
   if (value === 'true' || value === 'false') return value === 'true';
-  if (/^[+-]?\d+(?:\.\d+)?$/.test(value)) return Number(value);
+  if (/^[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?$/.test(value)) return Number(value.replace(/_/g, ''));
   if (/^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:\d{2})?)?$/.test(value)) return value;
   if (value.startsWith('[') && value.endsWith(']')) {
     const items = value.slice(1, -1).trim();
     if (items === '') return [];
-    const parts = items.split(/\s*,\s*/).filter((p) => p !== '');
-    const values = parts.map(tomlValue);
+    const values = tomlItems(items).map(tomlValue);
     return values.every((v) => v !== undefined && typeof v !== 'object') ? values : undefined;
   }
   return undefined;
@@ -332,7 +413,8 @@ class BlockReader {
   }
 
   private heading(raw: string, level: number): void {
-    const value = unescapeMarkdown(withoutPandocAttributes(raw).trim());
+    // normalised here, not only when added: the first one is the document's title too
+    const value = normalizeText(unescapeMarkdown(withoutPandocAttributes(raw).trim())).trim();
     if (value === '') return;
     this.builder.add('heading', value, level);
     if (level === 1) this.firstH1 ??= value;
@@ -403,7 +485,12 @@ class BlockReader {
     ) {
       return this.indentedCode();
     }
-    if (this.paragraph.length === 0 && !this.item && isTableStart(this.lines, i)) return this.pipeTable();
+    // a GFM table's header row interrupts a paragraph ("Tabelle 1: Preise" right above it stays a paragraph)
+    if (
+      !this.item &&
+      (this.paragraph.length === 0 ? isTableStart(this.lines, i) : isPipeTableHeader(this.lines, i))
+    )
+      return this.pipeTable();
     const list = LIST_ITEM.exec(line);
     // CommonMark: inside a paragraph only a bullet or an item numbered 1 starts a list
     const interrupts = list && (this.paragraph.length === 0 || /^[-+*]|^1[.)]/.test(list[2]!));
@@ -471,7 +558,10 @@ class BlockReader {
     this.flushAll();
     const { lines, i } = this;
     let end = i;
-    let close = line.indexOf('-->', line.indexOf('<!--') + 4);
+    const open = line.indexOf('<!--');
+    // "<!-->" and "<!--->" are whole (empty) comments, as in CommonMark
+    const empty = /^-?>/.exec(line.slice(open + 4));
+    let close = empty ? open + 4 + empty[0].length - 3 : line.indexOf('-->', open + 4);
     while (close < 0 && ++end < lines.length) close = lines[end]!.indexOf('-->');
     // text after the comment on its last line is shown: kept
     const after = close < 0 ? '' : lines[end]!.slice(close + 3).trim();
@@ -486,7 +576,8 @@ class BlockReader {
   private pipeTable(): number {
     this.flushAll();
     const { lines, i } = this;
-    let end = i + 1;
+    // the delimiter row belongs to the header ("---" under a single column could pass for a thematic break)
+    let end = isPipeTableHeader(lines, i) ? i + 2 : i + 1;
     while (end < lines.length && !isBlank(lines[end]!) && !startsOtherBlock(lines[end]!)) end++;
     this.builder.add('table', lines.slice(i, end).join('\n'));
     return end;

@@ -13,6 +13,7 @@
  * The UTF-16 heuristics need Latin script; UTF-16 CJK text without a BOM is not recognised.
  */
 import { DocumentBuilder } from './document-builder.js';
+import { normalizeText } from './normalize.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 export interface DecodedText {
@@ -206,6 +207,9 @@ function mostlyUtf8(bytes: Uint8Array): DecodedText | undefined {
  * every code unit, Cyrillic or Greek text in its spaces, digits and punctuation), all on the same side. One rule
  * for the format check (sniff.ts) and the decoder, so that a file the check lets through is decoded as UTF-16.
  */
+/** code units below which a file without BOM must have NULs in two fifths of them to be read as UTF-16 */
+const SHORT_UTF16_PAIRS = 32;
+
 export function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
   const sample = bytes.subarray(0, Math.min(bytes.length, SAMPLE_BYTES) & ~1);
   // almost every file has no NUL at all: a native search says so without counting byte by byte
@@ -218,16 +222,21 @@ export function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefin
       else odd++;
     }
   }
+  // a whole file of an odd length is no UTF-16; in a short one a stray NUL or two are no sign of it (Latin text in
+  // UTF-16 has one in nearly every code unit)
+  if (sample.length === bytes.length - 1) return undefined;
   const pairs = sample.length / 2;
-  if (odd >= pairs * 0.2 && even <= odd / 50) return 'utf-16le';
-  if (even >= pairs * 0.2 && odd <= even / 50) return 'utf-16be';
+  const share = pairs < SHORT_UTF16_PAIRS ? 0.4 : 0.2;
+  if (odd >= pairs * share && even <= odd / 50) return 'utf-16le';
+  if (even >= pairs * share && odd <= even / 50) return 'utf-16be';
   return undefined;
 }
 
 /**
  * Strict UTF-8, tolerating only a sequence cut off at the very end of the file (a truncated download is
  * still UTF-8; reading it as Windows-1252 would garble every umlaut in it): then `cut` is set and the text ends
- * with U+FFFD.
+ * with U+FFFD. Only when the rest has UTF-8 of more than one byte in it: a file that is ASCII but for its last
+ * byte is a legacy one ending in a letter ("Mit freundlichem Gruß" in Latin-1), not UTF-8 cut short.
  */
 function tryUtf8(bytes: Uint8Array): { text: string; cut: boolean } | undefined {
   const strict = new TextDecoder('utf-8', { fatal: true });
@@ -241,6 +250,7 @@ function tryUtf8(bytes: Uint8Array): { text: string; cut: boolean } | undefined 
       const needs =
         lead >= 0xf0 && lead <= 0xf4 ? 4 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xc2 ? 2 : 0;
       if (lead > 0xf4 || cut >= needs) return undefined;
+      if (!bytes.subarray(0, bytes.length - cut).some((b) => b >= 0x80)) return undefined;
       try {
         return { text: `${strict.decode(bytes.subarray(0, bytes.length - cut))}\uFFFD`, cut: true };
       } catch {
@@ -262,7 +272,9 @@ export function extractTxt(
   const pages = splitPages(text);
   pages.forEach((page, index) => {
     builder.startPage(index + 1);
-    for (const paragraph of page.split(/\n[ \t]*\n/)) builder.add('paragraph', paragraph);
+    // normalised first: a line of only a no-break space or a control character, or two paragraph separators
+    // (U+2029), is a blank line too
+    for (const paragraph of normalizeText(page).split(/\n[^\S\n]*\n/)) builder.add('paragraph', paragraph);
   });
   if (warning) builder.warnings.push(warning);
   return Promise.resolve(builder.build({ encoding, logicalPages: pages.length }));

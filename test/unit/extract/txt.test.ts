@@ -186,6 +186,33 @@ describe('extract/txt extractTxt', () => {
     ]);
   });
 
+  it('reads a legacy file whose one non-ASCII byte is its last as legacy, not as UTF-8 cut short', () => {
+    const latin1 = decodeText(Uint8Array.from([...Buffer.from('Mit freundlichem Gru'), 0xdf]));
+    expect(latin1).to.include({ text: 'Mit freundlichem Gruß', encoding: 'iso-8859-1' });
+    // UTF-8 before the cut: still a file cut short
+    const cut = decodeText(Uint8Array.from([...Buffer.from('Grüße aus Köln, Gru'), 0xc3]));
+    expect(cut).to.include({ text: 'Grüße aus Köln, Gru\uFFFD', encoding: 'utf-8' });
+  });
+
+  it('takes a line of only a no-break space or an invisible character for a blank line', async () => {
+    for (const text of [
+      'Absatz eins\n\u00a0\nAbsatz zwei',
+      'Absatz eins\u2029\u2029Absatz zwei',
+      'Absatz eins\n\u200b\nAbsatz zwei',
+    ]) {
+      const doc = await extractTxt(new TextEncoder().encode(text), 'a.txt');
+      expect(
+        doc.blocks.map((b) => doc.text.slice(b.start, b.end)),
+        JSON.stringify(text),
+      ).to.deep.equal(['Absatz eins', 'Absatz zwei']);
+    }
+  });
+
+  it('does not read a short UTF-8 file with a stray NUL or two as UTF-16', () => {
+    expect(decodeText(new TextEncoder().encode('# Ti\0tel\n\nTe\0xt')).encoding).to.equal('utf-8');
+    expect(decodeText(utf16('Hallo Welt', 'le', false)).encoding).to.equal('utf-16le');
+  });
+
   it('gives an empty document for a whitespace-only file', async () => {
     const doc = await extractTxt(new TextEncoder().encode('\n \n\t\n'), 'w.txt');
     expect(doc.text).to.equal('');
