@@ -243,9 +243,15 @@ class Units {
 /** Lists grown beyond this many entries by a huge document are not kept for the next one. */
 const SHARED_MAX_UNITS = 1 << 16;
 
+/** Whether a cut at p would part a surrogate pair (an emoji, a rare CJK character) into two halves. */
+const splitsPair = (codes: Uint16Array, p: number): boolean =>
+  ((codes[p - 1] as number) & 0xfc00) === 0xd800 && ((codes[p] as number) & 0xfc00) === 0xdc00;
+
 /**
- * Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits; the
- * first piece leaves room for `reserved` characters and tokens before it (the heading it follows).
+ * Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits (the
+ * last one too: a span under the characters but over the tokens is split as well); the first piece leaves room for
+ * `reserved` characters and tokens before it (the heading it follows). When the rest would fit two pieces but leave
+ * the second a scrap, it is cut near its middle instead.
  */
 function splitOversized(
   text: string,
@@ -264,13 +270,14 @@ function splitOversized(
     const charLimit = first ? maxChars - reserved.chars : maxChars;
     const tokenLimit = first ? maxTokens - reserved.tokens : maxTokens;
     let limit = Math.min(end, s + charLimit);
-    if (limit < end) {
-      // shrink until the token budget holds as well (token-dense text)
-      let tokens = thirdsToTokens(weightThirds(codes, s, limit));
-      while (tokens > tokenLimit && limit - s > 20) {
-        limit = s + Math.max(20, Math.floor(((limit - s) * tokenLimit) / tokens));
-        tokens = thirdsToTokens(weightThirds(codes, s, limit));
-      }
+    // two pieces would do, but greedily the second would be a scrap (under a quarter of a chunk): halves
+    if (limit < end && end - s <= 2 * charLimit && end - limit < maxChars / 4)
+      limit = s + Math.ceil((end - s) / 2);
+    // shrink until the token budget holds as well (token-dense text: numbers, symbols, emoji)
+    let tokens = thirdsToTokens(weightThirds(codes, s, limit));
+    while (tokens > tokenLimit && limit - s > 20) {
+      limit = s + Math.max(20, Math.floor(((limit - s) * tokenLimit) / tokens));
+      tokens = thirdsToTokens(weightThirds(codes, s, limit));
     }
     if (limit >= end) {
       pieces.push(s, end);
@@ -295,10 +302,14 @@ function splitOversized(
       }
     }
     if (cut < 0) {
-      // no space in the second half: cut between a word character and anything else, or hard as a last resort
-      cut = limit;
+      // no space in the second half: cut between a word character and anything else, or hard as a last resort;
+      // never between the halves of a surrogate pair
+      cut = splitsPair(codes, limit) && limit - 1 > s ? limit - 1 : limit;
       for (let p = limit; p > floor; p--) {
-        if (!isWordChar(text.charCodeAt(p - 1)) || !isWordChar(text.charCodeAt(p))) {
+        if (
+          (!isWordChar(text.charCodeAt(p - 1)) || !isWordChar(text.charCodeAt(p))) &&
+          !splitsPair(codes, p)
+        ) {
           cut = p;
           break;
         }
@@ -428,16 +439,17 @@ class UnitBuilder implements BlockVisitor {
   }
 
   /**
-   * The room the heading units right before `ps` in the same section take (characters from the first of them,
-   * and tokens): an oversized block that follows its heading directly leaves it that much in its first piece, so
-   * that heading and piece fit one chunk (the heading alone would be a chunk of its own). Nothing when the
-   * headings would take more than half a chunk.
+   * The room the heading units right before `ps` take (characters from the first of them, and tokens): its own
+   * heading and the headings right above it with no text between ("# Handbuch" over "## Einleitung"). An
+   * oversized block that follows them directly leaves them that much in its first piece, so that headings and
+   * piece fit one chunk (the headings alone would be a chunk of their own). Nothing when the headings would take
+   * more than half a chunk.
    */
   private headingRoom(ps: number): { chars: number; tokens: number } {
-    const { units, section } = this;
+    const { units } = this;
     let k = units.count - 1;
     let from = ps;
-    while (k >= 0 && (units.headingLevel[k] as number) >= 0 && units.section[k] === section) {
+    while (k >= 0 && (units.headingLevel[k] as number) >= 0) {
       from = units.start[k] as number;
       k--;
     }

@@ -156,6 +156,8 @@ const ABBREVIATIONS = new Set([
   'apr',
   'jun',
   'jul',
+  'hrn',
+  'fa',
   'corp',
   'inc',
   'ltd',
@@ -339,6 +341,20 @@ const ORDINAL_PRECEDERS = new Set([
   'seines',
 ]);
 
+/** How many letters stand right before `end` (down to `floor`). */
+function lettersBefore(codes: Uint16Array, end: number, floor: number): number {
+  let s = end;
+  while (s > floor && letterCode(codes[s - 1] as number)) s--;
+  return end - s;
+}
+
+/** The four digits codes[s..last] read as a year of the 20th or 21st century. */
+function isYear(codes: Uint16Array, s: number, last: number): boolean {
+  if (last - s !== 3) return false;
+  const century = ((codes[s] as number) - 48) * 10 + ((codes[s + 1] as number) - 48);
+  return century === 19 || century === 20;
+}
+
 /** Lower-cased word of letters ending right before `end` (at most 24 letters), or ''. */
 function wordBefore(text: string, codes: Uint16Array, end: number, floor: number): string {
   let s = end;
@@ -410,9 +426,19 @@ function endsSentence(
     const ws = first - len;
     if (len <= 2) {
       if (len === 1) return false; // z. B., d. h., u. a., S. 5, i. d. R., Buchstabe a.
-      // "z.B." / "i.d.R." written without spaces: the letter before the word is a period
-      if (ws > floor && codes[ws - 1] === 46) return false;
+      // "z.B." / "i.d.R." written without spaces: a short word before the period before the word; a long one
+      // makes it a domain ("www.example.de. Dort", "info@example.de. Wir")
+      if (ws > floor && codes[ws - 1] === 46 && lettersBefore(codes, ws - 1, floor) <= 2) return false;
     }
+    // a street ("Hauptstr. 5", "Bahnhofstr. 12"): a word ending in "str" before a house number
+    if (
+      len > 3 &&
+      isDigit(codes[next] as number) &&
+      ((codes[before - 2] as number) | 32) === 115 &&
+      ((codes[before - 1] as number) | 32) === 116 &&
+      ((codes[before] as number) | 32) === 114
+    )
+      return false;
     // no abbreviation has this length (the table has no entries beyond the longest one), first and
     // last letter (nearly every word), or this hash
     const shape = (len << 10) | (((codes[ws] as number) & 31) << 5) | ((codes[before] as number) & 31);
@@ -427,8 +453,9 @@ function endsSentence(
     while (s > floor && isDigit(codes[s - 1] as number)) s--;
     if (nextIsLower || isDigit(codes[next] as number)) return false;
     // "01.02. beginnt", "1.2. Unterabschnitt": a dotted number is a date or an outline number; a date with its
-    // year ("bis 31.12.2024. Danach") ends a sentence like any word
-    if (s > floor && codes[s - 1] === 46 && before - s !== 3) return false;
+    // year ("bis 31.12.2024. Danach") and a number with a thousands point ("beträgt 1.250. Danach") end a sentence
+    // like any word
+    if (s > floor && codes[s - 1] === 46 && before - s !== 3 && before - s !== 2) return false;
     // "1." at the start of a line is an enumeration label
     if (atLineStart(codes, s, floor)) return false;
     const nextWord = wordAt(text, codes, next, limit);
@@ -436,7 +463,8 @@ function endsSentence(
     // the word before the number: "am 1.", "der 3."
     let p = s;
     while (p > floor && isSpace(codes[p - 1] as number)) p--;
-    if (ORDINAL_PRECEDERS.has(wordBefore(text, codes, p, floor))) return false;
+    // "ab 1. Januar", "der 3. Absatz": an ordinal; a year is none ("gilt ab 2025. Danach")
+    if (!isYear(codes, s, before) && ORDINAL_PRECEDERS.has(wordBefore(text, codes, p, floor))) return false;
     return true;
   }
   return !nextIsLower;

@@ -267,6 +267,36 @@ describe('chunkDocument', () => {
     expect(chunks[0]?.metadata.visionOnly).to.equal(true);
   });
 
+  it('keeps every piece of a token-dense block within the token budget, and its heading with the first', () => {
+    const digits = Array.from({ length: 450 }, (_, i) => i % 10).join(',');
+    const doc = markdownDocument(`## Zahlen\n\n${digits}.`);
+    const chunks = chunkDocument(doc);
+    for (const c of chunks) expect(c.tokenCount, c.content.slice(0, 30)).to.be.at.most(600);
+    expect(chunks[0]!.content.startsWith('Zahlen\n\n0,1,2')).to.equal(true);
+    const emoji = chunkDocument(markdownDocument('😀'.repeat(700)));
+    expect(emoji.length).to.be.greaterThan(1);
+    for (const c of emoji) expect(c.tokenCount).to.be.at.most(600);
+  });
+
+  it('never cuts between the halves of a surrogate pair', () => {
+    const text = `x${'😀'.repeat(1000)}`;
+    for (const c of chunkDocument(markdownDocument(text))) {
+      // a lone half does not survive UTF-8
+      expect(Buffer.from(c.content, 'utf8').toString('utf8')).to.equal(c.content);
+    }
+  });
+
+  it('keeps the headings above an oversized paragraph with its first piece, and leaves no scrap at its end', () => {
+    const words = Array.from({ length: 600 }, (_, i) => `Begriff${i}`).join(' ');
+    const chained = chunkDocument(markdownDocument(`# Handbuch Ausbildung\n\n## Einleitung\n\n${words}`));
+    expect(chained[0]!.content.startsWith('Handbuch Ausbildung\n\nEinleitung\n\nBegriff0')).to.equal(true);
+    // just over one chunk in one sentence: two halves, not 1,996 characters and 24
+    const long = Array.from({ length: 280 }, (_, i) => `Wort${i}`).join(' ');
+    const halves = chunkDocument(markdownDocument(`## Abschnitt\n\n${long}.`));
+    expect(halves).to.have.length(2);
+    for (const c of halves) expect(c.content.length, c.content.slice(0, 20)).to.be.above(500);
+  });
+
   it('returns no chunks for an empty document', () => {
     expect(chunkDocument({ text: '', blocks: [], pages: [] })).to.deep.equal([]);
   });

@@ -131,6 +131,24 @@ describe('splitSentences (German)', () => {
     expect(sentences('Ab dem 01.02. Beginnt der Kurs.')).to.have.length(1);
   });
 
+  it('ends after a year ("ab 2025."), a thousands number ("1.250."), a domain ("example.de."), not after a street', () => {
+    expect(sentences('Die Regel gilt ab 2025. Danach gilt die neue.')).to.deep.equal([
+      'Die Regel gilt ab 2025.',
+      'Danach gilt die neue.',
+    ]);
+    expect(sentences('Ab 1. Januar gilt sie.')).to.have.length(1);
+    expect(sentences('Die Summe beträgt 1.250. Danach kommt mehr.')).to.have.length(2);
+    expect(sentences('Siehe www.example.de. Dort steht mehr.')).to.have.length(2);
+    expect(sentences('Schreiben Sie an info@example.de. Wir antworten.')).to.have.length(2);
+    expect(sentences('Das gilt i.d.R. Immer.')).to.have.length(1);
+    for (const text of [
+      'Er wohnt in der Hauptstr. 5 in Berlin.',
+      'Bitte an Hrn. Meier wenden.',
+      'Fa. Müller zahlt.',
+    ])
+      expect(sentences(text), text).to.have.length(1);
+  });
+
   it('does end after a number that closes a sentence', () => {
     expect(sentences('Die Zahl der Teilnehmer war 12. Danach kamen mehr.')).to.deep.equal([
       'Die Zahl der Teilnehmer war 12.',
