@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
 import { commandLine } from '../util/command-line.js';
@@ -585,7 +586,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
     if (item.action === 'delete') {
       // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
-      if (listableFile(item.path)) {
+      // checked against the run's folder when the item is from it (items other scans queued are checked alone)
+      const fromSource =
+        options.sourceDir !== undefined && item.path.startsWith(`${options.sourceDir}${path.sep}`);
+      if (listableFile(item.path, fromSource ? options.sourceDir : undefined)) {
         await completeQueueItem(db, item.id, worker, 'the file is there again: not deleted');
         log.info(`not deleted: ${item.path} is there again`);
         return 'skipped';

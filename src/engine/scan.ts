@@ -45,7 +45,11 @@ export interface ScanResult {
    * files and folders that could not be read (named, with the reason); a folder that could not be listed is
    * marked, and the documents under it are kept (not taken for deleted)
    */
-  unreadable: Array<{ path: string; reason: string; folder?: boolean }>;
+  /**
+   * what could not be read, and why: a folder (`folder`) keeps the documents under it, a file that is there but
+   * cannot be looked at (`kept`) its own
+   */
+  unreadable: Array<{ path: string; reason: string; folder?: boolean; kept?: boolean }>;
 }
 
 export interface ScanOptions {
@@ -117,12 +121,23 @@ export const ignoredName = (name: string): boolean =>
 
 /**
  * Whether a scan would list the file at this path as a document: it is there, a regular file and not a symbolic
- * link, and its name is not one scans pass over. A delete item skips a file that is back only then: a
- * file replaced by a link, or now named like an office lock file, is gone for the scan, and so for the index.
+ * link, and its name is not one scans pass over; with the source folder known, it is inside that folder once
+ * links on its way are followed (a folder replaced by a link to a folder elsewhere is not followed by the scan).
+ * A delete item skips a file that is back only then: a file replaced by a link, now named like an office lock
+ * file, or under a folder now replaced by a file (ENOTDIR) or a link leaving the source, is gone for the scan, and
+ * so for the index.
  */
-export function listableFile(file: string): boolean {
-  const info = lstatSync(file, { throwIfNoEntry: false });
-  return info?.isFile() === true && !ignoredName(path.basename(file));
+export function listableFile(file: string, sourceRoot?: string): boolean {
+  try {
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info?.isFile() !== true || ignoredName(path.basename(file))) return false;
+    if (sourceRoot === undefined) return true;
+    const root = realpathSync(sourceRoot);
+    const real = realpathSync(file);
+    return real.startsWith(`${root}${path.sep}`);
+  } catch {
+    return false; // not a folder on its way (ENOTDIR), a loop of links, no permission: not there for a scan
+  }
 }
 
 /**
@@ -209,7 +224,10 @@ function listFiles(
             changedNs: info.ctimeNs, // any write or utimes() sets the change time to now
           });
         } catch (error) {
-          unreadable.push({ path: full, reason: notOpened('cannot stat', full, error) });
+          // listed but not looked at (a folder that may be read but not searched): its document is kept; one
+          // gone between the listing and now is gone
+          const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
+          unreadable.push({ path: full, reason: notOpened('cannot stat', full, error), kept: !gone });
         }
       }
     }
@@ -410,6 +428,7 @@ export async function scanSource(
   // a folder that could not be listed (permissions, a mount gone) says nothing about the files in it
   const unlisted = unreadable.filter((u) => u.folder).map((u) => `${u.path}${path.sep}`);
   const underUnlisted = (file: string) => unlisted.some((folder) => file.startsWith(folder));
+  for (const u of unreadable) if (u.kept) seen.add(u.path);
   for (const [sourcePath, doc] of known) {
     if (!seen.has(sourcePath) && !underUnlisted(sourcePath)) {
       changed();

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -340,6 +340,36 @@ for (const backend of testBackends()) {
         doc.id,
       ]);
       expect(kept!.status).to.equal('done');
+    });
+
+    it('deletes the documents of a folder replaced by a file of its name, or by a link to a folder elsewhere', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({
+        'teil/a.md': '# Teil A\n\nEin Text über Konflikte im Team und wie man sie klärt.\n',
+        'verweis/b.md': '# Teil B\n\nEin Text über Feedback und Ich-Botschaften im Gespräch.\n',
+      });
+      const standard = await plan('Standard');
+      const first = await runPipeline(engine, { plan: standard, sourceDir: source, concurrency: 1 });
+      expect(first.docsDone).to.equal(2);
+      // a file where the folder was (ENOTDIR for the paths under it), a link to a copy outside the source
+      rmSync(path.join(source, 'teil'), { recursive: true });
+      writeFileSync(path.join(source, 'teil'), 'kein Dokument');
+      const outside = makeSourceFolder({
+        'b.md': '# Teil B\n\nEin Text über Feedback und Ich-Botschaften im Gespräch.\n',
+      });
+      rmSync(path.join(source, 'verweis'), { recursive: true });
+      symlinkSync(outside, path.join(source, 'verweis'));
+      const second = await runPipeline(engine, { plan: standard, sourceDir: source, concurrency: 1 });
+      expect(second.docsFailed, JSON.stringify(second.failures)).to.equal(0);
+      const rows = await db.query<{ source_path: string; status: string }>(
+        'SELECT source_path, status FROM documents ORDER BY source_path',
+      );
+      expect(rows.map((r) => [path.relative(source, r.source_path), r.status])).to.deep.equal([
+        [path.join('teil', 'a.md'), 'deleted'],
+        [path.join('verweis', 'b.md'), 'deleted'],
+      ]);
+      const [chunks] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks');
+      expect(Number(chunks!.n)).to.equal(0);
     });
 
     it('deletes nothing when the file is back, and never completes a version deleted while it was processed', async () => {
