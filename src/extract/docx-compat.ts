@@ -4,7 +4,7 @@
  * merge fields as w:fldSimple, line breaks as w:cr, right-to-left runs in w:dir / w:bdo, formulas in m:oMath.
  *
  * - w:fldSimple, w:dir, w:bdo, m:oMathPara: the element goes, its content stays (their runs are ordinary runs);
- * - w:cr: a w:br (a line break);
+ * - w:cr: a w:br (a line break); w:ptab (a tab to a fixed position: "Firma", right-aligned "Seite 3"): a w:tab;
  * - m:oMath: one run with the formula's text (its m:t texts in order: "E=mc²", "a2+b2=c2"; the layout of
  *   fractions and exponents is lost, the symbols are kept);
  * - w:sdt showing its placeholder (w:showingPlcHdr: "Klicken oder tippen Sie hier, um Text einzugeben."): the
@@ -26,6 +26,8 @@ const tags = (name: string) =>
 const UNWRAPPED = ['w:fldSimple', 'w:dir', 'w:bdo', 'm:oMathPara'].map(tags);
 const CARRIAGE_RETURN =
   /<w:cr(?=[\s/>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*(?:\/>|>\s*<\/w:cr\s*>)/g;
+const POSITIONAL_TAB =
+  /<w:ptab(?=[\s/>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*(?:\/>|>\s*<\/w:ptab\s*>)/g;
 const MATH_START = tags('m:oMath');
 const MATH_TEXT = /<m:t(?=[\s>])(?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*>([^<]*)<\/m:t\s*>/g;
 
@@ -51,6 +53,7 @@ export function rewriteForMammoth(xml: string, documentPart?: { drawingTexts: Dr
     !outlines &&
     !xml.includes('<w:fldSimple') &&
     !xml.includes('<w:cr') &&
+    !xml.includes('<w:ptab') &&
     !xml.includes('<w:dir') &&
     !xml.includes('<w:bdo') &&
     !xml.includes('<m:oMath') &&
@@ -60,7 +63,7 @@ export function rewriteForMammoth(xml: string, documentPart?: { drawingTexts: Dr
     return xml;
   let out = xml;
   for (const pattern of UNWRAPPED) out = out.replace(pattern, '');
-  out = out.replace(CARRIAGE_RETURN, '<w:br/>');
+  out = out.replace(CARRIAGE_RETURN, '<w:br/>').replace(POSITIONAL_TAB, '<w:tab/>');
   if (out.includes('<m:oMath')) out = mathAsRuns(out);
   if (out.includes('<w:showingPlcHdr')) out = withoutPlaceholders(out);
   if (outlines) out = outlineLevelsAsStyles(out);
@@ -140,39 +143,64 @@ function outlineLevelsAsStyles(xml: string): string {
   return from === 0 ? xml : out + xml.slice(from);
 }
 
-const SDT = tags('w:sdt');
-/** w:showingPlcHdr on (no w:val, or 1/true/on): the control shows its prompt, not content */
-const PLACEHOLDER_SHOWN = /<w:showingPlcHdr(?![^>]*\sw:val\s*=\s*"(?:0|false|off)")[^>]*>/;
+/**
+ * The tags a content control's placeholder is read from, in one forward pass: w:sdt, its w:sdtPr (properties) and
+ * w:sdtContent, and w:showingPlcHdr. Attributes read quoted.
+ */
+const CONTROL_TAG =
+  /<(\/?)(w:sdt|w:sdtPr|w:sdtContent|w:showingPlcHdr)(?=[\s/>])((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>/g;
+/** w:showingPlcHdr's w:val turning it off (no w:val, or 1/true/on: the control shows its prompt, not content) */
+const PLACEHOLDER_OFF = /\sw:val\s*=\s*["'](?:0|false|off)["']/;
 
-/** Removes each w:sdt (content control) that shows its placeholder instead of content; they may nest. */
+interface OpenControl {
+  start: number;
+  /** inside its own w:sdtPr now */
+  inProperties: boolean;
+  placeholder: boolean;
+  /** its content is a table cell (a control around a w:tc): an empty cell takes its place, so columns stay */
+  cell: boolean;
+}
+
+/**
+ * Removes each w:sdt (content control) that shows its placeholder instead of content; they may nest. One pass over
+ * the tags (a search per control for its properties' end took nested controls quadratic time: 30,000 of them 28 s,
+ * and read a self-closed `<w:sdtPr/>` as reaching to an inner control's properties).
+ */
 function withoutPlaceholders(xml: string): string {
-  const drop: Array<[number, number]> = [];
-  const open: number[] = [];
-  SDT.lastIndex = 0;
-  for (let tag = SDT.exec(xml); tag; tag = SDT.exec(xml)) {
-    if (tag[0].endsWith('/>')) continue;
-    if (!tag[0].startsWith('</')) {
-      open.push(tag.index);
-      continue;
+  const drop: Array<[number, number, boolean]> = [];
+  const open: OpenControl[] = [];
+  CONTROL_TAG.lastIndex = 0;
+  for (let tag = CONTROL_TAG.exec(xml); tag; tag = CONTROL_TAG.exec(xml)) {
+    const [whole, closing, name, attributes, selfClosed] = tag;
+    const top = open[open.length - 1];
+    if (name === 'w:sdt') {
+      if (selfClosed) continue;
+      if (!closing) {
+        open.push({ start: tag.index, inProperties: false, placeholder: false, cell: false });
+        continue;
+      }
+      const control = open.pop();
+      if (control?.placeholder) drop.push([control.start, tag.index + whole.length, control.cell]);
+    } else if (name === 'w:sdtPr') {
+      if (top) top.inProperties = !closing && !selfClosed;
+    } else if (name === 'w:sdtContent') {
+      if (top && !closing) {
+        top.inProperties = false;
+        let next = tag.index + whole.length;
+        while (next < xml.length && /\s/.test(xml[next]!)) next++;
+        top.cell = xml.startsWith('<w:tc', next) && /[\s/>]/.test(xml[next + 5] ?? '');
+      }
+    } else if (top?.inProperties && !closing && !PLACEHOLDER_OFF.test(attributes ?? '')) {
+      top.placeholder = true; // w:showingPlcHdr in the control's own properties
     }
-    const start = open.pop();
-    if (start === undefined) continue; // a stray end tag: left for the XML reader
-    const end = tag.index + tag[0].length;
-    // its own properties: the w:sdtPr that is its first child (a control without one holds other controls')
-    const afterStart = xml.indexOf('>', start) + 1;
-    const first = xml.slice(afterStart, end).trimStart();
-    const propertiesEnd = first.startsWith('<w:sdtPr') ? first.indexOf('</w:sdtPr>') : -1;
-    const properties = propertiesEnd < 0 ? '' : first.slice(0, propertiesEnd);
-    if (PLACEHOLDER_SHOWN.test(properties) && !drop.some(([s, e]) => s <= start && end <= e))
-      drop.push([start, end]);
   }
   if (drop.length === 0) return xml;
   drop.sort((a, b) => a[0] - b[0]);
   let out = '';
   let from = 0;
-  for (const [start, end] of drop) {
+  for (const [start, end, cell] of drop) {
     if (start < from) continue; // inside one dropped already
-    out += xml.slice(from, start);
+    out += xml.slice(from, start) + (cell ? '<w:tc><w:p/></w:tc>' : '');
     from = end;
   }
   return out + xml.slice(from);

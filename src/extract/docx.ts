@@ -45,7 +45,7 @@ import { chartTexts, smartArtTexts } from './drawingml-text.js';
 import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
-import { children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
+import { child, children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
 import { openZip, type ZipArchive } from './zip.js';
 
 /**
@@ -555,26 +555,55 @@ function nestedTableText(table: XmlElement): string {
     .join(' / ');
 }
 
-/** Text of a header/footer part: paragraphs on lines, tabs kept, deleted text (w:delText) never read. */
+/**
+ * Text of a header/footer part: paragraphs on lines, tabs kept (w:ptab too), a non-breaking hyphen as one, as the
+ * body reads them. Not read: deleted or moved-away text (w:del, w:delText, w:moveFrom), a content control showing
+ * its prompt, and a text box's fallback copy (mc:Fallback: Word writes the box twice, as DrawingML and as VML).
+ */
 function partText(zip: ZipArchive, name: string, file: string): string {
   const root = parseXml(zip.readText(name), file, name);
   const lines: string[] = [];
-  for (const paragraph of descendants(root, 'p')) {
+  for (const paragraph of headerParagraphs(root)) {
     // paragraphs of a text box inside the header are reached on their own
     let line = '';
     const stack: XmlNode[] = [...paragraph.children].reverse();
     while (stack.length > 0) {
       const node = stack.pop()!;
-      if (typeof node === 'string') continue;
-      if (node.local === 'p' || node.local === 'del' || node.local === 'txbxContent') continue;
+      if (typeof node === 'string' || SKIPPED_IN_HEADER.has(node.local) || showsPrompt(node)) continue;
       if (node.local === 't') line += plainText(node);
-      else if (node.local === 'tab') line += '\t';
+      else if (node.local === 'tab' || node.local === 'ptab') line += '\t';
       else if (node.local === 'br' || node.local === 'cr') line += '\n';
+      else if (node.local === 'noBreakHyphen') line += '\u2011';
       else for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]!);
     }
     if (line.trim()) lines.push(line.trim());
   }
   return lines.join('\n');
+}
+
+/** Inside a header paragraph: elements whose text is not shown, or is reached as a paragraph of its own. */
+const SKIPPED_IN_HEADER = new Set(['p', 'del', 'moveFrom', 'txbxContent', 'Fallback']);
+
+/** A content control (w:sdt) showing its placeholder prompt instead of content. */
+function showsPrompt(node: XmlElement): boolean {
+  if (node.local !== 'sdt') return false;
+  const shown = child(child(node, 'sdtPr'), 'showingPlcHdr');
+  if (shown === undefined) return false;
+  const value = Object.entries(shown.attrs).find(([key]) => key === 'val' || key.endsWith(':val'))?.[1];
+  return !/^(?:0|false|off)$/.test(value ?? '');
+}
+
+/** The paragraphs of a header or footer part in document order, not those of a text box's fallback copy. */
+function headerParagraphs(root: XmlElement): XmlElement[] {
+  const found: XmlElement[] = [];
+  const stack: XmlNode[] = [...root.children].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (typeof node === 'string' || node.local === 'Fallback' || showsPrompt(node)) continue;
+    if (node.local === 'p') found.push(node);
+    for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i]!);
+  }
+  return found;
 }
 
 const partNumber = (name: string): number => Number(/(\d+)\.xml$/i.exec(name)?.[1] ?? 0);

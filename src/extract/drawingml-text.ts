@@ -43,8 +43,15 @@ export function chartTexts(root: XmlElement): string[] {
   const lines: string[] = [];
   const title = child(chart, 'title');
   if (title) {
-    const text = descendants(title, 'p').map(paragraphText).join(' ').trim();
-    if (text) lines.push(text);
+    // rich text, or a title linked to a cell (c:tx/c:strRef): the cell's cached value
+    const rich = descendants(title, 'p').map(paragraphText).join(' ').trim();
+    const linked = rich
+      ? ''
+      : descendants(child(title, 'tx') ?? title, 'v')
+          .map(textContent)
+          .join(' ')
+          .trim();
+    if (rich || linked) lines.push(rich || linked);
   }
   const series: string[] = [];
   const categories: string[] = [];

@@ -63,7 +63,17 @@ class SlideReader {
 
   read(slidePart: string): { state: SlideState; notes: string; hidden: boolean } {
     const root = parseXml(this.zip.readText(slidePart), this.file, slidePart);
-    const rels = readRelationships(this.zip, slidePart, this.file);
+    let rels: ReturnType<typeof readRelationships>;
+    try {
+      rels = readRelationships(this.zip, slidePart, this.file);
+    } catch (error) {
+      // what the slide links to (notes, charts, SmartArt, pictures) is lost with its relationships; its text is not
+      if (!isCorruptFile(error)) throw error;
+      this.warnings.push(
+        `${slidePart}: its relationships are damaged (${error.reason}): notes, charts and SmartArt not read`,
+      );
+      rels = new Map();
+    }
     const state: SlideState = { items: [], images: 0, tables: 0, furniture: [] };
     const tree = path(root, 'cSld', 'spTree');
     if (tree) this.shapes(tree, state, rels);
@@ -129,7 +139,7 @@ class SlideReader {
       const text = paragraphText(paragraph);
       if (!text.trim()) continue;
       const pPr = child(paragraph, 'pPr');
-      const level = Math.min(Number.parseInt(attr(pPr, 'lvl') ?? '0', 10) || 0, 8);
+      const level = Math.max(0, Math.min(Number.parseInt(attr(pPr, 'lvl') ?? '0', 10) || 0, 8));
       const bullet =
         child(pPr, 'buNone') !== undefined
           ? false
@@ -273,6 +283,16 @@ export async function extractPptx(
     parts = slidePartsByName(zip);
     if (parts.length === 0) throw error;
     builder.warnings.push(`${error.reason}: slides read in the order of their parts' names`);
+  }
+  // a slide list whose relationships are gone (none of its ids names a part), beside slide parts that are there
+  if (parts.length > 0 && parts.every((part) => typeof part !== 'string')) {
+    const byName = slidePartsByName(zip);
+    if (byName.length > 0) {
+      parts = byName;
+      builder.warnings.push(
+        "the presentation's relationships name no slide part: slides read in the order of their parts' names",
+      );
+    }
   }
   if (parts.length > options.maxPages) {
     throw new FileError(

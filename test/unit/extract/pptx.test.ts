@@ -2,8 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { strFromU8, unzipSync } from 'fflate';
 import { type CpeError, ErrorCodes } from '../../../src/errors.js';
+import { chartTexts } from '../../../src/extract/drawingml-text.js';
 import { extractPptx } from '../../../src/extract/pptx.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
+import { parseXml } from '../../../src/extract/xml.js';
 import { editPackage, extractOptions, makePptx } from './office-fixtures.js';
 
 const blocksOf = (doc: ExtractedDocument) =>
@@ -184,6 +186,53 @@ describe('extract/pptx', () => {
       [3, 'Folie 3', false],
     ]);
     expect(result.warnings.join('\n')).to.match(/slide 2 skipped: .*slide id \d+ has no slide part/);
+  });
+
+  it("reads the slides by their names when the presentation's relationships are gone, and a slide whose own are damaged", async () => {
+    const noRels = await extractPptx(
+      editPackage(pptx, { 'ppt/_rels/presentation.xml.rels': null }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(noRels.pages.map((p) => p.metadata.slideTitle ?? null)).to.deep.equal([
+      'Einführung in die Qualitätssicherung',
+      'Begriffe',
+      'Folie 3',
+    ]);
+    expect(noRels.warnings.join('\n')).to.contain("the presentation's relationships name no slide part");
+    const damaged = await extractPptx(
+      editPackage(pptx, {
+        'ppt/slides/slide3.xml': slideXml(textShape('Noch da')),
+        'ppt/slides/_rels/slide3.xml.rels': '<Relationships><kaputt',
+      }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      blocksOf(damaged)
+        .filter((b) => b.page === 3)
+        .map((b) => b.text),
+    ).to.deep.equal(['Noch da']);
+    expect(damaged.warnings.join('\n')).to.match(/slide3\.xml: its relationships are damaged/);
+  });
+
+  it('reads a chart title linked to a cell, and a negative list level as the top one', async () => {
+    const chart = parseXml(
+      '<c:chartSpace xmlns:c="c"><c:chart><c:title><c:tx><c:strRef><c:f>Tabelle1!$B$1</c:f><c:strCache><c:pt idx="0"><c:v>Umsatz je Quartal</c:v></c:pt></c:strCache></c:strRef></c:tx></c:title></c:chart></c:chartSpace>',
+      'deck.pptx',
+      'ppt/charts/chart1.xml',
+    );
+    expect(chartTexts(chart)).to.deep.equal(['Umsatz je Quartal']);
+    const list = `<p:sp><p:nvSpPr><p:cNvPr id="9" name="t"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:pPr lvl="-1"><a:buChar char="•"/></a:pPr><a:r><a:t>Punkt</a:t></a:r></a:p></p:txBody></p:sp>`;
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(list) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    const levels = blocksOf(result)
+      .filter((b) => b.page === 3)
+      .map((b) => b.level ?? 0);
+    expect(Math.min(...levels)).to.equal(0);
   });
 
   it('reads xsd:boolean attributes written as words: show="false" hides a slide, vMerge="true" merges a cell', async () => {
