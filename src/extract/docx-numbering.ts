@@ -147,6 +147,8 @@ const PARAGRAPH = /<w:p(?=[\s>])[^>]*>/g;
 const NUM_ID = /<w:numId\s+w:val\s*=\s*"([^"]*)"/;
 const ILVL = /<w:ilvl\s+w:val\s*=\s*"([^"]*)"/;
 const STYLE = /<w:pStyle\s+w:val\s*=\s*"([^"]*)"/;
+/** w:del in a paragraph's own run properties (w:pPr/w:rPr): its paragraph mark is deleted */
+const DELETED_MARK = /<w:rPr(?=[\s>])[\s\S]*?<w:del(?=[\s/>])[\s\S]*?<\/w:rPr>/;
 
 /** The [start, end) of each `name` element (outermost ones; they may nest). */
 function elementRanges(xml: string, name: string): Array<[number, number]> {
@@ -176,11 +178,13 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
   const hidden = elementRanges(xml, 'mc:Choice');
   let out = '';
   let from = 0;
+  let range = 0; // the first hidden range that does not end before the paragraph (both go in document order)
   PARAGRAPH.lastIndex = 0;
   for (let match = PARAGRAPH.exec(xml); match; match = PARAGRAPH.exec(xml)) {
     if (match[0].endsWith('/>')) continue;
     const at = match.index;
-    if (hidden.some(([start, end]) => start <= at && at < end)) continue;
+    while (range < hidden.length && hidden[range]![1] <= at) range++;
+    if (range < hidden.length && hidden[range]![0] <= at) continue;
     const afterStart = match.index + match[0].length;
     // its own properties: a tracked change's old ones left out
     const own = /^<w:pPr[\s>]/.test(xml.slice(afterStart, afterStart + 7))
@@ -192,6 +196,9 @@ export function withNumberLabels(xml: string, numbering: Numbering): string {
     const styled = numbering.styles.get(STYLE.exec(properties)?.[1] ?? '');
     const numId = NUM_ID.exec(numPr)?.[1] ?? styled?.numId;
     if (!numId || numId === '0') continue;
+    // a paragraph whose mark is deleted (a tracked deletion of the whole item) is no item: it neither counts nor
+    // gets a label
+    if (DELETED_MARK.test(properties)) continue;
     const ilvl = Number(ILVL.exec(numPr)?.[1] ?? styled?.ilvl ?? 0);
     const list = numbering.lists.get(numId);
     const levels = list?.levels;

@@ -4,7 +4,10 @@
  */
 import { attr, child, children, descendants, textContent, type XmlElement } from './xml.js';
 
-/** Text of one a:p: runs, fields (dates, numbers) and line breaks, in order. */
+/**
+ * Text of one a:p: runs, fields (dates, numbers) and line breaks, in order; of content in a form only newer
+ * programs read (mc:AlternateContent: an equation, a14:m), the runs of its fallback ("E=mc2" as plain text).
+ */
 export function paragraphText(paragraph: XmlElement): string {
   let text = '';
   for (const node of paragraph.children) {
@@ -14,6 +17,9 @@ export function paragraphText(paragraph: XmlElement): string {
       if (t) text += textContent(t);
     } else if (node.local === 'br') {
       text += '\n';
+    } else if (node.local === 'AlternateContent') {
+      const fallback = child(node, 'Fallback');
+      if (fallback) text += paragraphText(fallback);
     }
   }
   return text;

@@ -536,6 +536,11 @@ describe('extract/docx', () => {
           item('Weiter ab fünf.', 24) +
           // another instance of the same list definition counts on
           item('Und sechs.', 25) +
+          // an item deleted with changes tracked (its paragraph mark too) is no item: it does not count
+          item('', 25).replace(
+            '</w:numPr></w:pPr><w:r><w:t></w:t></w:r>',
+            '</w:numPr><w:rPr><w:del w:id="3" w:author="A" w:date="2024-01-01T00:00:00Z"/></w:rPr></w:pPr><w:del w:id="4" w:author="A" w:date="2024-01-01T00:00:00Z"><w:r><w:delText>Gestrichen</w:delText></w:r></w:del>',
+          ) +
           // a text box as Word writes it: for itself (mc:Choice) and for older readers (mc:Fallback)
           `<w:p><w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"><mc:Choice Requires="wps"><w:txbxContent>${item('Im Kasten', 25)}</w:txbxContent></mc:Choice><mc:Fallback><w:pict><v:textbox xmlns:v="urn:schemas-microsoft-com:vml"><w:txbxContent>${item('Im Kasten', 25)}</w:txbxContent></v:textbox></w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>`,
       ),

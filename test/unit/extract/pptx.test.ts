@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { strFromU8, unzipSync } from 'fflate';
 import { type CpeError, ErrorCodes } from '../../../src/errors.js';
-import { chartTexts } from '../../../src/extract/drawingml-text.js';
+import { chartTexts, paragraphText } from '../../../src/extract/drawingml-text.js';
 import { extractPptx } from '../../../src/extract/pptx.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
 import { parseXml } from '../../../src/extract/xml.js';
@@ -223,6 +223,13 @@ describe('extract/pptx', () => {
       'ppt/charts/chart1.xml',
     );
     expect(chartTexts(chart)).to.deep.equal(['Umsatz je Quartal']);
+    // an equation as PowerPoint writes it: for itself (a14:m) and as runs for older readers
+    const equation = parseXml(
+      '<a:p xmlns:a="a" xmlns:mc="mc"><a:r><a:t>Formel: </a:t></a:r><mc:AlternateContent><mc:Choice Requires="a14"><a14:m xmlns:a14="a14"/></mc:Choice><mc:Fallback><a:r><a:t>E=mc2</a:t></a:r></mc:Fallback></mc:AlternateContent></a:p>',
+      'deck.pptx',
+      'ppt/slides/slide1.xml',
+    );
+    expect(paragraphText(equation)).to.equal('Formel: E=mc2');
     const list = `<p:sp><p:nvSpPr><p:cNvPr id="9" name="t"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:pPr lvl="-1"><a:buChar char="•"/></a:pPr><a:r><a:t>Punkt</a:t></a:r></a:p></p:txBody></p:sp>`;
     const result = await extractPptx(
       editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(list) }),
