@@ -195,6 +195,18 @@ export class OllamaEmbedder implements Embedder {
           error: new ProviderError(message, { cause: error, retryable: false, status }),
         };
       }
+      if (status < 500) {
+        // refused whatever is sent (401/403: a proxy's credentials; 3xx: the host moved; 405: not Ollama's API): no
+        // input of the batch is to blame, so the batch is not split down to single inputs, and retrying cannot help
+        return {
+          kind: 'fatal',
+          error: new CpeError(
+            ErrorCodes.PROVIDER_UNAVAILABLE,
+            `${message} (check CPE_OLLAMA_HOST${status === 401 || status === 403 ? ' and its credentials' : ''})`,
+            { cause: error },
+          ),
+        };
+      }
       return { kind: 'input', retry: true, error: new ProviderError(message, { cause: error, status }) };
     }
     const cause = (error as { cause?: unknown }).cause;

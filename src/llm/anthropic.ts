@@ -109,5 +109,12 @@ function toCpeError(error: unknown, signal: AbortSignal | undefined): unknown {
     const message = error.apiMessage ?? error.message;
     return httpFailure('anthropic', error.status, message, parseRetryAfter(error.headers), error);
   }
+  // the connection closed while the answer's body was read (undici: "terminated", "other side closed"): the SDK
+  // reads the body after its own retries, so this reaches us raw; a retry may well get the whole answer
+  if (
+    error instanceof TypeError &&
+    (error.message === 'terminated' || /socket|closed/i.test(String(error.cause)))
+  )
+    return networkFailure('anthropic', `the connection closed during the answer (${error.message})`, error);
   return error;
 }

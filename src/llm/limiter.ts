@@ -127,15 +127,40 @@ export class RateLimiter {
     this.slotWaiters.shift()?.();
   }
 
+  /**
+   * Until a slot is released, or the signal aborts: a waiter that gives up leaves the queue, and one woken as it
+   * gives up hands the wake-up on, so that the waiters behind it do not wait for a release that never comes.
+   */
+  private slotFreed(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        signal?.removeEventListener('abort', giveUp);
+        resolve();
+      };
+      const giveUp = () => {
+        const at = this.slotWaiters.indexOf(wake);
+        if (at >= 0) this.slotWaiters.splice(at, 1);
+        // the caller's loop sees the abort and throws; a slot that is free already goes to the next waiter
+        if (this.active < this.limits.concurrency) this.slotWaiters.shift()?.();
+        resolve();
+      };
+      this.slotWaiters.push(wake);
+      signal?.addEventListener('abort', giveUp, { once: true });
+    });
+  }
+
   private async acquire(tokens: number, signal?: AbortSignal): Promise<WindowEntry> {
     for (;;) {
-      if (signal?.aborted)
+      if (signal?.aborted) {
+        // a wake-up this waiter took goes on to the next one
+        if (this.active < this.limits.concurrency) this.slotWaiters.shift()?.();
         throw new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting for a request slot');
+      }
       const now = this.now();
       this.window = this.window.filter((e) => e.at > now - WINDOW_MS);
       const { concurrency, requestsPerMinute, tokensPerMinute } = this.limits;
       if (this.active >= concurrency) {
-        await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+        await this.slotFreed(signal);
         continue;
       }
       let waitMs = 0;

@@ -60,7 +60,8 @@ export function parseStructuredAnswer(text: string, schema: JsonSchema): ParsedA
   let body = text.trim();
   if (body.startsWith('```')) {
     const firstLineEnd = body.indexOf('\n');
-    body = firstLineEnd < 0 ? '' : body.slice(firstLineEnd + 1);
+    // on one line (```json {"a": 1}```) the info word goes; on several, the whole first line
+    body = firstLineEnd < 0 ? body.slice(3).replace(/^[A-Za-z]*/, '') : body.slice(firstLineEnd + 1);
     if (body.trimEnd().endsWith('```')) body = body.trimEnd().slice(0, -3);
     body = body.trim();
   }
@@ -78,6 +79,15 @@ export function parseStructuredAnswer(text: string, schema: JsonSchema): ParsedA
 
 const DEFAULT_MAX_TOKENS = 2048;
 
+interface SharedRequest {
+  promise: Promise<GenerateResult<unknown>>;
+  /** aborts the request, once no caller waits for it any more */
+  controller: AbortController;
+  waiting: number;
+  /** its tokens went to a caller already */
+  billed: boolean;
+}
+
 /**
  * The LlmClient of cpe: cache lookup, then the provider call under the endpoint's limits, then validation,
  * then at most one repair call that shows the model its answer and the validation errors. An answer that is
@@ -85,7 +95,8 @@ const DEFAULT_MAX_TOKENS = 2048;
  * Identical requests in flight at the same time share one call.
  */
 export class StructuredLlmClient implements LlmClient {
-  private readonly inflight = new Map<string, Promise<GenerateResult<unknown>>>();
+  /** requests being answered, by cache key: a second caller asking the same waits for the first one's answer */
+  private readonly inflight = new Map<string, SharedRequest>();
 
   constructor(
     private readonly backend: ChatBackend,
@@ -115,19 +126,66 @@ export class StructuredLlmClient implements LlmClient {
       schema: request.schema,
       images: request.images,
     });
-    let pending = this.inflight.get(key);
-    if (!pending) {
-      pending = this.generateUncoalesced(key, request).finally(() => this.inflight.delete(key));
-      this.inflight.set(key, pending);
+    // requests alike but for their token limit are one answer in the cache, and two requests in flight
+    const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}`;
+    let shared = this.inflight.get(flightKey);
+    if (!shared) {
+      // the request runs until every caller waiting for it has given up, not until the first one does
+      const controller = new AbortController();
+      const running: SharedRequest = {
+        controller,
+        waiting: 0,
+        billed: false,
+        promise: Promise.resolve() as never,
+      };
+      running.promise = this.generateUncoalesced(key, { ...request, signal: controller.signal }).finally(() =>
+        this.inflight.delete(flightKey),
+      );
+      this.inflight.set(flightKey, running);
+      shared = running;
     }
-    return pending as Promise<GenerateResult<T>>;
+    const own = shared;
+    own.waiting++;
+    // one answer, spent once: the first caller it reaches gets its tokens, the others get it as a cache hit
+    const deliver = (result: GenerateResult<unknown>) => {
+      if (!own.billed) {
+        own.billed = true;
+        return result as GenerateResult<T>;
+      }
+      return { ...result, tokensIn: 0, tokensOut: 0, cached: true } as GenerateResult<T>;
+    };
+    const signal = request.signal;
+    if (!signal) return own.promise.then(deliver);
+    return new Promise<GenerateResult<T>>((resolve, reject) => {
+      const giveUp = () => {
+        if (--own.waiting === 0) own.controller.abort(signal.reason);
+        reject(new CpeError(ErrorCodes.CANCELLED, `${this.backend.provider}: request cancelled`));
+      };
+      if (signal.aborted) return giveUp();
+      signal.addEventListener('abort', giveUp, { once: true });
+      own.promise.then(
+        (value) => {
+          signal.removeEventListener('abort', giveUp);
+          if (!signal.aborted) resolve(deliver(value));
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', giveUp);
+          reject(error);
+        },
+      );
+    });
   }
 
   /**
    * An answer the token limit cut off, or one the model declined to give, is not repaired: a repair with the same
    * limit would be cut off again, and a refusal says nothing a schema could fix. The error says which it was.
    */
-  private refuseUnfinished(request: GenerateRequest, answer: ChatAnswer, maxTokens: number): void {
+  private refuseUnfinished(
+    request: GenerateRequest,
+    answer: ChatAnswer,
+    maxTokens: number,
+    spent: { tokensIn: number; tokensOut: number } = answer,
+  ): void {
     if (!answer.stop) return;
     const who = `${this.backend.provider}/${this.backend.model}`;
     const message =
@@ -140,8 +198,9 @@ export class StructuredLlmClient implements LlmClient {
         schemaName: request.schemaName,
         stop: answer.stop,
         raw: truncate(answer.text),
-        tokensIn: answer.tokensIn,
-        tokensOut: answer.tokensOut,
+        // what every call of this request cost (a repair's answer cut off: the first answer's tokens too)
+        tokensIn: spent.tokensIn,
+        tokensOut: spent.tokensOut,
       },
     });
   }
@@ -175,9 +234,9 @@ export class StructuredLlmClient implements LlmClient {
         ],
         maxTokens,
       );
-      this.refuseUnfinished(request, answer2, maxTokens);
       tokensIn += answer2.tokensIn;
       tokensOut += answer2.tokensOut;
+      this.refuseUnfinished(request, answer2, maxTokens, { tokensIn, tokensOut });
       lastRaw = answer2.text;
       parsed = parseStructuredAnswer(answer2.text, request.schema);
       if (!parsed.ok) {

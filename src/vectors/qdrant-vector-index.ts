@@ -1,6 +1,7 @@
 import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
+import { parseRetryAfter } from '../llm/provider-errors.js';
 import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
 import type {
   CollectionInfo,
@@ -10,6 +11,9 @@ import type {
   VectorPoint,
   VectorSearchResult,
 } from './types.js';
+
+/** the longest a Retry-After is waited (a server asking for more is asked again then) */
+const MAX_RETRY_AFTER_MS = 60_000;
 
 export interface QdrantIndexOptions {
   url: string;
@@ -135,8 +139,19 @@ export class QdrantVectorIndex implements VectorIndex {
             { cause: error, status: typeof status === 'number' ? status : undefined },
           );
         }
+        // a server that says when to come back (429, 503 with Retry-After) is taken at its word, up to a minute
+        // (the client turns a 429's Retry-After into retry_after, in seconds, reading only the header's first character)
+        const retryAfterSeconds = (error as { retry_after?: unknown }).retry_after;
+        const retryAfterMs =
+          typeof retryAfterSeconds === 'number' && Number.isFinite(retryAfterSeconds)
+            ? retryAfterSeconds * 1000
+            : parseRetryAfter((error as { headers?: Headers }).headers);
         const cap = Math.min(8000, this.retryDelayMs * 2 ** attempt);
-        await sleep(cap / 2 + Math.random() * (cap / 2));
+        await sleep(
+          retryAfterMs !== undefined
+            ? Math.min(MAX_RETRY_AFTER_MS, retryAfterMs)
+            : cap / 2 + Math.random() * (cap / 2),
+        );
       }
     }
   }

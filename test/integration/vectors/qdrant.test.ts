@@ -183,6 +183,22 @@ for (const backend of backends()) {
       expect(server.requests('POST /collections/:name/points/count')).to.equal(2);
     });
 
+    it('waits the Retry-After a 429 or 503 asks for before trying again', async () => {
+      await index.ensureCollection('documents', { size: 4, distance: 'Cosine', model: 'm' });
+      for (const status of [429, 503]) {
+        server.resetCounters();
+        server.faults.failNext = 1;
+        server.faults.failStatus = status;
+        server.faults.failRetryAfter = 1;
+        const began = Date.now();
+        expect(await index.count('documents')).to.equal(0);
+        expect(server.requests('POST /collections/:name/points/count'), String(status)).to.equal(2);
+        // the index's own backoff is 5 ms: a wait this long is the server's second (a lower bound, never flaky)
+        expect(Date.now() - began, String(status)).to.be.at.least(990);
+      }
+      server.faults.failRetryAfter = undefined;
+    });
+
     it('sends the API key and never shows it in errors', async () => {
       await server.close();
       server = new QdrantTestServer({ apiKey: 'geheim-123' });

@@ -147,6 +147,25 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
     expect(Date.now() - began).to.be.at.least(390);
   });
 
+  it('fails at once, without splitting the batch, when the host refuses every request (401, 403, 3xx, 405)', async () => {
+    for (const status of [401, 403, 301, 405]) {
+      server.resetCounters();
+      server.faults.failNext = 1_000;
+      server.faults.failStatus = status;
+      const error = await embedder()
+        .embed(texts(64))
+        .then(
+          () => undefined,
+          (e: unknown) => e as CpeError,
+        );
+      expect(error?.code, String(status)).to.equal('PROVIDER_UNAVAILABLE');
+      expect(error?.retryable, String(status)).to.equal(false);
+      expect(error?.message).to.contain(`answered ${status}`).and.contain('CPE_OLLAMA_HOST');
+      // before: each batch retried, then split down to single inputs (64 inputs: 260 requests)
+      expect(server.requests('POST /api/embed'), String(status)).to.be.at.most(4);
+    }
+  });
+
   it('gives up after maxRetries with a retryable ProviderError that names the host', async () => {
     server.faults.failNext = 100;
     server.faults.failStatus = 503;

@@ -75,6 +75,12 @@ describe('structured answers', () => {
       ok: true,
       value: { n: 2, tag: 'b' },
     });
+    // a fence on one line (it was read as an empty answer)
+    for (const fenced of ['```{"n": 3, "tag": "a"}```', '```json {"n": 3, "tag": "a"} ```'])
+      expect(parseStructuredAnswer(fenced, schema), fenced).to.deep.equal({
+        ok: true,
+        value: { n: 3, tag: 'a' },
+      });
   });
 
   it('describes what is wrong, for the repair prompt', () => {

@@ -199,6 +199,51 @@ describe('LLM providers over HTTP (test servers)', () => {
       }
     });
 
+    it('counts a repair cut off at max_tokens with the first answer: every call of the request is billed', async () => {
+      server.faults.invalidRate = 1; // the first answer is not valid: a repair follows
+      server.faults.endNext(0, 'max_tokens');
+      const { client } = clientOver(backend());
+      // the repair (the second answer) is cut off
+      const original = server.faults.answerText.bind(server.faults);
+      let calls = 0;
+      server.faults.answerText = ((...args: Parameters<typeof original>) => {
+        if (++calls === 2) server.faults.endNext(1, 'max_tokens');
+        return original(...args);
+      }) as typeof original;
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer prüft.'), schema: ENTITY_SCHEMA, schemaName: 'entities' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.code).to.equal(ErrorCodes.INVALID_ANSWER);
+      expect(server.counters.answered).to.equal(2);
+      expect(error.details).to.include({
+        tokensIn: server.counters.tokensIn,
+        tokensOut: server.counters.tokensOut,
+      });
+    });
+
+    it('sends one request for callers asking the same at once: its tokens billed once, one caller cancelling alone', async () => {
+      server.faults.stallNext(1, 300);
+      const { client } = clientOver(backend(5000));
+      const ask = (signal?: AbortSignal) =>
+        client.generate<Entities>({
+          prompt: prompt('Die Kammer.'),
+          schema: ENTITY_SCHEMA,
+          schemaName: 'e',
+          signal,
+        });
+      const quitter = new AbortController();
+      const a = ask(quitter.signal).catch((e: unknown) => (e as CpeError).code);
+      const b = ask();
+      const c = ask(new AbortController().signal);
+      setTimeout(() => quitter.abort(), 30);
+      expect(await a).to.equal(ErrorCodes.CANCELLED);
+      const [second, third] = await Promise.all([b, c]);
+      expect(server.counters.answered).to.equal(1);
+      expect(second.value.entities[0]!.name).to.equal('Kammer');
+      expect(second.tokensIn + third.tokensIn).to.equal(server.counters.tokensIn);
+      expect([second.cached, third.cached].sort()).to.deep.equal([false, true]);
+    });
+
     it('sends images as base64 image blocks', async () => {
       const { client } = clientOver(backend());
       const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
