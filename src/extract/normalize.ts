@@ -32,6 +32,7 @@ const SUSPENDED_HYPHEN_FOLLOWERS = new Set([
   'noch',
   'and',
   'or',
+  'u', // "Ein- u. Ausgänge"
 ]);
 
 /**
@@ -41,10 +42,13 @@ const SUSPENDED_HYPHEN_FOLLOWERS = new Set([
  * hyphen (U+00AD) at a line end always joins: it only ever marks a break inside a word.
  */
 export function joinLineEndHyphenation(text: string): string {
-  return text
-    .replace(/(\p{L})\u00AD[ \t]*\n[ \t]*(?=\p{L})/gu, '$1')
-    .replace(/(\p{Ll})[-\u2010]\n[ \t]*(\p{Ll}+)/gu, (match, before: string, after: string) =>
-      SUSPENDED_HYPHEN_FOLLOWERS.has(after) ? match : `${before}${after}`,
-    )
-    .replace(/(\p{L})[-\u2010]\n[ \t]*(\p{Lu})/gu, '$1-$2');
+  return (
+    text
+      .replace(/(\p{L})\u00AD[ \t]*\n[ \t]*(?=\p{L})/gu, '$1')
+      // the next line's word is looked at, not taken: it may end in a hyphen of its own ("Mess-\ngeräte-\nhersteller")
+      .replace(/(\p{Ll})[-\u2010]\n[ \t]*(?=(\p{Ll}+))/gu, (match, before: string, after: string) =>
+        SUSPENDED_HYPHEN_FOLLOWERS.has(after) ? match : before,
+      )
+      .replace(/(\p{L})[-\u2010]\n[ \t]*(\p{Lu})/gu, '$1-$2')
+  );
 }

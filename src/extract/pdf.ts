@@ -493,16 +493,24 @@ function markOutlineHeadings(pages: PageData[], outline: OutlineEntry[]): number
   for (const entry of outline) {
     const wanted = comparable(entry.title);
     if (wanted === '') continue;
+    // an entry without a page (a link, or a destination that does not resolve) is looked for from the page of the
+    // last one found, OUTLINE_SEARCH_PAGES on: the rest of the document for each took an outline of thousands of
+    // links over minutes
     const candidates =
-      entry.page !== undefined ? [byNumber.get(entry.page)] : pages.filter((p) => p.number >= lastPage);
+      entry.page !== undefined
+        ? [byNumber.get(entry.page)]
+        : pages.filter((p) => p.number >= lastPage && p.number < lastPage + OUTLINE_SEARCH_PAGES);
     search: for (const page of candidates) {
       if (!page) continue;
       for (let p = 0; p < page.paragraphs.length; p++) {
         const paragraph = page.paragraphs[p]!;
         if (paragraph.heading !== undefined) continue;
         let text = '';
+        let lines = '';
         for (let k = 0; k < Math.min(3, paragraph.lines.length); k++) {
-          text = comparable(`${text} ${paragraph.lines[k]!.text}`);
+          // lines joined as the heading will be: a word wrapped at a hyphen is one ("Funk-" over "theorie")
+          lines = k === 0 ? paragraph.lines[k]!.text : `${lines}\n${paragraph.lines[k]!.text}`;
+          text = comparable(joinLineEndHyphenation(lines).replace(/\n/g, ' '));
           if (text === wanted) {
             splitHeading(page, p, k + 1, Math.min(entry.level, 6));
             matched++;
@@ -516,6 +524,9 @@ function markOutlineHeadings(pages: PageData[], outline: OutlineEntry[]): number
   }
   return matched;
 }
+
+/** How far after the last heading found an outline entry without a page is looked for. */
+const OUTLINE_SEARCH_PAGES = 100;
 
 /** Makes the first `count` lines of paragraph `index` a heading paragraph of its own. */
 function splitHeading(page: PageData, index: number, count: number, level: number): void {
@@ -660,7 +671,8 @@ function build(
         builder.add('paragraph', joinLineEndHyphenation(body));
         continue;
       }
-      const raw = paragraph.lines.map((line) => line.text).join('\n');
+      // a heading wrapped at a hyphen ("Qualitäts-" over "sicherung") is one word again, as in a paragraph
+      const raw = joinLineEndHyphenation(paragraph.lines.map((line) => line.text).join('\n'));
       // from the start of a run of white space only (at every position of a long run, the match was quadratic)
       const block = builder.add('heading', raw.replace(/(?<!\s)\s*\n\s*/g, ' '), paragraph.heading);
       if (block && firstHeading === undefined) firstHeading = normalizeText(raw.replace(/\s+/g, ' ')).trim();

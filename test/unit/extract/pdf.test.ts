@@ -114,6 +114,24 @@ describe('extract/pdf', function () {
     ]);
   });
 
+  it('joins a heading wrapped at a hyphen, in its text and against the outline; hyphens on line after line', async () => {
+    const bytes = await renderPdf((doc) => {
+      doc.addPage();
+      doc.font('Helvetica').fontSize(11).text('Grundlagen der Qualitäts-', 50, 60, { lineBreak: false });
+      doc.text('sicherung im Betrieb', 50, 74, { lineBreak: false });
+      doc.text('Die Mess-', 50, 110, { lineBreak: false });
+      doc.text('geräte-', 50, 124, { lineBreak: false });
+      doc.text('hersteller liefern. Ein-', 50, 138, { lineBreak: false });
+      doc.text('u. Ausgänge sind belegt.', 50, 152, { lineBreak: false });
+      doc.outline.addItem('Grundlagen der Qualitätssicherung im Betrieb');
+    });
+    const doc = await extractPdf(bytes, 'trennung.pdf', defaultExtractOptions);
+    expect(blockTexts(doc, 'heading')).to.deep.equal([
+      { text: 'Grundlagen der Qualitätssicherung im Betrieb', level: 1, page: 1 },
+    ]);
+    expect(doc.text).to.contain('Die Messgerätehersteller liefern. Ein-\nu. Ausgänge sind belegt.');
+  });
+
   it('finds headings by their look where the outline names them differently than the page prints them', async () => {
     const bytes = await renderPdf((doc) => {
       doc.addPage();
