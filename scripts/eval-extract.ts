@@ -6,7 +6,9 @@
  *    more letters): in formulas pdftotext spaces indices and exponents off their base ("S 1", "π1 (X")
  *    where we keep them on it ("S1", "π1(X"), which counts against us in the word recall but not there. pdftotext's own line-end hyphenation is joined the same way as ours first, so
  *    the figure measures lost text, not a different hyphenation policy. pdftotext reads the crop box like
- *    pdf.js (see referenceText): printer's marks outside the visible page are not text anyone reads.
+ *    pdf.js (see referenceText): printer's marks outside the visible page are not text anyone reads. Running
+ *    headers, footers and page numbers are taken out of pdftotext's text by the extractor's own rules first
+ *    (withoutFurniture), since the extractor leaves them out on purpose.
  * 2. outcome per hostile or odd file (everything in bad/, plus the odd PDF/TXT/MD files): code, message, ms,
  *    through the isolated dispatcher exactly as the pipeline calls it.
  * Always exits 0: it reports, it does not judge.
@@ -18,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { CpeError } from '../src/errors.js';
 import { disposeIsolatedWorkers, extractIsolated } from '../src/extract/isolate.js';
 import { joinLineEndHyphenation } from '../src/extract/normalize.js';
+import { removePageFurniture } from '../src/extract/pdf-furniture.js';
 import type { ExtractedDocument } from '../src/extract/types.js';
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -157,6 +160,25 @@ function referenceText(path: string): string {
   return parts.join('\n');
 }
 
+/**
+ * pdftotext's text without the running headers, footers and page numbers the extractor leaves out, found by the
+ * same rules (src/extract/pdf-furniture.ts) in pdftotext's pages (form feeds) and blocks (blank lines): the recall
+ * measures text lost, not furniture dropped on purpose.
+ */
+function withoutFurniture(text: string): string {
+  const pages = text.split('\f').map((page, i) => ({
+    number: i + 1,
+    paragraphs: page
+      .split(/\n\s*\n/)
+      .filter((block) => block.trim() !== '')
+      .map((block) => ({ lines: block.split('\n').map((line) => ({ text: line, size: 10 })) })),
+  }));
+  removePageFurniture(pages);
+  return pages
+    .map((page) => page.paragraphs.map((p) => p.lines.map((l) => l.text).join('\n')).join('\n\n'))
+    .join('\f');
+}
+
 const cell = (value: string) => value.replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);
 
 async function main(): Promise<void> {
@@ -182,7 +204,7 @@ async function main(): Promise<void> {
       .filter((n) => n.endsWith('.pdf'))
       .sort()) {
       const path = join(corpus, 'pdf', name);
-      const referenceString = joinLineEndHyphenation(referenceText(path));
+      const referenceString = joinLineEndHyphenation(withoutFurniture(referenceText(path)));
       const reference = words(referenceString);
       const referenceWords = [...reference.values()].reduce((a, b) => a + b, 0);
       if (referenceWords < 20) continue; // scans, blank pages: nothing to recall

@@ -32,6 +32,7 @@ import type { PDFDocumentProxy, PDFPageProxy, TextItem } from 'pdfjs-dist/types/
 import { CpeError, ErrorCodes, FileError } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { joinLineEndHyphenation, normalizeText } from './normalize.js';
+import { removePageFurniture } from './pdf-furniture.js';
 import { fontSizeOf, groupLines, type TextLine } from './pdf-lines.js';
 import { compatibilityForms, dingbatsText, isDingbatsFont } from './pdf-unicode.js';
 import { installPdfWorker } from './pdf-worker.js';
@@ -125,8 +126,10 @@ export async function extractPdf(
         `corrupt PDF: none of its pages can be read (${warnings[0]})`,
       );
     }
+    // running headers and footers out first: they are no headings, and a paragraph runs on over them
+    const furniture = removePageFurniture(pages);
     markHeadings(pages, outline);
-    return build(pages, info, outline, warnings);
+    return build(pages, info, outline, warnings, furniture);
   } catch (error) {
     throw pdfError(error, file);
   } finally {
@@ -646,6 +649,7 @@ function build(
   info: Awaited<ReturnType<PDFParse['getInfo']>>,
   outline: OutlineEntry[],
   warnings: string[],
+  furniture: string[],
 ): ExtractedDocument {
   const builder = new DocumentBuilder('pdf');
   builder.warnings.push(...warnings);
@@ -701,6 +705,8 @@ function build(
     pageCount: pages.length,
   };
   if (outline.length > 0) metadata.outline = outline;
+  // what was left out as running headers, footers and page numbers (one example of each)
+  if (furniture.length > 0) metadata.pageFurniture = furniture.slice(0, 20);
   const permissions = readPermissions(info.permission);
   if (permissions) {
     // pdf.js reports permission flags only for encrypted files

@@ -92,6 +92,32 @@ describe('extract/pdf', function () {
     );
   });
 
+  it('leaves out running headers, footers and page numbers; a word hyphenated over a page break is whole', async () => {
+    const bytes = await renderPdf((doc) => {
+      for (let page = 1; page <= 4; page++) {
+        doc.addPage();
+        doc.font('Helvetica').fontSize(9).text('Handbuch Qualitätssicherung', 50, 30, { lineBreak: false });
+        // page 3 goes on with the word page 2 ends in
+        doc.fontSize(11).text(page === 3 ? 'sicherung der Ergebnisse.' : `Aufgabe ${page * 2}`, 50, 80, {
+          lineBreak: false,
+        });
+        doc.text(`Der Text der Seite ${page} beschreibt die Prüfung.`, 50, 110, { lineBreak: false });
+        doc.text(page === 2 ? 'Am Ende steht die Qualitäts-' : 'Am Ende steht ein Satz.', 50, 124, {
+          lineBreak: false,
+        });
+        doc.fontSize(9).text(`Seite ${page} von 4`, 50, 780, { lineBreak: false });
+      }
+    });
+    const doc = await extractPdf(bytes, 'kopf.pdf', defaultExtractOptions);
+    // the running header once (content that repeats may be content), no page numbers
+    expect(doc.text.match(/Handbuch Qualitätssicherung/g)).to.have.length(1);
+    expect(doc.text).to.not.match(/Seite \d von 4/);
+    // numbers that do not follow the pages are no page numbers
+    for (const n of [2, 4, 8]) expect(doc.text).to.contain(`Aufgabe ${n}`);
+    expect(doc.text).to.contain('Am Ende steht die Qualitätssicherung');
+    expect(doc.metadata.pageFurniture).to.deep.equal(['Handbuch Qualitätssicherung', 'Seite 1 von 4']);
+  });
+
   it('uses the outline (bookmarks) for headings when present', async () => {
     const bytes = await renderPdf((doc) => {
       doc.addPage();
