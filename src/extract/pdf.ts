@@ -42,6 +42,8 @@ import type { ExtractedDocument, ExtractOptions } from './types.js';
 const MAX_IMAGE_PIXELS = 40_000_000;
 /** images smaller than this (either side, in pixels) are bullets, rules and logos, not content for vision */
 const MIN_IMAGE_SIDE = 48;
+/** fewer letters than this on a page with an image: the page is a scan (its text needs OCR) */
+const MIN_TEXT_LETTERS = 20;
 /** consecutive pages that fail to load before we stop believing the page count */
 const MAX_FAILED_PAGES = 20;
 const MAX_OUTLINE_ITEMS = 5000;
@@ -286,8 +288,11 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
     const tables = countRuledTables(ops, page, items);
     if (tables > 0) metadata.tables = tables;
   }
-  const hasText = lines.some((line) => line.text.trim() !== '');
-  if (!hasText && ((metadata.images as number | undefined) ?? 0) > 0) metadata.ocrNeeded = true;
+  // a scan with a line of text set on it (a page number, a Bates stamp: "Seite 1") has no text layer worth the name
+  let letters = 0;
+  for (const line of lines) letters += line.text.match(/\p{L}/gu)?.length ?? 0;
+  if (letters < MIN_TEXT_LETTERS && ((metadata.images as number | undefined) ?? 0) > 0)
+    metadata.ocrNeeded = true;
   return { number, paragraphs: groupParagraphs(lines), metadata };
 }
 

@@ -202,6 +202,14 @@ describe('extract/pdf', function () {
     expect(doc.pages[0]!.metadata).to.include({ images: 1 });
     expect(doc.pages[0]!.metadata.ocrNeeded).to.equal(undefined);
     expect(doc.ocrNeeded).to.equal(false);
+    // a scanned page with a page number set on it has no text layer worth the name: OCR is needed
+    const stamped = await renderPdf((d) => {
+      d.addPage();
+      d.image(makePng(120, 120), 0, 0, { width: 595 });
+      d.font('Helvetica').fontSize(9).text('Seite 1', 280, 760, { lineBreak: false });
+    });
+    const scan = await extractPdf(stamped, 'scan.pdf', defaultExtractOptions);
+    expect(scan.pages[0]!.metadata).to.include({ images: 1, ocrNeeded: true });
   });
 
   it('succeeds with empty text on a blank page', async () => {
