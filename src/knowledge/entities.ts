@@ -7,7 +7,7 @@ import { pointIdFromKey } from '../vectors/point-id.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
-import { deleteOrphanEntities, ENTITY_COLLECTION } from './retract.js';
+import { deleteOrphanEntities, ENTITY_COLLECTION, lockingRead } from './retract.js';
 
 export interface EntityConfig {
   entity_types: string[];
@@ -167,8 +167,9 @@ export async function writeEntityMentions(
       const key = `${mention.type}|${mention.normalized}`;
       let id = ids.get(key);
       if (id === undefined) {
+        // locked while this document's mentions are written: another document's orphan cleanup waits for them
         const rows = await tx.query<{ id: number; description: string | null }>(
-          'SELECT id, description FROM entities WHERE normalized_name = ? AND type = ?',
+          `SELECT id, description FROM entities WHERE normalized_name = ? AND type = ?${lockingRead(tx)}`,
           [mention.normalized, mention.type],
         );
         if (rows[0]) {
@@ -210,13 +211,13 @@ export async function embedEntities(
   deletedPointIds: readonly string[],
   config: EntityConfig,
 ): Promise<{ embedded: number; merged: number }> {
-  if (!config.embed_entities || (entityIds.length === 0 && deletedPointIds.length === 0))
-    return { embedded: 0, merged: 0 };
+  if (entityIds.length === 0 && deletedPointIds.length === 0) return { embedded: 0, merged: 0 };
   try {
     const vectors = await ctx.providers.vectors();
+    // the points of deleted entities go in any case: embed_entities off now does not leave those of an earlier run
     if (deletedPointIds.length > 0)
       await vectors.deletePoints(ENTITY_COLLECTION, deletedPointIds).catch(() => undefined);
-    if (entityIds.length === 0) return { embedded: 0, merged: 0 };
+    if (!config.embed_entities || entityIds.length === 0) return { embedded: 0, merged: 0 };
     const rows: EntityRow[] = [];
     for (const list of inLists(entityIds)) {
       rows.push(

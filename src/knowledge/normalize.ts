@@ -14,9 +14,28 @@ export function cleanEntityName(name: string): string {
       .replace(/\s+/g, ' ')
       .replace(/^[\s"'„“”‚‘’»«()[\]]+/, '')
       // from the first character of the closing run only: tried at every character of a long run, it was quadratic
-      .replace(/(?<![\s"'„“”‚‘’»«()[\]:;,.])[\s"'„“”‚‘’»«()[\]:;,.]+$/, '')
+      .replace(/(?<![\s"'„“”‚‘’»«()[\]:;,.])[\s"'„“”‚‘’»«()[\]:;,.]+$/, keepClosingBrackets)
       .trim()
   );
+}
+
+/**
+ * Of the trimmed end of a name, the brackets that close one opened in it ("Berufsbildungsgesetz (BBiG)",
+ * "Sozialgesetzbuch [SGB III]"), with what trails them trimmed all the same.
+ */
+function keepClosingBrackets(end: string, offset: number, name: string): string {
+  let kept = '';
+  let round =
+    (name.slice(0, offset).match(/\(/g)?.length ?? 0) - (name.slice(0, offset).match(/\)/g)?.length ?? 0);
+  let square =
+    (name.slice(0, offset).match(/\[/g)?.length ?? 0) - (name.slice(0, offset).match(/\]/g)?.length ?? 0);
+  for (const char of end) {
+    if (char === ')' && round > 0) round--;
+    else if (char === ']' && square > 0) square--;
+    else break;
+    kept += char;
+  }
+  return kept;
 }
 
 const ARTICLES = new Set([

@@ -70,10 +70,15 @@ export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker,
     let rows = 0;
     await tx.run('DELETE FROM generated_questions WHERE document_id = ?', [ctx.document.id]);
     for (const [i, answer] of answers.entries()) {
+      // a blank question (the schema's minLength counts white space) or one asked twice of a chunk is stored once
+      const asked = new Set<string>();
       for (const q of answer?.questions ?? []) {
+        const question = q.question.replace(/\s+/g, ' ').trim();
+        if (question === '' || asked.has(question.toLowerCase())) continue;
+        asked.add(question.toLowerCase());
         await tx.run(
           'INSERT INTO generated_questions (document_id, chunk_id, question, answer, model) VALUES (?, ?, ?, ?, ?)',
-          [ctx.document.id, chunks[i]!.id, q.question.trim(), q.answer.trim(), model],
+          [ctx.document.id, chunks[i]!.id, question, q.answer.trim(), model],
         );
         rows++;
       }

@@ -19,13 +19,22 @@ async function deleteByIds(db: SqlExecutor, table: string, ids: readonly number[
 }
 
 /**
+ * On MariaDB/MySQL, a read that locks the rows it finds (FOR UPDATE): an entity or term found here as an orphan
+ * stays one until the transaction ends, and one another document's transaction takes up (it locks what it reuses,
+ * see lockedRow) is waited for and read again, mentioned. Without it, the orphan read and the delete by id had
+ * another document's committed mention in between, and the delete took it with the entity (READ COMMITTED).
+ * SQLite runs one write transaction at a time.
+ */
+export const lockingRead = (db: SqlExecutor): string => (db.dialect === 'mysql' ? ' FOR UPDATE' : '');
+
+/**
  * Entities without any mention (their relations go with them, ON DELETE CASCADE). Selected first, then deleted
  * by id: MySQL cannot delete from a table its own subquery reads.
  */
 export async function deleteOrphanEntities(db: SqlExecutor): Promise<{ count: number; pointIds: string[] }> {
   const rows = await db.query<{ id: number; qdrant_id: string | null }>(
     `SELECT e.id, e.qdrant_id FROM entities e
-      WHERE NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)`,
+      WHERE NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)${lockingRead(db)}`,
   );
   await deleteByIds(
     db,
@@ -45,7 +54,7 @@ export async function deleteOrphanTerms(db: SqlExecutor): Promise<number> {
     const rows = await db.query<{ id: number }>(
       `SELECT t.id FROM taxonomy_terms t
         WHERE NOT EXISTS (SELECT 1 FROM document_taxonomy d WHERE d.term_id = t.id)
-          AND NOT EXISTS (SELECT 1 FROM taxonomy_terms c WHERE c.parent_id = t.id)`,
+          AND NOT EXISTS (SELECT 1 FROM taxonomy_terms c WHERE c.parent_id = t.id)${lockingRead(db)}`,
     );
     if (rows.length === 0) return total;
     await deleteByIds(

@@ -156,8 +156,13 @@ async function writeItems(
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM knowledge_items WHERE document_id = ? AND level = ?', [documentId, level]);
     for (const { unit, statements } of rows) {
+      // a blank statement (the schema's minLength counts white space) or one made twice of a unit is stored once
+      const made = new Set<string>();
       for (const s of statements) {
         if (s.chunkIds.length === 0) continue; // no provenance, no statement
+        const key = s.statement.replace(/\s+/g, ' ').toLowerCase();
+        if (key.trim() === '' || made.has(key)) continue;
+        made.add(key);
         await tx.run(
           `INSERT INTO knowledge_items (document_id, level, page_number, section_index, statement, sources, model)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,

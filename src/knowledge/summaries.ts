@@ -167,6 +167,11 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
         : (await summarise(reduceTemplate, texts.join('\n\n'), config.max_words, 'Gesamt')).summary;
   }
   const model = `${asker.llm.provider}:${asker.llm.model}`.slice(0, 100);
+  // a blank summary (the schema's minLength counts white space) is no summary: the old one goes, none is stored
+  if (summary.trim() === '') {
+    await ctx.db.run('DELETE FROM document_summaries WHERE document_id = ?', [ctx.document.id]);
+    return { written: false, parts, tokens: total };
+  }
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_summaries WHERE document_id = ?', [ctx.document.id]);
     await tx.run('INSERT INTO document_summaries (document_id, summary, model) VALUES (?, ?, ?)', [

@@ -5,7 +5,7 @@ import { cutText } from '../text/cut.js';
 import { countTokens } from '../text/tokenizer.js';
 import { documentTitle, loadChunks, loadSections } from './chunks.js';
 import { type Asker, ask, type KnowledgeContext } from './llm-step.js';
-import { deleteOrphanTerms } from './retract.js';
+import { deleteOrphanTerms, lockingRead } from './retract.js';
 
 export interface TaxonomyConfig {
   max_categories: number;
@@ -71,6 +71,19 @@ interface TaxonomyAnswer {
 export const cleanTermName = (name: string): string =>
   cutText(name.normalize('NFC').replace(/>/g, ' ').replace(/\s+/g, ' ').trim(), 120);
 
+/** taxonomy_terms.path holds this many characters (VARCHAR(700) on MariaDB) */
+const MAX_PATH_CHARS = 700;
+
+/**
+ * The names of a path, each cut to its share of MAX_PATH_CHARS when the whole would be longer: eight
+ * levels of 120 characters did not fit, and MariaDB refused the row ("Data too long"), on every retry alike.
+ */
+export function fittingPath(names: readonly string[]): string[] {
+  if (names.join(PATH_SEPARATOR).length <= MAX_PATH_CHARS) return [...names];
+  const share = Math.floor((MAX_PATH_CHARS - PATH_SEPARATOR.length * (names.length - 1)) / names.length);
+  return names.map((name) => cutText(name, share).trimEnd()).filter(Boolean);
+}
+
 /** The term of a path, created with its ancestors when missing. Returns the leaf's id. */
 export async function ensureTermPath(db: SqlExecutor, names: readonly string[]): Promise<number> {
   let parentId: number | null = null;
@@ -78,7 +91,11 @@ export async function ensureTermPath(db: SqlExecutor, names: readonly string[]):
   for (const name of names) {
     parts.push(name);
     const path = parts.join(PATH_SEPARATOR);
-    const rows = await db.query<{ id: number }>('SELECT id FROM taxonomy_terms WHERE path = ?', [path]);
+    // locked while the document's placements are written (see lockingRead)
+    const rows = await db.query<{ id: number }>(
+      `SELECT id FROM taxonomy_terms WHERE path = ?${lockingRead(db)}`,
+      [path],
+    );
     if (rows[0]) {
       parentId = Number(rows[0].id);
     } else {
@@ -146,7 +163,7 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
   });
   const placements = new Map<string, { names: string[]; confidence: number }>();
   for (const category of answer.categories) {
-    const names = category.path.map(cleanTermName).filter(Boolean);
+    const names = fittingPath(category.path.map(cleanTermName).filter(Boolean));
     if (names.length === 0) continue;
     const key = names.join(PATH_SEPARATOR);
     const previous = placements.get(key);

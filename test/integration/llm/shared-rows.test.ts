@@ -53,5 +53,71 @@ for (const backend of testBackends()) {
         await engine.close();
       }
     });
+
+    it("keeps an entity another document takes up while this one's cleanup finds it without mentions", async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const a = await insertDocument(db, { filename: 'a.md', chunks: [{ content: 'Die Kammer A.' }] });
+        const b = await insertDocument(db, { filename: 'b.md', chunks: [{ content: 'Die Kammer B.' }] });
+        const kammer = (doc: typeof a) => [
+          {
+            chunkId: doc.chunkIds[0]!,
+            name: 'Kammer',
+            normalized: 'kammer',
+            type: 'ORGANISATION',
+            description: 'd',
+          },
+        ];
+        await writeEntityMentions(db, b.ref.id, kammer(b));
+        // B no longer mentions the entity; its transaction stops right before it deletes the orphans
+        let release!: () => void;
+        const gate = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let reached!: () => void;
+        const atDelete = new Promise<void>((resolve) => {
+          reached = resolve;
+        });
+        const paused = new Proxy(db, {
+          get(target, key) {
+            if (key !== 'transaction')
+              return Reflect.get(target, key).bind?.(target) ?? Reflect.get(target, key);
+            return (fn: (tx: typeof db) => Promise<unknown>) =>
+              target.transaction((tx) =>
+                fn(
+                  new Proxy(tx, {
+                    get(inner, name) {
+                      const value = Reflect.get(inner, name);
+                      if (name !== 'run') return typeof value === 'function' ? value.bind(inner) : value;
+                      return async (sql: string, params: unknown[]) => {
+                        if (sql.startsWith('DELETE FROM entities')) {
+                          reached();
+                          await gate;
+                        }
+                        return inner.run(sql, params);
+                      };
+                    },
+                  }),
+                ),
+              );
+          },
+        });
+        const writingB = writeEntityMentions(paused, b.ref.id, []);
+        await atDelete;
+        // meanwhile A mentions the entity (found, as it is still there); then B goes on
+        const writingA = writeEntityMentions(db, a.ref.id, kammer(a));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        release();
+        await Promise.all([writingA, writingB]);
+        const mentions = await db.query<{ document_id: number }>(
+          'SELECT m.document_id FROM entity_mentions m JOIN entities e ON e.id = m.entity_id',
+        );
+        // on MariaDB (READ COMMITTED) B's delete took A's committed mention with the entity
+        expect(mentions.map((m) => Number(m.document_id))).to.deep.equal([a.ref.id]);
+      } finally {
+        await engine.close();
+      }
+    });
   });
 }

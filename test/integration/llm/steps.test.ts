@@ -462,6 +462,37 @@ describe('LLM steps on a real database', function () {
     }
   });
 
+  it('stores a question or statement given twice once, and nothing of a blank one, a blank summary not at all', async () => {
+    const a = await insertDocument(t.db, { filename: 'leer.md', chunks: CHUNKS.slice(0, 1) });
+    anthropic.faults.answers.set('questions', {
+      questions: [
+        { question: 'Wer prüft den Vertrag?', answer: 'Die Kammer.' },
+        { question: 'Wer  prüft den Vertrag?', answer: 'Die Kammer.' },
+        { question: '     ', answer: '   ' },
+      ],
+    });
+    anthropic.faults.answers.set('summary', { summary: '      ' });
+    anthropic.faults.answers.set('statements', {
+      statements: [
+        { statement: 'Die Kammer prüft.', sources: ['Q1'] },
+        { statement: 'Die Kammer prüft.', sources: ['Q1'] },
+        { statement: '        ', sources: ['Q1'] },
+      ],
+    });
+    try {
+      await runStep(questionGenerate, t.db, a.ref, claude(), { min_chunk_tokens: 0 });
+      await runStep(summarize, t.db, a.ref, claude());
+      await runStep(knowledgePage, t.db, a.ref, claude());
+      const questions = await t.db.query<{ question: string }>('SELECT question FROM generated_questions');
+      expect(questions.map((q) => q.question)).to.deep.equal(['Wer prüft den Vertrag?']);
+      expect(await count(t, 'document_summaries')).to.equal(0);
+      const statements = await t.db.query<{ statement: string }>('SELECT statement FROM knowledge_items');
+      expect(statements.map((k) => k.statement)).to.deep.equal(['Die Kammer prüft.']);
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
   it('analyze runs entities, relations, taxonomy and chunk semantics in one step', async () => {
     const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
     const run = await runStep(analyze, t.db, a.ref, claude());

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { ConfigError } from '../../../src/errors.js';
 import { cleanEntityName, normalizeEntityName } from '../../../src/knowledge/normalize.js';
 import { groupByBudget, summaryCalls } from '../../../src/knowledge/summaries.js';
+import { fittingPath, PATH_SEPARATOR } from '../../../src/knowledge/taxonomy.js';
 import { cacheKey } from '../../../src/llm/cache.js';
 import { RateLimiter } from '../../../src/llm/limiter.js';
 import { checkTemplate, fillPrompt, placeholders } from '../../../src/llm/prompts.js';
@@ -28,6 +29,19 @@ describe('entity name normalisation', () => {
   it('trims quotes, brackets and closing punctuation, also after a run of 100,000 of them', () => {
     expect(cleanEntityName('„Ausbildungsvertrag“:')).to.equal('Ausbildungsvertrag');
     expect(cleanEntityName('"...')).to.equal('');
+    // a closing bracket that closes one opened in the name stays
+    expect(cleanEntityName('Berufsbildungsgesetz (BBiG).')).to.equal('Berufsbildungsgesetz (BBiG)');
+    expect(cleanEntityName('Sozialgesetzbuch [SGB III]')).to.equal('Sozialgesetzbuch [SGB III]');
+    expect(cleanEntityName('(Kammer)')).to.equal('Kammer');
+  });
+
+  it('cuts the names of a taxonomy path so that the path fits its column (700 characters)', () => {
+    const names = Array.from({ length: 8 }, (_, i) => `Ebene ${i} ${'x'.repeat(112)}`);
+    const fitted = fittingPath(names);
+    expect(fitted).to.have.length(8);
+    expect(fitted.join(PATH_SEPARATOR).length).to.be.at.most(700);
+    expect(fitted[3]!.startsWith('Ebene 3 ')).to.equal(true);
+    expect(fittingPath(['Führung', 'Kommunikation'])).to.deep.equal(['Führung', 'Kommunikation']);
     expect(cleanEntityName(`(BBiG${'.'.repeat(100_000)}x.`)).to.equal(`BBiG${'.'.repeat(100_000)}x`);
   });
 
