@@ -167,11 +167,14 @@ export async function ask<T>(
     asker.tally.add(result);
     return result.value;
   } catch (error) {
-    if (error instanceof CpeError && error.code === ErrorCodes.INVALID_ANSWER) {
-      // the failed attempts were paid for too
+    // the failed attempts were paid for too: an answer that stayed invalid, or a first answer whose repair call
+    // failed (the client puts what was spent into the error's details)
+    const spentIn = error instanceof CpeError ? Number(error.details.tokensIn ?? 0) : 0;
+    const spentOut = error instanceof CpeError ? Number(error.details.tokensOut ?? 0) : 0;
+    if (error instanceof CpeError && (error.code === ErrorCodes.INVALID_ANSWER || spentIn + spentOut > 0)) {
       asker.tally.calls++;
-      asker.tally.tokensIn += Number(error.details.tokensIn ?? 0);
-      asker.tally.tokensOut += Number(error.details.tokensOut ?? 0);
+      asker.tally.tokensIn += spentIn;
+      asker.tally.tokensOut += spentOut;
     }
     throw error;
   }

@@ -233,7 +233,11 @@ export class StructuredLlmClient implements LlmClient {
           { role: 'user', text: repairText },
         ],
         maxTokens,
-      );
+      ).catch((error: unknown) => {
+        // the first answer was paid for: its tokens go with the repair call's error, for the step's bill
+        if (error instanceof CpeError) Object.assign(error.details, { tokensIn, tokensOut });
+        throw error;
+      });
       tokensIn += answer2.tokensIn;
       tokensOut += answer2.tokensOut;
       this.refuseUnfinished(request, answer2, maxTokens, { tokensIn, tokensOut });

@@ -221,6 +221,26 @@ describe('LLM providers over HTTP (test servers)', () => {
       });
     });
 
+    it('bills the first answer when its repair call fails', async () => {
+      server.faults.invalidRate = 1;
+      const original = server.faults.answerText.bind(server.faults);
+      let calls = 0;
+      server.faults.answerText = ((...args: Parameters<typeof original>) => {
+        if (++calls === 1) server.faults.failNext(1, 500);
+        return original(...args);
+      }) as typeof original;
+      const { client } = clientOver(backend(), 0);
+      const error = (await client
+        .generate({ prompt: prompt('Die Kammer prüft.'), schema: ENTITY_SCHEMA, schemaName: 'entities' })
+        .catch((e: unknown) => e)) as CpeError;
+      expect(error.code).to.not.equal(ErrorCodes.INVALID_ANSWER);
+      expect(server.counters.answered).to.equal(1);
+      expect(error.details).to.include({
+        tokensIn: server.counters.tokensIn,
+        tokensOut: server.counters.tokensOut,
+      });
+    });
+
     it('sends one request for callers asking the same at once: its tokens billed once, one caller cancelling alone', async () => {
       server.faults.stallNext(1, 300);
       const { client } = clientOver(backend(5000));
