@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import { foldName } from '../db/collation.js';
 import type { PipelineConfigRow, PipelineStepRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
@@ -52,13 +53,6 @@ export function describeConfigError(error: ErrorObject): string {
       return `${at} ${error.message}`;
   }
 }
-
-/**
- * A name as MariaDB's utf8mb4_unicode_ci compares it, near enough: without case, accents (combining marks) and
- * trailing spaces, ß as ss. Two step names equal under it share one step_checkpoints key there.
- */
-export const foldName = (name: string): string =>
-  name.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/ß/g, 'ss').replace(/ +$/, '');
 
 const truthy = (v: unknown) => v === true || v === 1 || v === '1' || v === 1n;
 /** 0 or 1 as SQL and the drivers give them; anything else in an edited flag column is an error, not "off" */

@@ -1,3 +1,4 @@
+import { comparedName } from '../db/collation.js';
 import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
@@ -162,9 +163,13 @@ export async function writeEntityMentions(
   return db.transaction(async (tx) => {
     await tx.run('DELETE FROM entity_mentions WHERE document_id = ?', [documentId]);
     const ids = new Map<string, number>();
+    // names as the database's unique key compares them (MariaDB: "Müller" and "Muller" are one entity there)
+    const compared = comparedName(tx);
+    /** one mention of an entity per chunk: two spellings of it there are one mention */
+    const mentioned = new Set<string>();
     let created = 0;
     for (const mention of mentions) {
-      const key = `${mention.type}|${mention.normalized}`;
+      const key = `${mention.type}|${compared(mention.normalized)}`;
       let id = ids.get(key);
       if (id === undefined) {
         // locked while this document's mentions are written: another document's orphan cleanup waits for them
@@ -189,6 +194,8 @@ export async function writeEntityMentions(
         }
         ids.set(key, id);
       }
+      if (mentioned.has(`${id}|${mention.chunkId}`)) continue;
+      mentioned.add(`${id}|${mention.chunkId}`);
       await tx.run(
         'INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text) VALUES (?, ?, ?, ?)',
         [id, documentId, mention.chunkId, mention.name],

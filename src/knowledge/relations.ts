@@ -1,3 +1,4 @@
+import { comparedName } from '../db/collation.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { loadChunks } from './chunks.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
@@ -138,13 +139,15 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
   }> = [];
   let unmatched = 0;
   let belowConfidence = 0;
+  const compared = comparedName(ctx.db);
   answers.forEach((answer, i) => {
     const chunk = work[i]!;
     const known = byChunk.get(chunk.id)!;
     const find = (name: string) => {
       const exact = known.find((e) => e.name === name);
       if (exact) return exact;
-      return known.find((e) => e.normalized === normalizeEntityName(name, e.type));
+      // as the database compares names: on MariaDB "Muller" is the entity stored as "müller"
+      return known.find((e) => compared(e.normalized) === compared(normalizeEntityName(name, e.type)));
     };
     const seen = new Set<string>();
     for (const r of answer?.relations ?? []) {

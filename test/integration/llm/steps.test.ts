@@ -493,6 +493,36 @@ describe('LLM steps on a real database', function () {
     }
   });
 
+  it('takes names as the database compares them: one mention per entity and chunk, relations found by either spelling', async () => {
+    const a = await insertDocument(t.db, {
+      filename: 'namen.md',
+      chunks: [{ content: 'Herr Müller und Herr Muller sprechen mit Frau Schulz.' }],
+    });
+    anthropic.faults.answers.set('entities', {
+      entities: [
+        { name: 'Müller', type: 'PERSON', description: 'a' },
+        { name: 'Muller', type: 'PERSON', description: 'b' },
+        { name: 'Schulz', type: 'PERSON', description: 'c' },
+      ],
+    });
+    anthropic.faults.answers.set('relations', {
+      relations: [
+        { source: 'Muller', target: 'Schulz', type: 'RELATED_TO', description: 'x', confidence: 0.9 },
+      ],
+    });
+    try {
+      await runStep(entityExtract, t.db, a.ref, claude());
+      const entities = await count(t, 'entities');
+      // MariaDB's unique key takes Müller and Muller for one entity (SQLite: two); a mention each, not two of one
+      expect(entities).to.equal(t.db.dialect === 'mysql' ? 2 : 3);
+      expect(await count(t, 'entity_mentions')).to.equal(entities);
+      await runStep(relationExtract, t.db, a.ref, claude());
+      expect(await count(t, 'entity_relations')).to.equal(1);
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
   it('analyze runs entities, relations, taxonomy and chunk semantics in one step', async () => {
     const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS });
     const run = await runStep(analyze, t.db, a.ref, claude());
