@@ -349,6 +349,15 @@ export async function mergeEntityInto(db: SqlExecutor, fromId: number, intoId: n
       intoId,
     ]);
     if (both.length !== 2) return false;
+    // a chunk that mentions both keeps one mention (of the entity merged into)
+    const twice = await tx.query<{ id: number }>(
+      `SELECT f.id FROM entity_mentions f
+         JOIN entity_mentions i ON i.chunk_id = f.chunk_id AND i.entity_id = ?
+        WHERE f.entity_id = ?`,
+      [intoId, fromId],
+    );
+    for (const list of inLists(twice.map((row) => Number(row.id))))
+      await tx.run(`DELETE FROM entity_mentions WHERE id IN (${list.marks})`, list.values);
     await tx.run('UPDATE entity_mentions SET entity_id = ? WHERE entity_id = ?', [intoId, fromId]);
     await tx.run('UPDATE entity_relations SET source_entity_id = ? WHERE source_entity_id = ?', [
       intoId,

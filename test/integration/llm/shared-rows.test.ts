@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { writeEntityMentions } from '../../../src/knowledge/entities.js';
+import { mergeEntityInto, writeEntityMentions } from '../../../src/knowledge/entities.js';
 import { ensureTermPath } from '../../../src/knowledge/taxonomy.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { insertDocument } from './harness.js';
@@ -115,6 +115,38 @@ for (const backend of testBackends()) {
         );
         // on MariaDB (READ COMMITTED) B's delete took A's committed mention with the entity
         expect(mentions.map((m) => Number(m.document_id))).to.deep.equal([a.ref.id]);
+      } finally {
+        await engine.close();
+      }
+    });
+    it('merges an entity into another: one mention per chunk that names both', async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const doc = await insertDocument(db, {
+          filename: 'm.md',
+          chunks: [{ content: 'Die Ausbildungs-Ordnung.' }],
+        });
+        const chunkId = doc.chunkIds[0]!;
+        const { entityIds } = await writeEntityMentions(db, doc.ref.id, [
+          {
+            chunkId,
+            name: 'Ausbildungsordnung',
+            normalized: 'ausbildungsordnung',
+            type: 'LAW',
+            description: '',
+          },
+          {
+            chunkId,
+            name: 'Ausbildungs-Ordnung',
+            normalized: 'ausbildungs-ordnung',
+            type: 'LAW',
+            description: '',
+          },
+        ]);
+        expect(await mergeEntityInto(db, entityIds[1]!, entityIds[0]!)).to.equal(true);
+        const mentions = await db.query<{ entity_id: number }>('SELECT entity_id FROM entity_mentions');
+        expect(mentions.map((m) => Number(m.entity_id))).to.deep.equal([entityIds[0]]);
       } finally {
         await engine.close();
       }
