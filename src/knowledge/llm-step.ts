@@ -167,17 +167,23 @@ export async function ask<T>(
     asker.tally.add(result);
     return result.value;
   } catch (error) {
-    // the failed attempts were paid for too: an answer that stayed invalid, or a first answer whose repair call
-    // failed (the client puts what was spent into the error's details)
-    const spentIn = error instanceof CpeError ? Number(error.details.tokensIn ?? 0) : 0;
-    const spentOut = error instanceof CpeError ? Number(error.details.tokensOut ?? 0) : 0;
-    if (error instanceof CpeError && (error.code === ErrorCodes.INVALID_ANSWER || spentIn + spentOut > 0)) {
-      asker.tally.calls++;
-      asker.tally.tokensIn += spentIn;
-      asker.tally.tokensOut += spentOut;
-    }
+    billFailure(asker.tally, error);
     throw error;
   }
+}
+
+/**
+ * A failed call's cost, tallied: the attempts were paid for too (an answer that stayed invalid, or a first answer
+ * whose repair call failed: the client puts what was spent into the error's details).
+ */
+export function billFailure(tally: LlmTally, error: unknown): void {
+  if (!(error instanceof CpeError)) return;
+  const spentIn = Number(error.details.tokensIn ?? 0);
+  const spentOut = Number(error.details.tokensOut ?? 0);
+  if (error.code !== ErrorCodes.INVALID_ANSWER && spentIn + spentOut === 0) return;
+  tally.calls++;
+  tally.tokensIn += spentIn;
+  tally.tokensOut += spentOut;
 }
 
 /**

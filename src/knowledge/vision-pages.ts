@@ -7,7 +7,7 @@ import type { VisionClient } from '../llm/types.js';
 import { sha256 } from '../util/hash.js';
 import { parseJsonColumn } from '../util/json.js';
 import { documentTitle, loadPages, type PageRow } from './chunks.js';
-import { type Asker, forEachItem, type KnowledgeContext } from './llm-step.js';
+import { type Asker, billFailure, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { clearPageVision } from './retract.js';
 
 export interface VisionConfig {
@@ -172,17 +172,22 @@ export async function runVisionAnalysis(
     renderable,
     (p) => ({ page: p.pageNumber }),
     async (page) => {
-      const result = await vision.describe({
-        image: images.get(page.pageNumber)!,
-        system: asker.system,
-        prompt: fillPrompt(asker.template, {
-          page: page.pageNumber,
-          title,
-          page_text: page.content.slice(0, config.page_text_chars),
-        }),
-        maxTokens: asker.config.max_tokens,
-        signal: ctx.signal,
-      });
+      const result = await vision
+        .describe({
+          image: images.get(page.pageNumber)!,
+          system: asker.system,
+          prompt: fillPrompt(asker.template, {
+            page: page.pageNumber,
+            title,
+            page_text: page.content.slice(0, config.page_text_chars),
+          }),
+          maxTokens: asker.config.max_tokens,
+          signal: ctx.signal,
+        })
+        .catch((error: unknown) => {
+          billFailure(asker.tally, error); // a page whose answer stayed invalid was paid for, as in ask()
+          throw error;
+        });
       asker.tally.add(result);
       return result.value;
     },

@@ -83,6 +83,35 @@ describe('vision_analyze on a real database', function () {
     expect(ollama.state.counters.answered).to.equal(1);
   });
 
+  it('counts the tokens of a page whose description stayed invalid', async () => {
+    const bytes = await chartPdf();
+    const file = path.join(dir, 'ungueltig.pdf');
+    writeFileSync(file, bytes);
+    const doc = await insertDocument(t.db, {
+      filename: 'ungueltig.pdf',
+      sourcePath: file,
+      contentHash: sha256(bytes),
+      chunks: [
+        { content: 'Einleitung.', page: 1 },
+        { content: 'Abbildung 1', page: 2 },
+      ],
+      pageMetadata: { 1: { images: 0, tables: 0 }, 2: { images: 1, tables: 0 } },
+    });
+    ollama.state.faults.alwaysInvalid = true;
+    const run = await runStep(
+      visionAnalyze,
+      t.db,
+      doc.ref,
+      testProviders(t.db, { ollamaHosts: [ollama.url] }),
+      {
+        max_failed_items: 1,
+      },
+    );
+    expect(run.outcome).to.equal(undefined);
+    expect(ollama.state.counters.answered).to.equal(2); // the answer and its repair
+    expect(run.counts).to.include({ llmCalls: 1, tokensIn: ollama.state.counters.tokensIn });
+  });
+
   it('ends skipped with the reason when no page holds images or tables', async () => {
     const doc = await insertDocument(t.db, { filename: 'a.md', chunks: [{ content: 'Nur Text.' }] });
     const run = await runStep(
