@@ -42,12 +42,13 @@ describe('vision_analyze on a real database', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('renders the pages with images or tables to PNG, has them described, and stores the description on the page', async () => {
+  /** The chart PDF as a stored document: page 1 text, page 2 the chart (an image for the page split). */
+  async function chartDocument(filename: string) {
     const bytes = await chartPdf();
-    const file = path.join(dir, 'bericht.pdf');
+    const file = path.join(dir, filename);
     writeFileSync(file, bytes);
-    const doc = await insertDocument(t.db, {
-      filename: 'bericht.pdf',
+    return insertDocument(t.db, {
+      filename,
       sourcePath: file,
       contentHash: sha256(bytes),
       chunks: [
@@ -56,6 +57,10 @@ describe('vision_analyze on a real database', function () {
       ],
       pageMetadata: { 1: { images: 0, tables: 0 }, 2: { images: 1, tables: 0 } },
     });
+  }
+
+  it('renders the pages with images or tables to PNG, has them described, and stores the description on the page', async () => {
+    const doc = await chartDocument('bericht.pdf');
     const providers = testProviders(t.db, { ollamaHosts: [ollama.url] });
     const run = await runStep(visionAnalyze, t.db, doc.ref, providers);
     expect(run.outcome).to.equal(undefined);
@@ -84,19 +89,7 @@ describe('vision_analyze on a real database', function () {
   });
 
   it('counts the tokens of a page whose description stayed invalid', async () => {
-    const bytes = await chartPdf();
-    const file = path.join(dir, 'ungueltig.pdf');
-    writeFileSync(file, bytes);
-    const doc = await insertDocument(t.db, {
-      filename: 'ungueltig.pdf',
-      sourcePath: file,
-      contentHash: sha256(bytes),
-      chunks: [
-        { content: 'Einleitung.', page: 1 },
-        { content: 'Abbildung 1', page: 2 },
-      ],
-      pageMetadata: { 1: { images: 0, tables: 0 }, 2: { images: 1, tables: 0 } },
-    });
+    const doc = await chartDocument('ungueltig.pdf');
     ollama.state.faults.alwaysInvalid = true;
     const run = await runStep(
       visionAnalyze,
