@@ -200,16 +200,20 @@ export class RunLog {
       [id, id],
     );
     const n = (key: string) => Number(counts?.[key] ?? 0);
+    const documents = await this.deadRunDocuments(id);
     const started = parseSqlTime(counts?.started_at);
     // until now: its real end came earlier, unseen
     const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
     await this.db.run(
-      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, steps_ok = ?, steps_failed = ?,
-         steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?, duration_ms = ?
+      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, docs_done = ?, docs_failed = ?,
+         steps_ok = ?, steps_failed = ?, steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?,
+         duration_ms = ?
        WHERE id = ? AND status = 'running'`,
       [
         reason,
         n('docs'),
+        documents.done,
+        documents.failed,
         n('ok'),
         n('failed'),
         n('skipped'),
@@ -220,6 +224,33 @@ export class RunLog {
         id,
       ],
     );
+  }
+
+  /**
+   * What a dead run's step records say of its documents: failed, when a step's last attempt failed; done, when
+   * none did and every step the run's documents went through has a record (a document the process was working
+   * on when it ended has fewer); the rest were in flight.
+   */
+  private async deadRunDocuments(id: number): Promise<{ done: number; failed: number }> {
+    const rows = await this.db.query<{ document_id: number; step_name: string; status: string }>(
+      'SELECT document_id, step_name, status FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL ORDER BY id',
+      [id],
+    );
+    const byDocument = new Map<number, Map<string, string>>();
+    for (const row of rows) {
+      const steps = byDocument.get(Number(row.document_id)) ?? new Map<string, string>();
+      byDocument.set(Number(row.document_id), steps);
+      steps.set(row.step_name, row.status); // in order: the last attempt's status stays
+    }
+    let most = 0;
+    for (const steps of byDocument.values()) most = Math.max(most, steps.size);
+    let done = 0;
+    let failed = 0;
+    for (const steps of byDocument.values()) {
+      if ([...steps.values()].includes('failed')) failed++;
+      else if (steps.size === most) done++;
+    }
+    return { done, failed };
   }
 
   recordStep(r: StepRunRecord): void {

@@ -155,6 +155,22 @@ for (const backend of testBackends()) {
           await runOf(os.hostname(), alive.pid!),
           await runOf('elsewhere', gone!),
         ];
+        // what the dead run recorded: documents 1 and 2 through both steps, 3 in flight, 4 failed (after a retry
+        // of 3's first step had failed and then worked)
+        for (const [document, step, status] of [
+          [1, 'scan', 'ok'],
+          [1, 'double', 'ok'],
+          [2, 'scan', 'ok'],
+          [2, 'double', 'ok'],
+          [3, 'scan', 'failed'],
+          [3, 'scan', 'ok'],
+          [4, 'scan', 'failed'],
+        ] as const)
+          await logDb.run(
+            `INSERT INTO pipeline_step_runs (run_id, document_id, step_name, step_type, status, started_at, finished_at, duration_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 1)`,
+            [runs[0], document, step, step, status, sqlTime(), sqlTime()],
+          );
         const summary = await runPipeline(engine, { plan: await plan('scan-then-double'), concurrency: 1 });
         const queue = await db.query<{ status: string; locked_by: string | null }>(
           'SELECT status, locked_by FROM pipeline_queue ORDER BY id',
@@ -167,8 +183,11 @@ for (const backend of testBackends()) {
           status: string;
           error: string | null;
           duration_ms: number | null;
+          docs_total: number;
+          docs_done: number;
+          docs_failed: number;
         }>(
-          `SELECT status, error, duration_ms FROM pipeline_runs WHERE id IN (${runs.join(', ')}) ORDER BY id`,
+          `SELECT status, error, duration_ms, docs_total, docs_done, docs_failed FROM pipeline_runs WHERE id IN (${runs.join(', ')}) ORDER BY id`,
         );
         if (backend === 'sqlite') {
           expect(summary.docsDone).to.equal(1);
@@ -179,6 +198,10 @@ for (const backend of testBackends()) {
           ]);
           expect(runStates.map((r) => r.status)).to.deep.equal(['failed', 'running', 'running']);
           expect(runStates[0]!.error).to.contain(`process ${gone} ended without finishing the run`);
+          // its documents as its step records say (they were 0 done, 0 failed before)
+          expect(
+            [runStates[0]!.docs_total, runStates[0]!.docs_done, runStates[0]!.docs_failed].map(Number),
+          ).to.deep.equal([4, 2, 1]);
           // from its start until it was found dead
           expect(Number(runStates[0]!.duration_ms)).to.be.at.least(0);
           expect(runStates[0]!.duration_ms).to.not.equal(null);
