@@ -3,11 +3,6 @@ import type { LogLevel } from '../engine/run-log.js';
 import type { RunEvent } from '../engine/runner.js';
 
 /**
- * Shows a run: on a terminal one line that updates in place; otherwise (pipes, CI, logs) plain lines, one
- * per finished document. Failures always get their own line, and so do the run's warnings and errors (`onLog`,
- * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them.
- */
-/**
  * Why an item is processed, as its line shows it: the queue's action (new, update, delete), or "again" for a
  * document processed once more (`cpe reprocess`, a pipeline edited since its last run, `--force`): those are
  * queued with the document they are for, new and changed files without one.
@@ -15,6 +10,11 @@ import type { RunEvent } from '../engine/runner.js';
 const why = (item: QueueItem): string =>
   typeof item.document_id === 'number' && item.action !== 'delete' ? 'again' : item.action;
 
+/**
+ * Shows a run: on a terminal one line that updates in place; otherwise (pipes, CI, logs) plain lines, one
+ * per finished document. Failures always get their own line, and so do the run's warnings and errors (`onLog`,
+ * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them.
+ */
 export function createProgress(stream: NodeJS.WriteStream = process.stderr, quiet = false) {
   const tty = Boolean(stream.isTTY) && !process.env.CI;
   let done = 0;

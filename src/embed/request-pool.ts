@@ -1,4 +1,5 @@
 import { CpeError, ErrorCodes } from '../errors.js';
+import { MAX_RETRY_AFTER_MS } from '../llm/provider-errors.js';
 import { evenBatchSize, starterBatchSize } from './batch-size.js';
 import { EmbedInputError } from './types.js';
 
@@ -51,8 +52,6 @@ export interface RequestPoolOptions {
 }
 
 const MAX_BACKOFF_MS = 8000;
-/** a server's Retry-After is honoured up to this long */
-const MAX_RETRY_AFTER_MS = 60_000;
 /** a host that refused a connection is avoided for this long while other hosts are up */
 const HOST_COOLDOWN_MS = 5000;
 

@@ -42,12 +42,9 @@ export interface ScanResult {
   /** files skipped for their extension */
   ignored: number;
   /**
-   * files and folders that could not be read (named, with the reason); a folder that could not be listed is
-   * marked, and the documents under it are kept (not taken for deleted)
-   */
-  /**
-   * what could not be read, and why: a folder (`folder`) keeps the documents under it, a file that is there but
-   * cannot be looked at (`kept`) its own
+   * files and folders that could not be read (named, with the reason): a folder that could not be listed
+   * (`folder`) keeps the documents under it, a file that is there but cannot be looked at (`kept`) its own (neither
+   * is taken for deleted)
    */
   unreadable: Array<{ path: string; reason: string; folder?: boolean; kept?: boolean }>;
 }

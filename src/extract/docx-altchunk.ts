@@ -9,7 +9,7 @@
  */
 import { OUTLINE_STYLE_IDS, textElement } from './docx-compat.js';
 import { isRtf, paragraphText, rtfParagraphs, type TextParagraph } from './rtf.js';
-import { decodeText } from './txt.js';
+import { decodeByByteOrderMark, decodeText } from './txt.js';
 import type { ExtractedDocument } from './types.js';
 import { decodeEntities, PREDEFINED_ENTITIES } from './xml.js';
 
@@ -132,7 +132,8 @@ export function documentParagraphs(doc: ExtractedDocument): TextParagraph[] {
  * means UTF-8), else detected (UTF-8, Windows-1252).
  */
 function decodeHtml(bytes: Uint8Array, charset?: string): string {
-  if (hasByteOrderMark(bytes)) return decodeText(bytes).text;
+  const marked = decodeByByteOrderMark(bytes);
+  if (marked) return marked.text;
   const head = new TextDecoder('latin1').decode(bytes.subarray(0, 2048));
   const meta = /<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(head)?.[1];
   const named = charset ?? (meta && /^utf-?16/i.test(meta) ? undefined : meta);
@@ -145,11 +146,6 @@ function decodeHtml(bytes: Uint8Array, charset?: string): string {
   }
   return decodeText(bytes).text;
 }
-
-const hasByteOrderMark = (b: Uint8Array): boolean =>
-  (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) ||
-  (b[0] === 0xff && b[1] === 0xfe) ||
-  (b[0] === 0xfe && b[1] === 0xff);
 
 /**
  * The HTML of an MHT (MIME HTML) part: its first text/html part, quoted-printable or base64 decoded, in the charset

@@ -149,8 +149,20 @@ function outlineLevelsAsStyles(xml: string): string {
  */
 const CONTROL_TAG =
   /<(\/?)(w:sdt|w:sdtPr|w:sdtContent|w:showingPlcHdr)(?=[\s/>])((?:\s+[^\s=/>]+\s*=\s*(?:"[^"]*"|'[^']*'))*)\s*(\/?)>/g;
-/** w:showingPlcHdr's w:val turning it off (no w:val, or 1/true/on: the control shows its prompt, not content) */
-const PLACEHOLDER_OFF = /\sw:val\s*=\s*["'](?:0|false|off)["']/;
+/** a w:val attribute, in either quotes */
+const VAL_ATTRIBUTE = /\sw:val\s*=\s*(?:"([^"]*)"|'([^']*)')/;
+
+/**
+ * A WordprocessingML on/off property's w:val turning it off (ST_OnOff: 0, false, off); no w:val, or 1, true, on,
+ * leaves it on.
+ */
+export const isOff = (value: string | undefined): boolean =>
+  value !== undefined && /^(?:0|false|off)$/.test(value);
+
+const valOf = (attributes: string | undefined): string | undefined => {
+  const match = VAL_ATTRIBUTE.exec(attributes ?? '');
+  return match ? (match[1] ?? match[2]) : undefined;
+};
 
 interface OpenControl {
   start: number;
@@ -190,7 +202,7 @@ function withoutPlaceholders(xml: string): string {
         while (next < xml.length && /\s/.test(xml[next]!)) next++;
         top.cell = xml.startsWith('<w:tc', next) && /[\s/>]/.test(xml[next + 5] ?? '');
       }
-    } else if (top?.inProperties && !closing && !PLACEHOLDER_OFF.test(attributes ?? '')) {
+    } else if (top?.inProperties && !closing && !isOff(valOf(attributes))) {
       top.placeholder = true; // w:showingPlcHdr in the control's own properties
     }
   }

@@ -35,6 +35,7 @@ import {
 import {
   BODY_TEXT_STYLE_ID,
   type DrawingTexts,
+  isOff,
   OUTLINE_STYLE_IDS,
   rewriteForMammoth,
 } from './docx-compat.js';
@@ -589,8 +590,7 @@ function showsPrompt(node: XmlElement): boolean {
   if (node.local !== 'sdt') return false;
   const shown = child(child(node, 'sdtPr'), 'showingPlcHdr');
   if (shown === undefined) return false;
-  const value = Object.entries(shown.attrs).find(([key]) => key === 'val' || key.endsWith(':val'))?.[1];
-  return !/^(?:0|false|off)$/.test(value ?? '');
+  return !isOff(Object.entries(shown.attrs).find(([key]) => key === 'val' || key.endsWith(':val'))?.[1]);
 }
 
 /** The paragraphs of a header or footer part in document order, not those of a text box's fallback copy. */

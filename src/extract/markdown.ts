@@ -558,10 +558,8 @@ class BlockReader {
     this.flushAll();
     const { lines, i } = this;
     let end = i;
-    const open = line.indexOf('<!--');
-    // "<!-->" and "<!--->" are whole (empty) comments, as in CommonMark
-    const empty = /^-?>/.exec(line.slice(open + 4));
-    let close = empty ? open + 4 + empty[0].length - 3 : line.indexOf('-->', open + 4);
+    // from the opening's own dashes: "<!-->" and "<!--->" are whole (empty) comments, as in CommonMark
+    let close = line.indexOf('-->', line.indexOf('<!--') + 2);
     while (close < 0 && ++end < lines.length) close = lines[end]!.indexOf('-->');
     // text after the comment on its last line is shown: kept
     const after = close < 0 ? '' : lines[end]!.slice(close + 3).trim();

@@ -29,12 +29,19 @@ export interface DecodedText {
 
 const SAMPLE_BYTES = 64 * 1024;
 
-export function decodeText(bytes: Uint8Array): DecodedText {
+/** The text as its byte order mark says it is encoded; undefined when it starts with none. */
+export function decodeByByteOrderMark(bytes: Uint8Array): DecodedText | undefined {
   if (startsWith(bytes, 0xef, 0xbb, 0xbf)) return decodeUtf8(bytes.subarray(3), 'utf-8-bom');
   if (startsWith(bytes, 0xff, 0xfe, 0, 0)) return decodeUtf32(bytes.subarray(4), true);
   if (startsWith(bytes, 0, 0, 0xfe, 0xff)) return decodeUtf32(bytes.subarray(4), false);
   if (startsWith(bytes, 0xff, 0xfe)) return decodeUtf16(bytes.subarray(2), 'utf-16le', 'utf-16le-bom');
   if (startsWith(bytes, 0xfe, 0xff)) return decodeUtf16(bytes.subarray(2), 'utf-16be', 'utf-16be-bom');
+  return undefined;
+}
+
+export function decodeText(bytes: Uint8Array): DecodedText {
+  const marked = decodeByByteOrderMark(bytes);
+  if (marked) return marked;
   const utf16 = guessUtf16(bytes);
   if (utf16) return decodeUtf16(bytes, utf16, utf16);
   const utf8 = strictUtf8(bytes, 'utf-8');
@@ -202,14 +209,14 @@ function mostlyUtf8(bytes: Uint8Array): DecodedText | undefined {
   };
 }
 
+/** code units below which a file without BOM must have NULs in two fifths of them to be read as UTF-16 */
+const SHORT_UTF16_PAIRS = 32;
+
 /**
  * UTF-16 without BOM: NULs in many code units' high byte (at least a fifth of them: Latin text has one in nearly
  * every code unit, Cyrillic or Greek text in its spaces, digits and punctuation), all on the same side. One rule
  * for the format check (sniff.ts) and the decoder, so that a file the check lets through is decoded as UTF-16.
  */
-/** code units below which a file without BOM must have NULs in two fifths of them to be read as UTF-16 */
-const SHORT_UTF16_PAIRS = 32;
-
 export function guessUtf16(bytes: Uint8Array): 'utf-16le' | 'utf-16be' | undefined {
   const sample = bytes.subarray(0, Math.min(bytes.length, SAMPLE_BYTES) & ~1);
   // almost every file has no NUL at all: a native search says so without counting byte by byte

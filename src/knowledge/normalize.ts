@@ -24,11 +24,11 @@ export function cleanEntityName(name: string): string {
  * "Sozialgesetzbuch [SGB III]"), with what trails them trimmed all the same.
  */
 function keepClosingBrackets(end: string, offset: number, name: string): string {
+  const before = name.slice(0, offset);
+  const count = (pattern: RegExp) => before.match(pattern)?.length ?? 0;
   let kept = '';
-  let round =
-    (name.slice(0, offset).match(/\(/g)?.length ?? 0) - (name.slice(0, offset).match(/\)/g)?.length ?? 0);
-  let square =
-    (name.slice(0, offset).match(/\[/g)?.length ?? 0) - (name.slice(0, offset).match(/\]/g)?.length ?? 0);
+  let round = count(/\(/g) - count(/\)/g);
+  let square = count(/\[/g) - count(/\]/g);
   for (const char of end) {
     if (char === ')' && round > 0) round--;
     else if (char === ']' && square > 0) square--;

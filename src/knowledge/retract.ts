@@ -20,8 +20,8 @@ async function deleteByIds(db: SqlExecutor, table: string, ids: readonly number[
 
 /**
  * On MariaDB/MySQL, a read that locks the rows it finds (FOR UPDATE): an entity or term found here as an orphan
- * stays one until the transaction ends, and one another document's transaction takes up (it locks what it reuses,
- * see lockedRow) is waited for and read again, mentioned. Without it, the orphan read and the delete by id had
+ * stays one until the transaction ends, and one another document's transaction takes up (it locks what it reuses:
+ * writeEntityMentions, ensureTermPath) is waited for and read again, mentioned. Without it, the orphan read and the delete by id had
  * another document's committed mention in between, and the delete took it with the entity (READ COMMITTED).
  * SQLite runs one write transaction at a time.
  */

@@ -128,8 +128,9 @@ export class RateLimiter {
   }
 
   /**
-   * Until a slot is released, or the signal aborts: a waiter that gives up leaves the queue, and one woken as it
-   * gives up hands the wake-up on, so that the waiters behind it do not wait for a release that never comes.
+   * Until a slot is released, or the signal aborts: a waiter that gives up leaves the queue at once (acquire then
+   * hands a free slot, or a wake-up it took, on to the next waiter), so the waiters behind it do not wait for a
+   * release that never comes.
    */
   private slotFreed(signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve) => {
@@ -140,8 +141,6 @@ export class RateLimiter {
       const giveUp = () => {
         const at = this.slotWaiters.indexOf(wake);
         if (at >= 0) this.slotWaiters.splice(at, 1);
-        // the caller's loop sees the abort and throws; a slot that is free already goes to the next waiter
-        if (this.active < this.limits.concurrency) this.slotWaiters.shift()?.();
         resolve();
       };
       this.slotWaiters.push(wake);
@@ -152,7 +151,7 @@ export class RateLimiter {
   private async acquire(tokens: number, signal?: AbortSignal): Promise<WindowEntry> {
     for (;;) {
       if (signal?.aborted) {
-        // a wake-up this waiter took goes on to the next one
+        // a free slot (a wake-up this waiter took, or one freed as it gave up) goes on to the next waiter
         if (this.active < this.limits.concurrency) this.slotWaiters.shift()?.();
         throw new CpeError(ErrorCodes.CANCELLED, 'cancelled while waiting for a request slot');
       }

@@ -5,6 +5,9 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
 }
 
+/** a server's Retry-After is honoured up to this long (one asking for more is asked again then) */
+export const MAX_RETRY_AFTER_MS = 60_000;
+
 /**
  * Retry-After as milliseconds: `retry-after-ms` (Anthropic), or `retry-after` in seconds or as an HTTP date.
  * Undefined when absent or unreadable.

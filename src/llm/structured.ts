@@ -128,23 +128,16 @@ export class StructuredLlmClient implements LlmClient {
     });
     // requests alike but for their token limit are one answer in the cache, and two requests in flight
     const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}`;
-    let shared = this.inflight.get(flightKey);
-    if (!shared) {
+    let own = this.inflight.get(flightKey);
+    if (!own) {
       // the request runs until every caller waiting for it has given up, not until the first one does
       const controller = new AbortController();
-      const running: SharedRequest = {
-        controller,
-        waiting: 0,
-        billed: false,
-        promise: Promise.resolve() as never,
-      };
-      running.promise = this.generateUncoalesced(key, { ...request, signal: controller.signal }).finally(() =>
+      const promise = this.generateUncoalesced(key, { ...request, signal: controller.signal }).finally(() =>
         this.inflight.delete(flightKey),
       );
-      this.inflight.set(flightKey, running);
-      shared = running;
+      own = { promise, controller, waiting: 0, billed: false };
+      this.inflight.set(flightKey, own);
     }
-    const own = shared;
     own.waiting++;
     // one answer, spent once: the first caller it reaches gets its tokens, the others get it as a cache hit
     const deliver = (result: GenerateResult<unknown>) => {

@@ -357,10 +357,9 @@ function isYear(codes: Uint16Array, s: number, last: number): boolean {
 
 /** Lower-cased word of letters ending right before `end` (at most 24 letters), or ''. */
 function wordBefore(text: string, codes: Uint16Array, end: number, floor: number): string {
-  let s = end;
-  while (s > floor && letterCode(codes[s - 1] as number)) s--;
-  if (s === end || end - s > 24) return '';
-  return text.slice(s, end).toLowerCase();
+  const letters = lettersBefore(codes, end, floor);
+  if (letters === 0 || letters > 24) return '';
+  return text.slice(end - letters, end).toLowerCase();
 }
 
 /** Lower-cased word of letters starting at `start` (at most 24 letters). */

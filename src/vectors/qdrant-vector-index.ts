@@ -1,7 +1,7 @@
 import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
-import { parseRetryAfter } from '../llm/provider-errors.js';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../llm/provider-errors.js';
 import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
 import type {
   CollectionInfo,
@@ -11,9 +11,6 @@ import type {
   VectorPoint,
   VectorSearchResult,
 } from './types.js';
-
-/** the longest a Retry-After is waited (a server asking for more is asked again then) */
-const MAX_RETRY_AFTER_MS = 60_000;
 
 export interface QdrantIndexOptions {
   url: string;
