@@ -1,8 +1,9 @@
 /**
- * The paragraph styles of a Word package (word/styles.xml), read once for what cpe takes from them beside mammoth:
- * headings by outline level or by the heading style they are based on (docx.ts), and numbering set on a style
- * (docx-numbering.ts).
+ * The styles of a Word package (word/styles.xml), read once for what cpe takes from them beside mammoth: headings
+ * by outline level or by the heading style they are based on (docx.ts), numbering set on a style
+ * (docx-numbering.ts), and the styles that hide their text (docx-hidden.ts).
  */
+import { type HiddenStyles, hiddenStyles, NO_HIDDEN_STYLES } from './docx-hidden.js';
 import { attr, child, descendants, parseXml, sanitizeXml, type XmlElement } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
@@ -20,16 +21,27 @@ export interface ParagraphStyle {
 
 const val = (element: XmlElement | undefined) => attr(element, 'val');
 
-/** By style id; none when the package has no styles part, or one that cannot be read (mammoth reports it). */
-export function readParagraphStyles(zip: ZipArchive, file: string): Map<string, ParagraphStyle> {
-  const styles = new Map<string, ParagraphStyle>();
-  if (!zip.has('word/styles.xml')) return styles;
+export interface WordStyles {
+  /** the paragraph styles by id */
+  paragraphs: Map<string, ParagraphStyle>;
+  hidden: HiddenStyles;
+}
+
+/** None when the package has no styles part, or one that cannot be read (mammoth reports it). */
+export function readStyles(zip: ZipArchive, file: string): WordStyles {
+  const none = { paragraphs: new Map(), hidden: NO_HIDDEN_STYLES };
+  if (!zip.has('word/styles.xml')) return none;
   let root: XmlElement;
   try {
     root = parseXml(sanitizeXml(zip.readText('word/styles.xml')), file, 'word/styles.xml');
   } catch {
-    return styles;
+    return none;
   }
+  return { paragraphs: paragraphStyles(root), hidden: hiddenStyles(root) };
+}
+
+function paragraphStyles(root: XmlElement): Map<string, ParagraphStyle> {
+  const styles = new Map<string, ParagraphStyle>();
   for (const style of descendants(root, 'style')) {
     const id = attr(style, 'styleId');
     if (attr(style, 'type') !== 'paragraph' || !id) continue;

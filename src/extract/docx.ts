@@ -18,7 +18,8 @@
  * package mammoth stops on (a damaged part, a reference to what is not there) is repaired as far as it can be, with
  * warnings naming what was left out (docx-mammoth.ts); damaged headers, footers and relationships are warnings too.
  *
- * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content).
+ * Decisions: comments are not text (mammoth drops them unless mapped; they are review notes, not content). Hidden
+ * text (w:vanish) is left out, as Word shows and prints the document (docx-hidden.ts; metadata.hiddenRuns counts it).
  * Headers and footers are metadata (repeated page furniture, not body text). Logical pages change only at
  * explicit page breaks (w:br w:type="page"). The Title style becomes a 'title' block; heading 7-9 (which Word
  * has, HTML has not) become level 6. Tables of contents and of figures are navigation, not text (NAVIGATION_STYLES).
@@ -39,9 +40,10 @@ import {
   OUTLINE_STYLE_IDS,
   rewriteForMammoth,
 } from './docx-compat.js';
+import { type HiddenStyles, withoutHiddenRuns } from './docx-hidden.js';
 import { type CleanParts, mammothHtml } from './docx-mammoth.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
-import { inheritedFrom, type ParagraphStyle, readParagraphStyles } from './docx-styles.js';
+import { inheritedFrom, type ParagraphStyle, readStyles, type WordStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
 import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
@@ -210,25 +212,31 @@ interface Reading {
 }
 
 /**
- * The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind. Warnings
- * of the altChunks that could not be read go to `warnings`.
+ * The parts mammoth may need, cleaned and stored uncompressed; binary and unreachable parts stay behind, and so do
+ * hidden runs (counted in `hiddenRuns`). Warnings of the altChunks that could not be read go to `warnings`.
  */
 async function buildCleanPackage(
   zip: ZipArchive,
   reading: Reading,
-  styles: ReadonlyMap<string, ParagraphStyle>,
+  styles: WordStyles,
   warnings: string[],
-): Promise<CleanParts> {
+): Promise<{ files: CleanParts; hiddenRuns: number }> {
   const { file } = reading;
   const reachable = reachableParts(zip, file, warnings);
-  const numbering = readNumbering(zip, file, styles);
+  const numbering = readNumbering(zip, file, styles.paragraphs);
   const files: CleanParts = {};
+  let hiddenRuns = 0;
   for (const name of zip.names()) {
     const lower = name.toLowerCase();
     if (!lower.endsWith('.xml') && !lower.endsWith('.rels')) continue;
     if (lower.startsWith('word/embeddings/') || lower.startsWith('customxml/')) continue;
     if (!reachable.has(lower)) continue;
     let clean = sanitizeXml(zip.readText(name));
+    if (!lower.endsWith('.rels')) {
+      const shown = withoutHiddenRuns(clean, styles.hidden);
+      clean = shown.xml;
+      hiddenRuns += shown.hidden;
+    }
     const main = lower === 'word/document.xml';
     const rels = main ? relationshipsOf(zip, name, file, warnings) : undefined;
     if (rels) {
@@ -244,7 +252,7 @@ async function buildCleanPackage(
       { level: 0 },
     ];
   }
-  return files;
+  return { files, hiddenRuns };
 }
 
 /**
@@ -558,11 +566,12 @@ function nestedTableText(table: XmlElement): string {
 
 /**
  * Text of a header/footer part: paragraphs on lines, tabs kept (w:ptab too), a non-breaking hyphen as one, as the
- * body reads them. Not read: deleted or moved-away text (w:del, w:delText, w:moveFrom), a content control showing
- * its prompt, and a text box's fallback copy (mc:Fallback: Word writes the box twice, as DrawingML and as VML).
+ * body reads them. Not read: hidden text (docx-hidden.ts), deleted or moved-away text (w:del, w:delText,
+ * w:moveFrom), a content control showing its prompt, and a text box's fallback copy (mc:Fallback: Word writes the
+ * box twice, as DrawingML and as VML).
  */
-function partText(zip: ZipArchive, name: string, file: string): string {
-  const root = parseXml(zip.readText(name), file, name);
+function partText(zip: ZipArchive, name: string, file: string, hidden: HiddenStyles): string {
+  const root = parseXml(withoutHiddenRuns(zip.readText(name), hidden).xml, file, name);
   const lines: string[] = [];
   for (const paragraph of headerParagraphs(root)) {
     // paragraphs of a text box inside the header are reached on their own
@@ -616,6 +625,7 @@ function headersAndFooters(
   zip: ZipArchive,
   file: string,
   kind: 'header' | 'footer',
+  hidden: HiddenStyles,
   warnings: string[],
 ): string[] {
   const pattern = new RegExp(`^word/${kind}\\d*\\.xml$`, 'i');
@@ -626,7 +636,7 @@ function headersAndFooters(
     .sort((a, b) => partNumber(a) - partNumber(b))) {
     let text: string;
     try {
-      text = partText(zip, name, file);
+      text = partText(zip, name, file, hidden);
     } catch (error) {
       if (!isCorruptFile(error)) throw error;
       warnings.push(`${kind} ${name} not read: ${error.reason}`);
@@ -654,10 +664,10 @@ async function readDocx(
   checkFileSize(file, bytes.length, options.maxFileBytes);
   sniffFormat(bytes, 'docx', file);
   const zip = openZip(bytes, file, options);
-  const styles = readParagraphStyles(zip, file);
+  const styles = readStyles(zip, file);
   const warnings: string[] = [];
-  const parts = await buildCleanPackage(zip, reading, styles, warnings);
-  const html = await mammothHtml(parts, [...STYLE_MAP, ...headingStyles(styles)], file, warnings);
+  const { files: parts, hiddenRuns } = await buildCleanPackage(zip, reading, styles, warnings);
+  const html = await mammothHtml(parts, [...STYLE_MAP, ...headingStyles(styles.paragraphs)], file, warnings);
 
   const builder = new DocumentBuilder('docx');
   const walker = new HtmlWalker(builder, options.maxPages, file);
@@ -670,9 +680,10 @@ async function readDocx(
   }
   const metadata: Record<string, unknown> = {
     ...readCoreProperties(zip, file),
-    headers: headersAndFooters(zip, file, 'header', builder.warnings),
-    footers: headersAndFooters(zip, file, 'footer', builder.warnings),
+    headers: headersAndFooters(zip, file, 'header', styles.hidden, builder.warnings),
+    footers: headersAndFooters(zip, file, 'footer', styles.hidden, builder.warnings),
     embeddedObjects: embedded.length,
+    hiddenRuns,
     pageCount: walker.pages,
   };
   return { doc: builder.build(metadata), inflatedBytes: zip.inflatedBytes + reading.nestedInflated };

@@ -337,6 +337,53 @@ describe('extract/docx', () => {
     expect(result.text).not.to.contain('VERALTET');
   });
 
+  it('leaves out hidden text: by the run, its character style or its paragraph style, in the body and headers', async () => {
+    const run = (text: string, properties = '') =>
+      `<w:r>${properties && `<w:rPr>${properties}</w:rPr>`}<w:t xml:space="preserve">${text}</w:t></w:r>`;
+    const styles = (old: string) =>
+      old.replace(
+        '</w:styles>',
+        '<w:style w:type="character" w:styleId="Versteckt"><w:name w:val="Versteckt"/><w:rPr><w:vanish/></w:rPr></w:style>' +
+          '<w:style w:type="character" w:styleId="Loesung"><w:name w:val="Lösung"/><w:basedOn w:val="Versteckt"/></w:style>' +
+          '<w:style w:type="paragraph" w:styleId="Autorenhinweis"><w:name w:val="Autorenhinweis"/><w:rPr><w:vanish w:val="true"/></w:rPr></w:style>' +
+          '</w:styles>',
+      );
+    const edited = editPackage(docx, {
+      'word/styles.xml': styles,
+      'word/header1.xml': (old) =>
+        old.replace(/<w:p\b[\s\S]*<\/w:p>/, `<w:p>${run('Kopf')}${run(' INTERN', '<w:vanish/>')}</w:p>`),
+      'word/document.xml': insertIntoBody(
+        `<w:p>${run('Frage: 2 + 2 = ')}${run('4', '<w:vanish/>')}${run('?')}</w:p>` +
+          `<w:p>${run('Antwort: ')}${run('LÖSUNG B', '<w:rStyle w:val="Loesung"/>')}${run('siehe oben')}</w:p>` +
+          `<w:p><w:pPr><w:pStyle w:val="Autorenhinweis"/></w:pPr>${run('Bitte bis Freitag prüfen.')}${run('Sichtbar trotz Stil', '<w:vanish w:val="0"/>')}</w:p>` +
+          // the paragraph mark alone hidden: both paragraphs' text stays; web-hidden text is shown in print
+          `<w:p><w:pPr><w:rPr><w:vanish/></w:rPr></w:pPr>${run('Erster Teil')}</w:p><w:p>${run('Seite ')}${run('7', '<w:webHidden/>')}</w:p>` +
+          // a hidden run in a text box inside a visible run goes, the box's other text stays
+          `<w:p><w:r><w:pict><v:textbox><w:txbxContent><w:p>${run('Kasten')}${run(' GEHEIM', '<w:vanish/>')}</w:p></w:txbxContent></v:textbox></w:pict></w:r></w:p>` +
+          // a field's marks stay when hidden (no text; taking them out would break the field), its hidden result goes
+          `<w:p>${run('Index')}<w:r><w:rPr><w:vanish/></w:rPr><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:rPr><w:vanish/></w:rPr><w:instrText> XE "Audit" </w:instrText></w:r><w:r><w:rPr><w:vanish/></w:rPr><w:fldChar w:fldCharType="end"/></w:r>${run('eintrag')}</w:p>` +
+          // a tracked change of formatting: the old properties had it hidden, the run is shown now
+          `<w:p>${run('Wieder sichtbar', '<w:rPrChange w:id="5" w:author="A" w:date="2024-01-01T00:00:00Z"><w:rPr><w:vanish/></w:rPr></w:rPrChange>')}</w:p>`,
+      ),
+    });
+    const result = await extractDocx(edited, 'versteckt.docx', extractOptions);
+    for (const shown of [
+      'Frage: 2 + 2 = ?',
+      'Antwort: siehe oben',
+      'Sichtbar trotz Stil',
+      'Erster Teil',
+      'Seite 7',
+      'Kasten',
+      'Indexeintrag',
+      'Wieder sichtbar',
+    ])
+      expect(result.text).to.contain(shown);
+    for (const hidden of ['= 4', 'LÖSUNG', 'Bitte bis Freitag', 'GEHEIM']) expect(result.text).not.to.contain(hidden);
+    expect(result.metadata.headers).to.deep.equal(['Kopf']);
+    expect(result.metadata.hiddenRuns).to.equal(4);
+    expect((await extractDocx(docx, 'handbuch.docx', extractOptions)).metadata.hiddenRuns).to.equal(0);
+  });
+
   it('keeps the text mammoth does not read: simple fields, w:cr, w:dir, formulas; warns of what is still skipped', async () => {
     const edited = editPackage(docx, {
       'word/document.xml': insertIntoBody(
