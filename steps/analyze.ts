@@ -47,6 +47,21 @@ type Config = Omit<LlmStepConfig, 'prompt' | 'prompt_file'> &
 
 const { prompt: _prompt, prompt_file: _promptFile, ...commonProperties } = llmConfigProperties;
 
+/** The four parts' prompt templates (config file or built-in), each checked for its placeholders. */
+function templates(config: Config): Record<'entity' | 'relation' | 'taxonomy' | 'semantic', string> {
+  const template = (name: string, keys: readonly string[], file: string | undefined, required: string[]) =>
+    stepTemplate('analyze', name, { ...config, prompt_file: file } as LlmStepConfig, keys, required);
+  return {
+    entity: template('entity_extract', ENTITY_PROMPT_KEYS, config.entity_prompt_file, ['text']),
+    relation: template('relation_extract', RELATION_PROMPT_KEYS, config.relation_prompt_file, [
+      'text',
+      'entities',
+    ]),
+    taxonomy: template('taxonomy_build', TAXONOMY_PROMPT_KEYS, config.taxonomy_prompt_file, ['text']),
+    semantic: template('semantic_analyze', SEMANTIC_PROMPT_KEYS, config.semantic_prompt_file, ['text']),
+  };
+}
+
 /**
  * The original analyze.py in one step: entities, relations, taxonomy and chunk semantics, in that order (the
  * relations need the entities). The four parts are the functions of the four single steps; one provider,
@@ -73,38 +88,23 @@ const plugin: LlmStepPlugin<Config> = {
       semantic_prompt_file: { type: 'string', minLength: 1 },
     },
   },
+  // the four prompt files and templates are checked at planning, not once an LLM is configured
+  checkConfig(config: Config) {
+    templates(config);
+    return [];
+  },
   async run(ctx: StepContext<Config>) {
     const opened = await openLlm(ctx);
     if ('skipped' in opened) return opened.skipped;
     const config = ctx.config;
-    const template = (name: string, keys: readonly string[], file: string | undefined, required: string[]) =>
-      stepTemplate('analyze', name, { ...config, prompt_file: file } as LlmStepConfig, keys, required);
+    const prompts = templates(config);
     const tally = new LlmTally();
+    const asker = (template: string) => makeAsker(opened.llm, config as LlmStepConfig, template, tally);
     const askers = {
-      entity: makeAsker(
-        opened.llm,
-        config as LlmStepConfig,
-        template('entity_extract', ENTITY_PROMPT_KEYS, config.entity_prompt_file, ['text']),
-        tally,
-      ),
-      relation: makeAsker(
-        opened.llm,
-        config as LlmStepConfig,
-        template('relation_extract', RELATION_PROMPT_KEYS, config.relation_prompt_file, ['text', 'entities']),
-        tally,
-      ),
-      taxonomy: makeAsker(
-        opened.llm,
-        config as LlmStepConfig,
-        template('taxonomy_build', TAXONOMY_PROMPT_KEYS, config.taxonomy_prompt_file, ['text']),
-        tally,
-      ),
-      semantic: makeAsker(
-        opened.llm,
-        config as LlmStepConfig,
-        template('semantic_analyze', SEMANTIC_PROMPT_KEYS, config.semantic_prompt_file, ['text']),
-        tally,
-      ),
+      entity: asker(prompts.entity),
+      relation: asker(prompts.relation),
+      taxonomy: asker(prompts.taxonomy),
+      semantic: asker(prompts.semantic),
     };
     try {
       const entities = await runEntityExtraction(ctx, askers.entity, config);

@@ -24,6 +24,11 @@ const chunk: StepPlugin<ChunkStepConfig> = {
   reads: ['text', 'sections', 'segments', 'vision'],
   writes: ['chunks'],
   configSchema: { ...chunkConfigSchema, additionalProperties: false },
+  // what the schema cannot say: min_chars below max_chars, and the like (a ConfigError names the key)
+  checkConfig(config) {
+    chunkConfigFromJson(config as unknown as Record<string, unknown>);
+    return [];
+  },
   async run(ctx) {
     const doc = await getExtraction(ctx);
     const config = chunkConfigFromJson(ctx.config as unknown as Record<string, unknown>);

@@ -1,4 +1,4 @@
-import type { StepPlugin } from '../src/engine/plugin.js';
+import { QUEUES_DOCUMENTS, type StepPlugin } from '../src/engine/plugin.js';
 import { enqueueMany } from '../src/engine/queue.js';
 import { recordSourceFiles, scanSource } from '../src/engine/scan.js';
 
@@ -19,6 +19,7 @@ const detect: StepPlugin<DetectConfig> = {
   description:
     'Scan the source folder (recursive, hidden files ignored), hash every file and queue new, changed and deleted ones',
   scope: 'run',
+  writes: [QUEUES_DOCUMENTS],
   configSchema: {
     type: 'object',
     additionalProperties: false,

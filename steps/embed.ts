@@ -72,7 +72,14 @@ const embed: StepPlugin<EmbedConfig> = {
    */
   async setup(ctx) {
     void ctx.providers.embedder(ctx.config.model ? { model: ctx.config.model } : undefined).then(
-      (embedder) => embedder.warmUp?.(),
+      (embedder) => {
+        // the local embedder (no Ollama host) has one model: a model named here would be silently another's
+        if (ctx.config.model && embedder.model !== ctx.config.model)
+          ctx.log.warn(
+            `config.model '${ctx.config.model}' is not used: without an Ollama host (CPE_OLLAMA_HOST) the local embedder embeds with ${embedder.model}`,
+          );
+        return embedder.warmUp?.();
+      },
       () => undefined,
     );
   },

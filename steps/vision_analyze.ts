@@ -16,6 +16,9 @@ type Config = LlmStepConfig & VisionConfig;
  * Pages that hold images or tables, rendered to PNG and described by the vision model (Ollama
  * llama3.2-vision:11b by default); the description lands in document_pages.metadata.vision.
  */
+const template = (config: Config) =>
+  stepTemplate('vision_analyze', 'vision_analyze', config, VISION_PROMPT_KEYS, []);
+
 const plugin: LlmStepPlugin<Config> = {
   type: 'vision_analyze',
   description:
@@ -26,6 +29,11 @@ const plugin: LlmStepPlugin<Config> = {
     ...visionConfigProperties,
     max_tokens: { type: 'integer', minimum: 64, maximum: 64000, default: 1500 },
   }),
+  // the prompt file and template are checked at planning, not once a vision model is configured
+  checkConfig(config: Config) {
+    template(config);
+    return [];
+  },
   async run(ctx: StepContext<Config>) {
     const resolution = await ctx.providers.vision({
       model: ctx.config.model,
@@ -40,12 +48,11 @@ const plugin: LlmStepPlugin<Config> = {
       tokensPerMinute: ctx.config.tokens_per_minute || undefined,
       maxRetries: ctx.config.max_retries,
     });
-    const template = stepTemplate('vision_analyze', 'vision_analyze', ctx.config, VISION_PROMPT_KEYS, []);
     const asker = {
       tally: new LlmTally(),
       config: ctx.config,
       system: builtinPrompt('system').trim(),
-      template,
+      template: template(ctx.config),
     };
     try {
       const r = await runVisionAnalysis(ctx, vision, asker, ctx.config);

@@ -5,7 +5,7 @@ import type { SqlExecutor } from '../db/sql.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { shortHash } from '../util/hash.js';
 import { configSchemaProblem, configValidator } from './config-validator.js';
-import type { StepPlugin, StepScope } from './plugin.js';
+import { QUEUES_DOCUMENTS, type StepPlugin, type StepScope } from './plugin.js';
 import type { PluginRegistry } from './registry.js';
 
 export type StepPhase = 'pre' | 'document' | 'post';
@@ -76,9 +76,20 @@ export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, na
       (r) => r.name,
     );
     const alike = name ? known.filter((k) => foldName(k) === foldName(name)) : [];
+    // a flag edited to 2 or 'yes' marks nothing: name the rows, or the user looks for the wrong cause
+    const badFlags = name
+      ? []
+      : (
+          await db.query<{ id: number; name: string; is_default: unknown }>(
+            'SELECT id, name, is_default FROM pipeline_configs ORDER BY id',
+          )
+        ).filter((r) => !isFlag(r.is_default));
+    const flagged = badFlags
+      .map((r) => `pipeline_configs id=${r.id} '${r.name}' has is_default = ${JSON.stringify(r.is_default)}`)
+      .join('; ');
     const what = name
       ? `pipeline '${name}' not found${alike.length ? ` (names are exact: did you mean '${alike[0]}'?)` : ''}`
-      : 'no default pipeline (none has is_default = 1 and status active)';
+      : `no default pipeline (none has is_default = 1 and status active${flagged ? `; ${flagged}, which must be 0 or 1` : ''})`;
     throw new ConfigError(
       ErrorCodes.PIPELINE_NOT_FOUND,
       `${what}; known pipelines: ${known.length ? known.join(', ') : '(none: run `cpe db seed`)'}`,
@@ -98,8 +109,35 @@ export async function planPipeline(db: SqlExecutor, registry: PluginRegistry, na
   return buildPlan(config, rows, registry);
 }
 
-const hasDependsOn = (row: PipelineStepRow): boolean =>
-  row.depends_on !== null && row.depends_on !== undefined && String(row.depends_on).trim() !== '';
+const hasDependsOn = (row: PipelineStepRow): boolean => {
+  const text = columnText(row.depends_on);
+  return text !== undefined ? text.trim() !== '' : row.depends_on !== null && row.depends_on !== undefined;
+};
+
+/**
+ * A JSON column's text: a string, or bytes (a value stored as a BLOB by a hand edit, `CAST(... AS BLOB)`, comes
+ * back as a Buffer) read as UTF-8; undefined for NULL or a value a driver parsed already.
+ */
+function columnText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+  return undefined;
+}
+
+/** Levels of arrays and objects a step's config may have: far more than any schema uses. */
+const MAX_CONFIG_DEPTH = 64;
+
+/** Whether a parsed JSON value nests arrays or objects deeper than `limit` (iterative: any depth is safe). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
 
 /**
  * Steps that read a kind of data (the plugins' `reads`) which other steps of the pipeline write (`writes`), but
@@ -146,6 +184,10 @@ export function buildPlan(
 ): Plan {
   const problems: string[] = [...registry.problems];
   const label = (row: PipelineStepRow) => `pipeline_steps id=${row.id} '${row.name ?? row.step_type}'`;
+  if (!isFlag(config.is_default))
+    problems.push(
+      `pipeline_configs id=${config.id} '${config.name}': is_default must be 0 or 1 (is ${JSON.stringify(config.is_default)})`,
+    );
   if (config.status !== 'active') {
     problems.push(
       `pipeline_configs id=${config.id} '${config.name}': status is '${config.status}'; only active pipelines run`,
@@ -197,19 +239,26 @@ export function buildPlan(
     }
 
     let rawConfig: unknown = {};
-    if (row.config !== null && row.config !== undefined && String(row.config).trim() !== '') {
+    const configText = columnText(row.config);
+    if (configText !== undefined && configText.trim() !== '') {
       try {
-        rawConfig = typeof row.config === 'string' ? JSON.parse(row.config) : row.config;
+        rawConfig = JSON.parse(configText);
       } catch (error) {
         problems.push(`${label(row)}: config is not valid JSON (${(error as Error).message})`);
         rawConfig = undefined;
       }
+    } else if (configText === undefined && row.config !== null && row.config !== undefined) {
+      rawConfig = row.config; // a driver that parsed a JSON column already
     }
     if (
       rawConfig !== undefined &&
       (rawConfig === null || typeof rawConfig !== 'object' || Array.isArray(rawConfig))
     ) {
       problems.push(`${label(row)}: config must be a JSON object`);
+      rawConfig = undefined;
+    } else if (rawConfig !== undefined && nestedDeeperThan(rawConfig, MAX_CONFIG_DEPTH)) {
+      // copying and validating it would recurse that deep (a stack overflow, and no row named)
+      problems.push(`${label(row)}: config is nested more than ${MAX_CONFIG_DEPTH} levels deep`);
       rawConfig = undefined;
     }
     let effective: Record<string, unknown> = {};
@@ -225,6 +274,9 @@ export function buildPlan(
         if (!validate(effective)) {
           for (const error of validate.errors ?? [])
             problems.push(`${label(row)}: ${describeConfigError(error)}`);
+        } else {
+          for (const problem of configChecks(registered.plugin, effective))
+            problems.push(`${label(row)}: ${problem}`);
         }
       }
     }
@@ -232,11 +284,13 @@ export function buildPlan(
     let dependsOn: string[] = previous ? [previous] : [];
     if (hasDependsOn(row)) {
       try {
-        const parsed = typeof row.depends_on === 'string' ? JSON.parse(row.depends_on) : row.depends_on;
+        const text = columnText(row.depends_on);
+        const parsed = text !== undefined ? JSON.parse(text) : row.depends_on;
         if (!Array.isArray(parsed) || !parsed.every((d) => typeof d === 'string')) {
           problems.push(`${label(row)}: depends_on must be a JSON array of step names, e.g. ["chunk"]`);
         } else {
-          dependsOn = [...new Set(parsed as string[])];
+          // names are read trimmed, as the steps' own names are
+          dependsOn = [...new Set((parsed as string[]).map((d) => d.trim()))];
         }
       } catch (error) {
         problems.push(`${label(row)}: depends_on is not valid JSON (${(error as Error).message})`);
@@ -267,8 +321,10 @@ export function buildPlan(
   const byName = new Map(drafts.map((d) => [d.name, d]));
   for (const draft of drafts) {
     for (const dep of draft.dependsOn) {
-      if (dep === draft.name) problems.push(`${label(draft.row)}: depends on itself`);
-      else if (disabledNames.has(dep) && !byName.has(dep))
+      // a duplicate name follows its twin in sort_order without naming it: the duplicate is the problem then
+      if (dep === draft.name) {
+        if (hasDependsOn(draft.row)) problems.push(`${label(draft.row)}: depends on itself`);
+      } else if (disabledNames.has(dep) && !byName.has(dep))
         problems.push(`${label(draft.row)}: depends_on names disabled step '${dep}'`);
       else if (!byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names unknown step '${dep}'`);
     }
@@ -312,7 +368,13 @@ export function buildPlan(
       }
       phase.set(d.name, 'document');
     } else {
-      phase.set(d.name, d.dependsOn.some((x) => phase.get(x) !== 'pre') ? 'post' : 'pre');
+      const after = d.dependsOn.some((x) => phase.get(x) !== 'pre');
+      phase.set(d.name, after ? 'post' : 'pre');
+      // it would run once the documents are done, and they are the ones it was to queue: none, every run
+      if (after && d.plugin?.writes?.includes(QUEUES_DOCUMENTS))
+        problems.push(
+          `${label(d.row)}: queues the documents the document steps work on, so it must run before all of them, but it runs after ${d.dependsOn.join(', ')}: give it the lowest sort_order and no depends_on`,
+        );
     }
   }
 
@@ -361,6 +423,16 @@ export function buildPlan(
     versionHash,
     hasStepType: (type: string) => types.has(type),
   });
+}
+
+/** The plugin's own checks of a config (StepPlugin.checkConfig); one that throws is a problem of the row too. */
+function configChecks(plugin: StepPlugin, config: Record<string, unknown>): readonly string[] {
+  if (!plugin.checkConfig) return [];
+  try {
+    return plugin.checkConfig(config);
+  } catch (error) {
+    return [error instanceof Error ? error.message : String(error)];
+  }
 }
 
 function describeCycle(stuck: Array<{ id: number; name: string; dependsOn: string[] }>): string {

@@ -26,9 +26,21 @@ export interface StepPlugin<C = any> {
    * write but runs after none of them: it would find nothing, or an older version's data.
    */
   reads?: readonly string[];
-  /** kinds of data the step writes for later steps (see `reads`) */
+  /**
+   * kinds of data the step writes for later steps (see `reads`). A run step that writes `documents` fills the
+   * queue the document steps work through (detect): planning refuses it anywhere but before every document step.
+   */
   writes?: readonly string[];
+  /**
+   * What the schema cannot say about a config (defaults filled): relations between keys, a file it names. Called
+   * at planning, so `pipelines validate`, a dry run and the run itself refuse the row before any document is
+   * touched; each string is one problem ("config.min_chars (3000) must be below config.max_chars (2000)").
+   */
+  checkConfig?(config: C): readonly string[];
 }
+
+/** The kind a run step writes when it queues documents for the document steps (see StepPlugin.writes). */
+export const QUEUES_DOCUMENTS = 'documents';
 
 /** The document a document-scoped step works on (one version of one source file). */
 export interface DocumentRef {

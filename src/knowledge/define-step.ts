@@ -41,6 +41,18 @@ export function defineLlmStep<C extends LlmStepConfig>(definition: LlmStepDefini
     reads: definition.reads,
     writes: definition.writes,
     configSchema: llmStepSchema(definition.properties),
+    // a prompt file that cannot be read, or a template with unknown or missing placeholders, is refused at
+    // planning, not once an LLM is configured and every document fails on it
+    checkConfig(config: C) {
+      stepTemplate(
+        definition.type,
+        definition.promptName,
+        config,
+        definition.promptKeys,
+        definition.requiredKeys,
+      );
+      return [];
+    },
     async run(ctx: StepContext<C>) {
       const opened = await openLlm(ctx);
       if ('skipped' in opened) return opened.skipped;

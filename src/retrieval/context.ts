@@ -10,6 +10,8 @@ export interface ContextOptions {
   collection?: string;
   /** the query is prepared like chunk texts (default 800) */
   maxEmbedChars?: number;
+  /** the pipeline's embed model (see SearchOptions) */
+  embedModel?: string;
   signal?: AbortSignal;
 }
 
@@ -59,6 +61,7 @@ export async function buildContext(
     limit: options.limit ?? 20,
     collection: options.collection,
     maxEmbedChars: options.maxEmbedChars,
+    embedModel: options.embedModel,
     signal: options.signal,
   });
   return assembleContext(hits, maxTokens);

@@ -8,29 +8,41 @@ export interface EmbedSettings {
   collection: string;
   /** the embed step's cap on the text an embedding model with a context window reads */
   maxEmbedChars: number;
+  /** the embed step's own embedding model, when it names one (else the configured embedder's) */
+  embedModel?: string;
 }
 
 /**
- * Where a pipeline (by name, or the default one) puts its vectors and how it prepares texts for the embedder, read
- * from its enabled embed and vector_store rows: search, context, ask and verify look where the pipeline wrote, and
- * embed a query (or a repaired chunk) as it did. Defaults ('documents', 800 characters) for what is not set, not
- * readable, or not there.
+ * Where a pipeline (by name, or the default one as `cpe run` picks it: active, the only one marked default) puts
+ * its vectors and how it embeds texts, read from its enabled embed and vector_store rows: search, context, ask and
+ * verify look where the pipeline wrote, and embed a query (or a repaired chunk) as it did. Defaults ('documents',
+ * 800 characters, the configured embedder) for what is not set, not readable, or not there.
  */
 export async function embedSettings(db: SqlExecutor, pipeline?: string): Promise<EmbedSettings> {
-  if (pipeline !== undefined) {
-    const found = await db.query<{ name: string }>('SELECT name FROM pipeline_configs WHERE name = ?', [
-      pipeline,
-    ]);
-    if (!found.some((r) => r.name === pipeline))
-      throw new ConfigError(ErrorCodes.PIPELINE_NOT_FOUND, `pipeline '${pipeline}' not found`);
-  }
-  const rows = await db.query<{ step_type: string; config: unknown }>(
-    `SELECT s.step_type, s.config FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id
-     WHERE ${pipeline === undefined ? 'p.is_default = 1' : 'p.name = ?'} AND s.enabled = 1
-       AND s.step_type IN ('embed', 'vector_store')
-     ORDER BY s.sort_order, s.id`,
-    pipeline === undefined ? [] : [pipeline],
-  );
+  // MariaDB compares names without case and trailing spaces: the exact name is what counts, as in planning
+  const pipelines =
+    pipeline === undefined
+      ? await db.query<{ id: number }>(
+          "SELECT id FROM pipeline_configs WHERE is_default = 1 AND status = 'active' ORDER BY id",
+        )
+      : (
+          await db.query<{ id: number; name: string }>(
+            'SELECT id, name FROM pipeline_configs WHERE name = ?',
+            [pipeline],
+          )
+        ).filter((r) => r.name === pipeline);
+  if (pipeline !== undefined && pipelines.length === 0)
+    throw new ConfigError(ErrorCodes.PIPELINE_NOT_FOUND, `pipeline '${pipeline}' not found`);
+  // no default pipeline, or several: `cpe run` refuses to choose, and so the defaults hold here
+  const rows =
+    pipelines.length === 1
+      ? await db.query<{ step_type: string; config: unknown }>(
+          `SELECT step_type, config FROM pipeline_steps
+           WHERE pipeline_id = ? AND enabled = 1 AND step_type IN ('embed', 'vector_store')
+           ORDER BY sort_order, id`,
+          [pipelines[0]!.id],
+        )
+      : [];
   const config = (type: string) => {
     const row = rows.find((r) => r.step_type === type);
     let parsed: unknown = {};
@@ -46,9 +58,11 @@ export async function embedSettings(db: SqlExecutor, pipeline?: string): Promise
   const name = (value: unknown) =>
     typeof value === 'string' && /^[A-Za-z0-9_-]{1,100}$/.test(value) ? value : undefined;
   const chars = embed.max_embed_chars;
+  const model = embed.model;
   return {
     collection: name(store.collection) ?? name(embed.collection) ?? 'documents',
     maxEmbedChars:
       typeof chars === 'number' && Number.isInteger(chars) && chars >= 50 ? chars : DEFAULT_MAX_EMBED_CHARS,
+    ...(typeof model === 'string' && model.trim() !== '' && { embedModel: model }),
   };
 }

@@ -16,8 +16,13 @@ export interface SearchOptions {
   collection?: string;
   /** the query is prepared like chunk texts (default 800) */
   maxEmbedChars?: number;
+  /** the embedding model the pipeline's embed step names, if it names one (default: the configured embedder's) */
+  embedModel?: string;
   signal?: AbortSignal;
 }
+
+/** The embedder options for a pipeline's embed model (as the embed step asks for it), or none for the default. */
+export const embedderOptions = (model: string | undefined) => (model ? { model } : undefined);
 
 export interface SearchHit {
   score: number;
@@ -52,7 +57,10 @@ export async function searchChunks(
     throw new CpeError(ErrorCodes.USAGE, 'limit must be a positive integer');
   if (query.trim() === '') throw new CpeError(ErrorCodes.USAGE, 'the search query is empty');
 
-  const [embedder, index] = await Promise.all([services.providers.embedder(), services.providers.vectors()]);
+  const [embedder, index] = await Promise.all([
+    services.providers.embedder(embedderOptions(options.embedModel)),
+    services.providers.vectors(),
+  ]);
   const info = await index.describeCollection(collection);
   if (!info.exists || info.points === 0) return [];
   if (

@@ -7,13 +7,15 @@ import { collectionMismatch } from '../vectors/collection-stamp.js';
 import { chunkPointId } from '../vectors/point-id.js';
 import { SqlVectorIndex } from '../vectors/sql-vector-index.js';
 import { storeDocumentPoints } from '../vectors/store-points.js';
-import type { RetrievalServices } from './search.js';
+import { embedderOptions, type RetrievalServices } from './search.js';
 
 export interface VerifyOptions {
   repair?: boolean;
   collection?: string;
   /** used when repair has to embed chunks (default 800, as the embed step) */
   maxEmbedChars?: number;
+  /** the pipeline's embed model (see SearchOptions) */
+  embedModel?: string;
   signal?: AbortSignal;
   log?: Logger;
 }
@@ -89,7 +91,10 @@ export async function verifyIndex(
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
   const collection = options.collection ?? 'documents';
-  const [embedder, index] = await Promise.all([services.providers.embedder(), services.providers.vectors()]);
+  const [embedder, index] = await Promise.all([
+    services.providers.embedder(embedderOptions(options.embedModel)),
+    services.providers.vectors(),
+  ]);
   const info = await index.describeCollection(collection);
   const report: VerifyReport = {
     ok: true,

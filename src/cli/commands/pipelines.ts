@@ -27,7 +27,8 @@ const list: CommandModule<object, PipelineArgs> = {
         id: Number(r.id),
         name: String(r.name),
         description: r.description as string | null,
-        is_default: Boolean(Number(r.is_default)),
+        // as planning reads the flag: 1 is the default, anything else (2, 'yes') is not
+        is_default: Number(r.is_default) === 1,
         status: String(r.status),
         steps: Number(r.steps),
       }));

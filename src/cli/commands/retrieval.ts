@@ -66,7 +66,11 @@ async function indexSettings(engine: Engine, args: IndexArgs) {
       ErrorCodes.USAGE,
       `collection '${args.collection}' does not exist (the default is the one the pipeline's embed or vector_store step writes: '${settings.collection}')`,
     );
-  return { collection: args.collection ?? settings.collection, maxEmbedChars: settings.maxEmbedChars };
+  return {
+    collection: args.collection ?? settings.collection,
+    maxEmbedChars: settings.maxEmbedChars,
+    embedModel: settings.embedModel,
+  };
 }
 
 export const searchModule: CommandModule<object, QueryArgs> = {

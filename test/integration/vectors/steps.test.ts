@@ -617,6 +617,34 @@ for (const backend of backends()) {
       const hits = await searchChunks({ db: t.db, providers }, 'Kantine', await embedSettings(t.db, 'Eigen'));
       expect(hits).to.have.length(2);
 
+      // a draft marked default is not the pipeline `cpe run` takes: search does not look where it would write
+      await insertPipeline(
+        t.db,
+        'Entwurf',
+        [{ name: 'embed', type: 'embed', config: { collection: 'entwurf' } }],
+        true,
+      );
+      await t.db.run("UPDATE pipeline_configs SET status = 'draft' WHERE name = 'Entwurf'");
+      expect((await embedSettings(t.db)).collection).to.equal('documents');
+
+      // the embed step's own model is the one a query is embedded with
+      await insertPipeline(t.db, 'Modell', [
+        { name: 'embed', type: 'embed', config: { collection: 'handbuch', model: 'bge-m3' } },
+      ]);
+      const settings = await embedSettings(t.db, 'Modell');
+      expect(settings).to.deep.include({ collection: 'handbuch', embedModel: 'bge-m3' });
+      const asked: unknown[] = [];
+      const recording = {
+        ...providers,
+        embedder: (options?: { model?: string }) => {
+          asked.push(options);
+          return providers.embedder();
+        },
+      };
+      await searchChunks({ db: t.db, providers: recording }, 'Kantine', settings);
+      await verifyIndex({ db: t.db, providers: recording }, settings);
+      expect(asked).to.deep.equal([{ model: 'bge-m3' }, { model: 'bge-m3' }]);
+
       await retractDocument(t.db, providers, id);
       expect(await index.count('handbuch')).to.equal(0);
     });

@@ -215,6 +215,98 @@ describe('planning (pure)', () => {
     expect(() => buildPlan(config, [], reg)).to.throw(/'P': no enabled step \(no rows in pipeline_steps\)/);
   });
 
+  it('refuses a step that queues the documents anywhere but before every document step', () => {
+    const queues: StepPlugin = { ...plugin('queue', 'run'), writes: ['documents'] };
+    const withQueue = registry(queues, plugin('work', 'document'));
+    // moved after the document steps by a sort_order edit: every run would queue nothing and end ok
+    expect(() =>
+      buildPlan(
+        config,
+        [row('work', 'work', { sort_order: 10 }), row('queue', 'queue', { id: 77, sort_order: 99 })],
+        withQueue,
+      ),
+    ).to.throw(/pipeline_steps id=77 'queue': queues the documents .* runs after work/);
+    const plan = buildPlan(
+      config,
+      [row('queue', 'queue', { sort_order: 1 }), row('work', 'work', { sort_order: 10 })],
+      withQueue,
+    );
+    expect(plan.byName.get('queue')?.phase).to.equal('pre');
+  });
+
+  it("runs a plugin's own config checks at planning, naming the row, thrown or returned", () => {
+    const checked: StepPlugin = {
+      ...plugin('sized', 'document', {
+        min: { type: 'integer', default: 0 },
+        max: { type: 'integer', default: 10 },
+      }),
+      checkConfig: (c: { min: number; max: number }) =>
+        c.min < c.max ? [] : [`config.min (${c.min}) must be below config.max (${c.max})`],
+    };
+    const throwing: StepPlugin = {
+      ...plugin('prompted', 'document', { file: { type: 'string' } }),
+      checkConfig: (c: { file?: string }) => {
+        if (c.file) throw new Error(`prompt file ${c.file} cannot be read`);
+        return [];
+      },
+    };
+    const reg2 = registry(checked, throwing);
+    try {
+      buildPlan(
+        config,
+        [
+          row('a', 'sized', { id: 31, config: '{"min": 20}' }),
+          row('b', 'prompted', { id: 32, config: '{"file": "/nirgends.md"}' }),
+        ],
+        reg2,
+      );
+      expect.fail('planned');
+    } catch (error) {
+      expect((error as Error).message).to.contain(
+        "pipeline_steps id=31 'a': config.min (20) must be below config.max (10)",
+      );
+      expect((error as Error).message).to.contain(
+        "pipeline_steps id=32 'b': prompt file /nirgends.md cannot be read",
+      );
+    }
+    // the defaults pass; the check sees them filled in
+    expect(buildPlan(config, [row('a', 'sized'), row('b', 'prompted')], reg2).steps).to.have.length(2);
+  });
+
+  it('reads hand-edited rows as a user means them: BLOB JSON, trimmed names, deep nesting, flag values', () => {
+    const blob = (text: string) => new TextEncoder().encode(text);
+    const plan = buildPlan(
+      config,
+      [
+        row('first', 'work', { config: blob('{"size": 60}') as unknown as string }),
+        row('second ', 'work', { depends_on: blob('["first "]') as unknown as string }),
+      ],
+      reg,
+    );
+    expect(plan.byName.get('first')?.config).to.deep.equal({ size: 60 });
+    expect(plan.byName.get('second')?.dependsOn).to.deep.equal(['first']);
+
+    const deep = `{"x": ${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    expect(() => buildPlan(config, [row('deep', 'work', { id: 41, config: deep })], reg)).to.throw(
+      /pipeline_steps id=41 'deep': config is nested more than 64 levels deep/,
+    );
+    expect(() => buildPlan({ ...config, is_default: 2 }, [row('x', 'work')], reg)).to.throw(
+      /pipeline_configs id=1 'P': is_default must be 0 or 1 \(is 2\)/,
+    );
+  });
+
+  it('reports a duplicate step name once, not also as a step that depends on itself', () => {
+    try {
+      buildPlan(config, [row('chunk', 'work', { id: 51 }), row('chunk', 'work', { id: 52 })], reg);
+      expect.fail('planned');
+    } catch (error) {
+      const { problems } = (error as { details: { problems: string[] } }).details;
+      expect(problems).to.deep.equal([
+        "pipeline_steps id=52 'chunk': duplicate step name 'chunk' (also pipeline_steps id=51)",
+      ]);
+    }
+  });
+
   it('refuses an archived pipeline', () => {
     expect(() => buildPlan({ ...config, status: 'archived' }, [row('x', 'work')], reg)).to.throw(
       /status is 'archived'/,

@@ -378,7 +378,8 @@ describe('extract/docx', () => {
       'Wieder sichtbar',
     ])
       expect(result.text).to.contain(shown);
-    for (const hidden of ['= 4', 'LÖSUNG', 'Bitte bis Freitag', 'GEHEIM']) expect(result.text).not.to.contain(hidden);
+    for (const hidden of ['= 4', 'LÖSUNG', 'Bitte bis Freitag', 'GEHEIM'])
+      expect(result.text).not.to.contain(hidden);
     expect(result.metadata.headers).to.deep.equal(['Kopf']);
     expect(result.metadata.hiddenRuns).to.equal(4);
     expect((await extractDocx(docx, 'handbuch.docx', extractOptions)).metadata.hiddenRuns).to.equal(0);
