@@ -11,7 +11,12 @@ import { RunLog } from './run-log.js';
 export async function planForRun(engine: Engine, name: string | undefined, command: string): Promise<Plan> {
   const pipeline = name ?? engine.config.pipeline;
   return planPipeline(engine.dbs.content.sql, engine.registry, pipeline).catch(async (error: unknown) => {
-    if (error instanceof ConfigError) await recordRefusedRun(engine, pipeline ?? '(default)', command, error);
+    if (error instanceof ConfigError) {
+      // under the pipeline's own name where it was found (an invalid default one), else what was asked for
+      const found = error.details.pipeline;
+      const named = typeof found === 'string' ? found : (pipeline ?? '(default)');
+      await recordRefusedRun(engine, named, command, error);
+    }
     throw error;
   });
 }

@@ -1,12 +1,13 @@
 import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { newestVersion } from '../../engine/documents.js';
-import { planPipeline } from '../../engine/plan.js';
+import { planForRun } from '../../engine/plan-run.js';
 import { enqueue } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { storedFilePath } from '../../engine/scan.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
+import { commandLine } from '../../util/command-line.js';
 import { sha256File } from '../../util/hash.js';
 import { withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
@@ -31,11 +32,7 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
       const file = await storedFilePath(engine.dbs.content.sql, args.path);
       const info = await stat(file).catch(() => undefined);
       if (!info?.isFile()) throw new ConfigError(ErrorCodes.USAGE, `${file} is not a file`);
-      const plan = await planPipeline(
-        engine.dbs.content.sql,
-        engine.registry,
-        args.pipeline ?? engine.config.pipeline,
-      );
+      const plan = await planForRun(engine, args.pipeline, commandLine());
       const { hash, size } = await sha256File(file);
       const newest = await newestVersion(engine.dbs.content.sql, file);
       const current = newest && newest.status !== 'deleted' ? newest : undefined;

@@ -1,10 +1,11 @@
 import type { Argv, CommandModule } from 'yargs';
 import { getDocument, supersededReason } from '../../engine/documents.js';
-import { planPipeline } from '../../engine/plan.js';
+import { planForRun } from '../../engine/plan-run.js';
 import { enqueue } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
+import { commandLine } from '../../util/command-line.js';
 import { positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -42,11 +43,7 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
              WHERE c.document_id = ? ORDER BY c.created_at DESC, c.id DESC LIMIT 1`,
             [doc.id],
           );
-      const plan = await planPipeline(
-        db,
-        engine.registry,
-        args.pipeline ?? last?.name ?? engine.config.pipeline,
-      );
+      const plan = await planForRun(engine, args.pipeline ?? last?.name, commandLine());
       await enqueue(db, {
         path: doc.source_path,
         hash: doc.content_hash,

@@ -1,10 +1,11 @@
 import type { Argv, CommandModule } from 'yargs';
-import { planPipeline } from '../../engine/plan.js';
+import { planForRun } from '../../engine/plan-run.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { sourceFolder } from '../../engine/scan.js';
 import { watchFolder } from '../../engine/watch.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
+import { commandLine } from '../../util/command-line.js';
 import { withEngine } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -32,13 +33,25 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
         if (!engine.config.source)
           throw new ConfigError(ErrorCodes.USAGE, 'watch needs a folder: --source=DIR (or CPE_SOURCE)');
         const sourceDir = sourceFolder(engine.config.source);
-        const plan = await planPipeline(
-          engine.dbs.content.sql,
-          engine.registry,
-          args.pipeline ?? engine.config.pipeline,
-        );
+        const command = commandLine();
+        // an invalid pipeline at the start is an error (exit 2), as for `cpe run`
+        let plan = await planForRun(engine, args.pipeline, command);
         const cancel = cancelOnSignals();
         const pass = async () => {
+          // pipelines are edited with SQL while the watcher runs: each pass takes them as they are then
+          let next: typeof plan;
+          try {
+            next = await planForRun(engine, args.pipeline, command);
+          } catch (error) {
+            if (!(error instanceof ConfigError)) throw error;
+            process.stderr.write(
+              `${error.message}\nnot processed; the next change in the folder tries again\n`,
+            );
+            return;
+          }
+          if (next.versionHash !== plan.versionHash)
+            process.stderr.write(`pipeline '${next.pipeline.name}' changed: planned again\n`);
+          plan = next;
           const progress = createProgress();
           const summary = await runPipeline(engine, {
             plan,

@@ -1,10 +1,11 @@
 import type { Argv, CommandModule } from 'yargs';
 import { classifyMysqlError } from '../../db/executor.js';
-import { planPipeline } from '../../engine/plan.js';
+import { planForRun } from '../../engine/plan-run.js';
 import { backoffMs } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { describeError } from '../../errors.js';
+import { commandLine } from '../../util/command-line.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -38,11 +39,7 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
         try {
           process.exitCode = await withEngine(args, { concurrency: args.concurrency }, async (engine) => {
             assertRegistryHealthy(engine.registry);
-            const plan = await planPipeline(
-              engine.dbs.content.sql,
-              engine.registry,
-              args.pipeline ?? engine.config.pipeline,
-            );
+            const plan = await planForRun(engine, args.pipeline, commandLine());
             const progress = createProgress();
             const summary = await runPipeline(engine, {
               plan,

@@ -54,6 +54,23 @@ for (const backend of testBackends()) {
       await looked.close();
       expect(last).to.include({ pipeline_name: 'bad', status: 'failed' });
       expect(last!.error).to.match(/config\.value must be integer/);
+      // every command that runs a pipeline records its refusal so: file, watch, worker
+      const file = makeSourceFolder({ 'eins.md': '# Eins\n\nText.\n' });
+      for (const command of [
+        ['file', path.join(file, 'eins.md')],
+        ['watch', `--source=${file}`],
+        ['worker'],
+      ]) {
+        const refusedToo = await runCli([...command, '--pipeline=bad'], setup.env);
+        expect(refusedToo.code, command[0]).to.equal(2);
+        const logged = await setup.open();
+        const [recorded] = await logged.dbs.log.sql.query<Record<string, any>>(
+          'SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+        );
+        await logged.close();
+        expect(recorded, command[0]).to.include({ pipeline_name: 'bad', status: 'failed' });
+        expect(recorded!.command).to.match(new RegExp(`^cpe ${command[0]}`));
+      }
       const good = await runCli(['pipelines', 'validate', 'Schulungsunterlagen'], setup.env);
       expect(good.code).to.equal(0);
       // all of them: a second default pipeline is a problem too (`cpe run` without --pipeline refuses it)
@@ -336,7 +353,7 @@ for (const backend of testBackends()) {
       expect(JSON.parse(json.stdout).document).to.include({ version: 1, status: 'done' });
     });
 
-    it('watch processes files as they arrive, then stops on SIGINT with exit 0', async () => {
+    it('watch processes files as they arrive, plans again after a pipeline edit, then stops on SIGINT with exit 0', async () => {
       const source = makeSourceFolder({});
       const child = spawnCli(['watch', '--pipeline=slow', `--source=${source}`, '--debounce=300'], setup.env);
       let stderr = '';
@@ -354,6 +371,18 @@ for (const backend of testBackends()) {
           );
           return rows[0]?.status === 'done';
         });
+        // an edit of the pipeline while it watches counts from the next pass on
+        const sleepRow =
+          "step_type = 'sleep' AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'slow')";
+        await engine.dbs.content.sql.run(`UPDATE pipeline_steps SET config = '{"ms": 10}' WHERE ${sleepRow}`);
+        try {
+          writeFileSync(path.join(source, 'zweite.md'), '# Zweite\n\nNoch ein Dokument.\n');
+          await waitFor(async () => stderr.includes("pipeline 'slow' changed: planned again"));
+        } finally {
+          await engine.dbs.content.sql.run(
+            `UPDATE pipeline_steps SET config = '{"ms": 400}' WHERE ${sleepRow}`,
+          );
+        }
       } finally {
         await engine.close();
       }
