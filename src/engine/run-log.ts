@@ -200,7 +200,7 @@ export class RunLog {
       [id, id],
     );
     const n = (key: string) => Number(counts?.[key] ?? 0);
-    const documents = await this.deadRunDocuments(id);
+    const documents = await this.documentsSoFar(id);
     const started = parseSqlTime(counts?.started_at);
     // until now: its real end came earlier, unseen
     const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
@@ -227,11 +227,11 @@ export class RunLog {
   }
 
   /**
-   * What a dead run's step records say of its documents: failed, when a step's last attempt failed; done, when
-   * none did and every step the run's documents went through has a record (a document the process was working
-   * on when it ended has fewer); the rest were in flight.
+   * What a run's step records say of its documents so far (a run writes its totals when it ends; a dead one never
+   * does): failed, when a step's last attempt failed; done, when none did and every step the run's documents went
+   * through has a record (a document in flight has fewer).
    */
-  private async deadRunDocuments(id: number): Promise<{ done: number; failed: number }> {
+  async documentsSoFar(id: number): Promise<{ done: number; failed: number }> {
     const rows = await this.db.query<{ document_id: number; step_name: string; status: string }>(
       'SELECT document_id, step_name, status FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL ORDER BY id',
       [id],

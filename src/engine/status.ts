@@ -1,7 +1,10 @@
+import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import type { Engine } from './engine.js';
+import { releaseLeasesOfGoneProcesses } from './queue.js';
+import { RunLog } from './run-log.js';
 
 const countBy = async (db: SqlExecutor, sql: string): Promise<Record<string, number>> => {
   const rows = await db.query<{ k: string; n: number }>(sql);
@@ -25,9 +28,17 @@ export interface StatusReport {
   runs: Array<Record<string, unknown>>;
 }
 
-/** Everything `cpe status` shows, as data. */
+/**
+ * Everything `cpe status` shows, as data. A run or a lease of a process of this machine that is gone (killed,
+ * crashed; SQLite files only) is first closed as the next run would close it: status would otherwise show it
+ * running, with the dead process holding its items, until then. A running run's document counts come from its
+ * step records (it writes its totals when it ends).
+ */
 export async function statusReport(engine: Engine, lastRuns = 5): Promise<StatusReport> {
   const db = engine.dbs.content.sql;
+  const runLog = new RunLog(engine.dbs.log.sql);
+  await runLog.closeRunsOfGoneProcesses();
+  await releaseLeasesOfGoneProcesses(db, os.hostname());
   const now = sqlTime();
   const chunkCounts = await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM chunks GROUP BY status');
   const workers = await db.query<{ locked_by: string; n: number; since: string | null }>(
@@ -84,8 +95,19 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
       attempts: Number(f.attempts),
       lastError: f.last_error,
     })),
-    runs: runs.map((r) => ({ ...r, id: Number(r.id) })),
+    runs: await Promise.all(
+      runs.map(async (r) =>
+        r.status === 'running'
+          ? { ...r, id: Number(r.id), ...(await runningCounts(runLog, Number(r.id))) }
+          : { ...r, id: Number(r.id) },
+      ),
+    ),
   };
+}
+
+async function runningCounts(runLog: RunLog, id: number): Promise<Record<string, number>> {
+  const { done, failed } = await runLog.documentsSoFar(id);
+  return { docs_done: done, docs_failed: failed };
 }
 
 export interface DocumentStatus {

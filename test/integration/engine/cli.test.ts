@@ -300,6 +300,14 @@ for (const backend of testBackends()) {
       await waitFor(async () => /done\s+new/.test(out));
       child.kill('SIGKILL');
       await new Promise((resolve) => child.on('close', resolve));
+      if (setup.backend === 'sqlite') {
+        // status tells the truth at once: the run ended (failed; its counts from its step records, tested with the
+        // run log), and the dead process holds no items
+        const status = await runCli(['status', '--json'], env);
+        const report = JSON.parse(status.stdout);
+        expect(report.runs[0]).to.include({ status: 'failed' });
+        expect(report.workers).to.deep.equal([]);
+      }
       await new Promise((r) => setTimeout(r, 5500)); // the killed run's leases expire
       const rerun = await runCli(['run', '--pipeline=slow', `--source=${source}`], env);
       expect(rerun.code, rerun.stderr).to.equal(0);
