@@ -13,16 +13,26 @@
  * XML part we parse under the same bomb and XXE protection as DOCX.
  *
  * Decisions: the title becomes a level-1 heading and comes first on its page even when it is not the first
- * shape; a slide without a title placeholder has no heading. Paragraphs in body/content placeholders or with
- * explicit bullets are list items (level = a:pPr lvl), other text is a paragraph. Slide numbers are dropped.
+ * shape; a slide without a title placeholder has no heading. A paragraph is a list item (level = a:pPr lvl) when
+ * its bullet says so, looked up as PowerPoint does: the paragraph's own a:pPr, the shape's a:lstStyle, the list
+ * style of the matching placeholder on the slide's layout, and last the placeholder's kind (body/content
+ * placeholders have bullets, other text has none); other text is a paragraph. Slide numbers are dropped.
  * Date and footer placeholders are page furniture: always in the page metadata, and as text only the first
  * time a given text occurs in the deck (so it is searchable once, not repeated on every slide). Comments are
- * not text. Embedded objects are counted, never opened. Hidden slides are extracted and marked hidden.
+ * not text. Embedded objects are counted, never opened. Hidden slides are extracted and marked hidden; hidden
+ * shapes (p:cNvPr hidden, set in the Selection Pane) are left out, as PowerPoint never draws them, and counted
+ * in the page metadata (hiddenShapes), as Word's hidden text is. Of content in two forms (mc:AlternateContent)
+ * the newer one is read, the fallback only when it gives nothing — never for a chartEx chart, whose fallback is
+ * a notice that the chart cannot be shown.
+ *
+ * Damage costs what it touches: a broken slide is skipped with a warning (but a deck whose every slide is broken
+ * is a CORRUPT_FILE, not an empty success); a broken slide list is read by the parts' names; broken package
+ * relationships cost nothing but a warning, as the presentation part is where every writer puts it.
  */
 import { ErrorCodes, FileError, isCorruptFile } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { chartTexts, paragraphs, paragraphText, smartArtTexts } from './drawingml-text.js';
-import { type Relationship, readCoreProperties, readRelationships } from './office-metadata.js';
+import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { BlockType, ExtractedDocument, ExtractOptions } from './types.js';
 import { attr, child, children, descendants, parseXml, path, prefixedAttr, type XmlElement } from './xml.js';
@@ -40,6 +50,22 @@ interface SlideState {
   images: number;
   tables: number;
   furniture: string[];
+  /** shapes left out because they are hidden (groups count once, whatever they hold) */
+  hiddenShapes: number;
+}
+
+/** What the shapes of one slide are read with: what was found so far, its relationships, its layout part. */
+interface SlideContext {
+  state: SlideState;
+  rels: Map<string, Relationship>;
+  layout: string | undefined;
+}
+
+/** A placeholder of a slide layout, as a slide's placeholder is matched to it: by idx, else by type. */
+interface LayoutPlaceholder {
+  idx: string | undefined;
+  type: string;
+  listStyle: XmlElement | undefined;
 }
 
 /** titles PowerPoint and generators leave in docProps/core.xml when nobody set one: no better than none */
@@ -50,10 +76,14 @@ const TITLE_TYPES = new Set(['title', 'ctrTitle']);
 /** placeholders whose paragraphs are bullets unless they say otherwise */
 const BULLET_PLACEHOLDERS = new Set(['body', 'obj', '']);
 const FURNITURE_TYPES = new Set(['dt', 'ftr', 'hdr']);
+/** the part a presentation's package relationships normally name, and where every writer puts it */
+const PRESENTATION_PART = 'ppt/presentation.xml';
 
 class SlideReader {
   /** furniture texts already emitted once as text somewhere in the deck */
   private readonly seenFurniture = new Set<string>();
+  /** placeholders of each slide layout read so far: a deck's slides share a handful of layouts */
+  private readonly layouts = new Map<string, LayoutPlaceholder[]>();
 
   constructor(
     private readonly zip: ZipArchive,
@@ -74,46 +104,63 @@ class SlideReader {
       );
       rels = new Map();
     }
-    const state: SlideState = { items: [], images: 0, tables: 0, furniture: [] };
+    const state: SlideState = { items: [], images: 0, tables: 0, furniture: [], hiddenShapes: 0 };
+    const layout = [...rels.values()].find((rel) => rel.type === 'slideLayout' && !rel.external)?.target;
     const tree = path(root, 'cSld', 'spTree');
-    if (tree) this.shapes(tree, state, rels);
+    if (tree) this.shapes(tree, { state, rels, layout });
     const notesRel = [...rels.values()].find((rel) => rel.type === 'notesSlide' && !rel.external);
     const notes = notesRel ? this.notes(notesRel.target) : '';
     return { state, notes, hidden: isFalse(attr(root, 'show')) };
   }
 
   /** Walks a shape tree (spTree or grpSp) in document order; returns whether anything was found. */
-  private shapes(container: XmlElement, state: SlideState, rels: Map<string, Relationship>): boolean {
-    const before = state.items.length + state.images + state.tables + (state.title ? 1 : 0);
+  private shapes(container: XmlElement, slide: SlideContext): boolean {
+    const { state } = slide;
+    const found = () =>
+      state.items.length + state.images + state.tables + state.hiddenShapes + (state.title ? 1 : 0);
+    const before = found();
     for (const shape of children(container)) {
+      if (SHAPES.has(shape.local) && isHidden(shape)) {
+        state.hiddenShapes++;
+        continue;
+      }
       switch (shape.local) {
         case 'sp':
-          this.shape(shape, state);
+          this.shape(shape, slide);
           break;
         case 'grpSp':
-          this.shapes(shape, state, rels);
+          this.shapes(shape, slide);
           break;
         case 'graphicFrame':
-          this.graphicFrame(shape, state, rels);
+          this.graphicFrame(shape, state, slide.rels);
           break;
         case 'pic':
           state.images++;
           break;
-        case 'AlternateContent': {
-          // the first Choice is the richer rendering; the Fallback only when the Choice gave nothing
-          const choice = child(shape, 'Choice');
-          const fallback = child(shape, 'Fallback');
-          if (!(choice && this.shapes(choice, state, rels)) && fallback) this.shapes(fallback, state, rels);
+        case 'AlternateContent':
+          this.alternateContent(shape, slide);
           break;
-        }
         default:
           break;
       }
     }
-    return state.items.length + state.images + state.tables + (state.title ? 1 : 0) > before;
+    return found() > before;
   }
 
-  private shape(shape: XmlElement, state: SlideState): void {
+  /**
+   * The first Choice is the richer rendering; the Fallback only when the Choice gave nothing (a hidden shape counts
+   * as something: its fallback is the same shape). A chartEx chart's Fallback is a notice that the chart cannot be
+   * shown, never its content: better no text than that.
+   */
+  private alternateContent(content: XmlElement, slide: SlideContext): void {
+    const choice = child(content, 'Choice');
+    const fallback = child(content, 'Fallback');
+    if (choice && this.shapes(choice, slide)) return;
+    if (fallback && !(choice && requiresChartEx(choice))) this.shapes(fallback, slide);
+  }
+
+  private shape(shape: XmlElement, slide: SlideContext): void {
+    const { state } = slide;
     const ph = path(shape, 'nvSpPr', 'nvPr', 'ph');
     const phType = ph ? (attr(ph, 'type') ?? '') : undefined;
     const body = child(shape, 'txBody');
@@ -135,21 +182,60 @@ class SlideReader {
       return;
     }
     const bulletsByDefault = phType !== undefined && BULLET_PLACEHOLDERS.has(phType);
+    // the layout is read only when neither the paragraph nor its shape decides, and only for a placeholder
+    const layoutStyle = () => (ph ? this.layoutListStyle(slide.layout, ph) : undefined);
     for (const paragraph of paragraphs(body)) {
       const text = paragraphText(paragraph);
       if (!text.trim()) continue;
       const pPr = child(paragraph, 'pPr');
       const level = Math.max(0, Math.min(Number.parseInt(attr(pPr, 'lvl') ?? '0', 10) || 0, 8));
+      const levelStyle = `lvl${level + 1}pPr`;
       const bullet =
-        child(pPr, 'buNone') !== undefined
-          ? false
-          : child(pPr, 'buChar') !== undefined ||
-              child(pPr, 'buAutoNum') !== undefined ||
-              child(pPr, 'buBlip') !== undefined
-            ? true
-            : bulletsByDefault;
+        bulletOf(pPr) ??
+        bulletOf(child(child(body, 'lstStyle'), levelStyle)) ??
+        bulletOf(child(layoutStyle(), levelStyle)) ??
+        bulletsByDefault;
       state.items.push(bullet ? { type: 'list_item', text, level } : { type: 'paragraph', text });
     }
+  }
+
+  /** The list style (a:lstStyle) of the layout's placeholder that a slide's placeholder `ph` inherits from. */
+  private layoutListStyle(layout: string | undefined, ph: XmlElement): XmlElement | undefined {
+    if (layout === undefined) return undefined;
+    let placeholders = this.layouts.get(layout);
+    if (!placeholders) {
+      placeholders = this.layoutPlaceholders(layout);
+      this.layouts.set(layout, placeholders);
+    }
+    const idx = attr(ph, 'idx');
+    const type = attr(ph, 'type') ?? 'obj';
+    const match =
+      (idx !== undefined ? placeholders.find((candidate) => candidate.idx === idx) : undefined) ??
+      placeholders.find((candidate) => candidate.type === type);
+    return match?.listStyle;
+  }
+
+  /**
+   * The placeholders of a slide layout. A missing or damaged layout has none: it costs no warning, as the slide
+   * reads as it would without list styles (bullets by the placeholder's kind); limits (a bomb) still throw.
+   */
+  private layoutPlaceholders(layout: string): LayoutPlaceholder[] {
+    if (!this.zip.has(layout)) return [];
+    let root: XmlElement;
+    try {
+      root = parseXml(this.zip.readText(layout), this.file, layout);
+    } catch (error) {
+      if (isCorruptFile(error)) return [];
+      throw error;
+    }
+    const tree = path(root, 'cSld', 'spTree');
+    return (tree ? descendants(tree, 'sp') : []).flatMap((sp) => {
+      const ph = path(sp, 'nvSpPr', 'nvPr', 'ph');
+      if (!ph) return [];
+      return [
+        { idx: attr(ph, 'idx'), type: attr(ph, 'type') ?? 'obj', listStyle: path(sp, 'txBody', 'lstStyle') },
+      ];
+    });
   }
 
   private graphicFrame(frame: XmlElement, state: SlideState, rels: Map<string, Relationship>): void {
@@ -231,6 +317,33 @@ function tableText(table: XmlElement): string {
   return rows.join('\n');
 }
 
+/** the shape elements of a shape tree that p:cNvPr hidden="1" can hide */
+const SHAPES = new Set(['sp', 'grpSp', 'graphicFrame', 'pic', 'cxnSp']);
+
+/** A shape hidden in the Selection Pane: hidden on the p:cNvPr of its nvSpPr, nvGrpSpPr, nvGraphicFramePr, nvPicPr… */
+function isHidden(shape: XmlElement): boolean {
+  const properties = children(shape).find((element) => /^nv\w*Pr$/.test(element.local));
+  return isTrue(attr(child(properties, 'cNvPr'), 'hidden'));
+}
+
+/** A paragraph properties element's (a:pPr, a:lvl1pPr…) word on bullets: none, some, or undefined for no word. */
+function bulletOf(properties: XmlElement | undefined): boolean | undefined {
+  if (child(properties, 'buNone')) return false;
+  if (child(properties, 'buChar') || child(properties, 'buAutoNum') || child(properties, 'buBlip'))
+    return true;
+  return undefined;
+}
+
+/**
+ * Whether an mc:Choice requires a chartEx namespace: by its usual prefixes (cx, cx1…cx8), or by the namespace a
+ * required prefix is declared with on the Choice (…/office/drawing/2014/chartex, …/2015/9/8/chartex…).
+ */
+function requiresChartEx(choice: XmlElement): boolean {
+  return (attr(choice, 'Requires') ?? '')
+    .split(/\s+/)
+    .some((prefix) => /^cx\d*$/.test(prefix) || /\/chartex$/i.test(choice.attrs[`xmlns:${prefix}`] ?? ''));
+}
+
 /** xsd:boolean: "true" or "1", "false" or "0" (PowerPoint writes the digits, other writers the words). */
 const isTrue = (value: string | undefined) => value === '1' || value === 'true';
 const isFalse = (value: string | undefined) => value === '0' || value === 'false';
@@ -248,6 +361,28 @@ function slideParts(zip: ZipArchive, presentationPart: string, file: string): Ar
     const rel = rels.get(prefixedAttr(slideId, 'id') ?? '');
     return rel && !rel.external ? rel.target : { id: attr(slideId, 'id') ?? '?' };
   });
+}
+
+/**
+ * The presentation part the package relationships (_rels/.rels) name. Damaged ones cost a warning and the usual
+ * part, not the slide order: that is the presentation's, and it is still there to be read.
+ */
+function presentationPartOf(zip: ZipArchive, file: string, warnings: string[]): string {
+  let packageRels: Map<string, Relationship>;
+  try {
+    packageRels = readRelationships(zip, '', file);
+  } catch (error) {
+    if (!isCorruptFile(error)) throw error;
+    warnings.push(
+      `${relsPathOf('')}: the package relationships are damaged (${error.reason}): ${PRESENTATION_PART} read`,
+    );
+    return PRESENTATION_PART;
+  }
+  return (
+    [...packageRels.values()].find(
+      (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
+    )?.target ?? PRESENTATION_PART
+  );
 }
 
 /** The slide parts (ppt/slides/slideN.xml) in the order of their numbers. */
@@ -271,12 +406,7 @@ export async function extractPptx(
 
   let parts: Array<string | { id: string }>;
   try {
-    const packageRels = readRelationships(zip, '', file);
-    const presentationPart =
-      [...packageRels.values()].find(
-        (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
-      )?.target ?? 'ppt/presentation.xml';
-    parts = slideParts(zip, presentationPart, file);
+    parts = slideParts(zip, presentationPartOf(zip, file, builder.warnings), file);
   } catch (error) {
     // the slide list is damaged, the slides need not be: read them as a repair would, by their parts' names
     if (!isCorruptFile(error)) throw error;
@@ -305,6 +435,8 @@ export async function extractPptx(
   const reader = new SlideReader(zip, file, builder.warnings);
   let firstTitle: string | undefined;
   let notesCount = 0;
+  let firstSkip: FileError | undefined;
+  let skipped = 0;
   for (const [index, part] of parts.entries()) {
     const number = index + 1;
     let slide: ReturnType<SlideReader['read']>;
@@ -316,6 +448,8 @@ export async function extractPptx(
     } catch (error) {
       // one broken slide does not cost the deck; limits (bombs) still do
       if (isCorruptFile(error)) {
+        firstSkip ??= error;
+        skipped++;
         builder.warnings.push(`slide ${number} skipped: ${error.message}`);
         builder.startPage(number, { slideTitle: null, hasNotes: false, images: 0, tables: 0, skipped: true });
         continue;
@@ -330,6 +464,7 @@ export async function extractPptx(
       tables: state.tables,
     };
     if (hidden) metadata.hidden = true;
+    if (state.hiddenShapes > 0) metadata.hiddenShapes = state.hiddenShapes;
     if (state.furniture.length > 0) metadata.footer = state.furniture;
     builder.startPage(number, metadata);
     if (state.title) {
@@ -342,6 +477,9 @@ export async function extractPptx(
       notesCount++;
     }
   }
+
+  // a deck of slides none of which could be read is a broken file, not an empty one
+  if (firstSkip && skipped === parts.length) throw firstSkip;
 
   const embedded = zip.names().filter((n) => /^ppt\/embeddings\/[^/]+$/i.test(n));
   if (embedded.length > 0) builder.warnings.push(`${embedded.length} embedded object(s) not extracted`);

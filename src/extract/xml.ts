@@ -77,6 +77,9 @@ export const PREDEFINED_ENTITIES: Readonly<Record<string, string>> = {
 /**
  * Decodes numeric entities and the named ones in `names` (XML's predefined five by default); drops references to
  * other names (undeclared, i.e. removed, entities), or keeps them as written with `keepUnknown` (HTML).
+ *
+ * A supplementary character written as two references to its UTF-16 halves (`&#55357;&#56832;`, as Java
+ * serializers write emoji) is joined into one character; a lone half is no character and is dropped.
  */
 export function decodeEntities(
   text: string,
@@ -84,12 +87,17 @@ export function decodeEntities(
   keepUnknown = false,
 ): string {
   if (!text.includes('&')) return text;
-  return text.replace(ENTITY, (match, ref: string) => {
+  // end of the low-half reference already joined to the high half before it
+  let joinedUntil = -1;
+  return text.replace(ENTITY, (match, ref: string, offset: number) => {
+    if (offset < joinedUntil) return '';
     if (ref.startsWith('#')) {
-      const code =
-        ref[1] === 'x' || ref[1] === 'X'
-          ? Number.parseInt(ref.slice(2), 16)
-          : Number.parseInt(ref.slice(1), 10);
+      const code = numericReference(ref);
+      const pair = surrogatePair(text, code, offset + match.length);
+      if (pair) {
+        joinedUntil = offset + match.length + pair.length;
+        return pair.char;
+      }
       return Number.isFinite(code) && code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff)
         ? String.fromCodePoint(code)
         : '';
@@ -97,6 +105,29 @@ export function decodeEntities(
     if (Object.hasOwn(names, ref)) return names[ref]!;
     return keepUnknown ? match : '';
   });
+}
+
+/** a numeric character reference right at lastIndex (sticky: no copy of the text behind a high half) */
+const LOW_HALF_REFERENCE = /&(#x[0-9a-fA-F]+|#[0-9]+);/y;
+
+/** The code a numeric reference ("#123", "#x7B") names. */
+const numericReference = (ref: string): number =>
+  ref[1] === 'x' || ref[1] === 'X' ? Number.parseInt(ref.slice(2), 16) : Number.parseInt(ref.slice(1), 10);
+
+/**
+ * The character that a high half `high` makes with a reference to a low half starting at `at` in `text`, and that
+ * reference's length; undefined when `high` is no high half or no low half follows it.
+ */
+function surrogatePair(text: string, high: number, at: number): { char: string; length: number } | undefined {
+  if (!(high >= 0xd800 && high <= 0xdbff)) return undefined;
+  LOW_HALF_REFERENCE.lastIndex = at;
+  const low = LOW_HALF_REFERENCE.exec(text);
+  const code = low ? numericReference(low[1]!) : Number.NaN;
+  if (!(low && code >= 0xdc00 && code <= 0xdfff)) return undefined;
+  return {
+    char: String.fromCodePoint(0x10000 + ((high - 0xd800) << 10) + (code - 0xdc00)),
+    length: low[0].length,
+  };
 }
 
 /**

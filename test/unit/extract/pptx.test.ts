@@ -25,6 +25,20 @@ const group = (inner: string) =>
 const slideXml = (shapes: string, prolog = '') =>
   `<?xml version="1.0" encoding="UTF-8"?>${prolog}<p:sld ${NS}><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/>${shapes}</p:spTree></p:cSld></p:sld>`;
 
+const slideRels = 'ppt/slides/_rels/slide3.xml.rels';
+/** An edit of a .rels part that adds one relationship (types by their last segment, or a full URI). */
+const addRelationship = (id: string, type: string, target: string) => (old: string) =>
+  old.replace(
+    '</Relationships>',
+    `<Relationship Id="${id}" Type="${type.startsWith('http') ? type : `http://schemas.openxmlformats.org/officeDocument/2006/relationships/${type}`}" Target="${target}"/></Relationships>`,
+  );
+const frame = (graphicData: string) =>
+  `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="4" name="f"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm/><a:graphic>${graphicData}</a:graphic></p:graphicFrame>`;
+const MC = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"';
+const CX = 'http://schemas.microsoft.com/office/drawing/2014/chartex';
+const rich = (text: string) =>
+  `<c:tx><c:rich><a:bodyPr/><a:lstStyle/><a:p><a:r><a:t>${text}</a:t></a:r></a:p></c:rich></c:tx>`;
+
 async function extractError(bytes: Uint8Array, code: string, options = extractOptions): Promise<CpeError> {
   try {
     await extractPptx(bytes, 'deck.pptx', options);
@@ -240,6 +254,219 @@ describe('extract/pptx', () => {
       .filter((b) => b.page === 3)
       .map((b) => b.level ?? 0);
     expect(Math.min(...levels)).to.equal(0);
+  });
+
+  it('reads equations: an equation shape (Office Math, a picture as fallback) and math inside a paragraph', async () => {
+    const math = (inner: string) =>
+      `<a14:m><m:oMathPara xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math"><m:oMath>${inner}</m:oMath></m:oMathPara></a14:m>`;
+    const mr = (text: string) => `<m:r><a:rPr lang="de-DE" i="1"/><m:t>${text}</m:t></m:r>`;
+    const sup = (base: string, exponent: string) =>
+      `<m:sSup><m:e>${mr(base)}</m:e><m:sup>${mr(exponent)}</m:sup></m:sSup>`;
+    const box = (paragraph: string) =>
+      `<p:sp><p:nvSpPr><p:cNvPr id="7" name="Textfeld 6"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle/>${paragraph}</p:txBody></p:sp>`;
+    // as PowerPoint 365 writes it: the Fallback is the same box filled with a picture of the equation
+    const equation = (paragraph: string) =>
+      `<mc:AlternateContent ${MC}><mc:Choice xmlns:a14="http://schemas.microsoft.com/office/drawing/2010/main" Requires="a14">${box(paragraph)}</mc:Choice><mc:Fallback>${box('<a:p><a:r><a:rPr><a:noFill/></a:rPr><a:t> </a:t></a:r></a:p>')}</mc:Fallback></mc:AlternateContent>`;
+    const shapes =
+      equation(`<a:p>${math(mr('E=m') + sup('c', '2'))}</a:p>`) +
+      equation(
+        `<a:p><a:r><a:t>Fläche ist </a:t></a:r>${math(mr('π') + sup('r', '2'))}<a:r><a:t> hier.</a:t></a:r></a:p>`,
+      );
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      blocksOf(result)
+        .filter((b) => b.page === 3)
+        .map((b) => b.text),
+    ).to.deep.equal(['E=mc2', 'Fläche ist πr2 hier.']);
+  });
+
+  it('leaves out hidden shapes (text, groups, tables, pictures) and counts them in the page metadata', async () => {
+    const hide = (shape: string, value: string) =>
+      shape.replace(/<p:cNvPr id="(\d+)" name="(\w*)"/, `$&  hidden="${value}"`);
+    const table = frame(
+      '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/table"><a:tbl><a:tr h="1"><a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>Alte Zahl</a:t></a:r></a:p></a:txBody></a:tc></a:tr></a:tbl></a:graphicData>',
+    );
+    const picture =
+      '<p:pic><p:nvPicPr><p:cNvPr id="6" name="Bild"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill/><p:spPr/></p:pic>';
+    const shapes =
+      textShape('Umsatz plus 4 %') +
+      hide(textShape('ENTWURF: alte Zahl 9 %, nicht veröffentlichen'), '1') +
+      hide(group(textShape('In versteckter Gruppe')), 'true') +
+      hide(table, '1') +
+      hide(picture, '1') +
+      hide(textShape('Sichtbar, hidden="0"'), '0');
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      blocksOf(result)
+        .filter((b) => b.page === 3)
+        .map((b) => b.text),
+    ).to.deep.equal(['Umsatz plus 4 %', 'Sichtbar, hidden="0"']);
+    expect(result.pages[2]!.metadata).to.include({ hiddenShapes: 4, images: 0, tables: 0 });
+    expect(result.pages[0]!.metadata).to.not.have.property('hiddenShapes');
+  });
+
+  it("fails a deck whose every slide is unreadable with the first slide's error", async () => {
+    const broken = '<p:sld><p:cSld x="1></p:sld>';
+    const error = await extractError(
+      editPackage(pptx, {
+        'ppt/slides/slide1.xml': broken,
+        'ppt/slides/slide2.xml': broken,
+        'ppt/slides/slide3.xml': null,
+      }),
+      ErrorCodes.CORRUPT_FILE,
+    );
+    expect(error.message).to.equal('deck.pptx: malformed XML in ppt/slides/slide1.xml');
+  });
+
+  it('keeps the slide order of presentation.xml when the package relationships are damaged', async () => {
+    const presentation = strFromU8(unzipSync(pptx)['ppt/presentation.xml']!);
+    const ids = presentation.match(/<p:sldId [^>]*\/>/g)!;
+    const result = await extractPptx(
+      editPackage(pptx, {
+        'ppt/presentation.xml': presentation.replace(ids.join(''), [...ids].reverse().join('')),
+        '_rels/.rels': (old) => old.slice(0, -20),
+      }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(result.pages.map((p) => p.metadata.slideTitle)).to.deep.equal([
+      'Folie 3',
+      'Begriffe',
+      'Einführung in die Qualitätssicherung',
+    ]);
+    expect(result.warnings).to.deep.equal([
+      '_rels/.rels: the package relationships are damaged (malformed XML in _rels/.rels): ppt/presentation.xml read',
+    ]);
+  });
+
+  it('reads the newer chart types (chartEx) and never their fallback notice', async () => {
+    const notice = "This chart isn't available in your version of PowerPoint.";
+    const chartEx = `<mc:AlternateContent ${MC}><mc:Choice xmlns:cx1="http://schemas.microsoft.com/office/drawing/2015/9/8/chartex" Requires="cx1">${frame(`<a:graphicData uri="${CX}"><cx:chart xmlns:cx="${CX}" r:id="rIdCx"/></a:graphicData>`)}</mc:Choice><mc:Fallback>${textShape(notice)}</mc:Fallback></mc:AlternateContent>`;
+    const waterfall = `<cx:chartSpace xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:cx="${CX}"><cx:chartData><cx:data id="0"><cx:strDim type="cat"><cx:f>Tabelle1!$A$2:$A$4</cx:f><cx:lvl ptCount="3"><cx:pt idx="0">Start</cx:pt><cx:pt idx="1">Umsatz</cx:pt><cx:pt idx="2">Kosten</cx:pt></cx:lvl></cx:strDim><cx:numDim type="val"><cx:lvl ptCount="3"><cx:pt idx="0">100</cx:pt><cx:pt idx="1">50</cx:pt><cx:pt idx="2">-30</cx:pt></cx:lvl></cx:numDim></cx:data></cx:chartData><cx:chart><cx:title><cx:tx><cx:rich><a:bodyPr/><a:p><a:r><a:t>Kapitalfluss</a:t></a:r></a:p></cx:rich></cx:tx></cx:title><cx:plotArea><cx:plotAreaRegion><cx:series layoutId="waterfall"><cx:tx><cx:txData><cx:f>Tabelle1!$B$1</cx:f><cx:v>Cashflow 2024</cx:v></cx:txData></cx:tx><cx:dataId val="0"/></cx:series></cx:plotAreaRegion></cx:plotArea></cx:chart></cx:chartSpace>`;
+    const edits = {
+      'ppt/slides/slide3.xml': slideXml(chartEx),
+      [slideRels]: addRelationship(
+        'rIdCx',
+        'http://schemas.microsoft.com/office/2014/relationships/chartEx',
+        '../charts/chartEx1.xml',
+      ),
+    };
+    const result = await extractPptx(
+      editPackage(pptx, { ...edits, 'ppt/charts/chartEx1.xml': waterfall }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(blocksOf(result).filter((b) => b.page === 3)).to.deep.equal([
+      {
+        type: 'caption',
+        text: 'Kapitalfluss\nSeries: Cashflow 2024\nCategories: Start, Umsatz, Kosten',
+        page: 3,
+        level: undefined,
+      },
+    ]);
+    // a chartEx part that cannot be read gives no text: not the notice in its place
+    const missing = await extractPptx(editPackage(pptx, edits), 'deck.pptx', extractOptions);
+    expect(missing.text).to.not.contain(notice);
+    expect(missing.warnings.join('\n')).to.contain('ppt/charts/chartEx1.xml referenced but missing');
+  });
+
+  it('adds the titles of the shown axes and the texts typed into data labels to a chart caption', async () => {
+    const chart = `<c:chartSpace xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><c:chart><c:title>${rich('Umsatz nach Region')}</c:title><c:plotArea><c:barChart><c:ser><c:idx val="0"/><c:tx><c:strRef><c:strCache><c:pt idx="0"><c:v>GJ 2024</c:v></c:pt></c:strCache></c:strRef></c:tx><c:dLbls><c:dLbl><c:idx val="1"/>${rich('Rekordquartal')}<c:showVal val="1"/></c:dLbl><c:showVal val="1"/></c:dLbls><c:cat><c:strRef><c:strCache><c:pt idx="0"><c:v>EMEA</c:v></c:pt><c:pt idx="1"><c:v>APAC</c:v></c:pt></c:strCache></c:strRef></c:cat><c:val><c:numRef><c:numCache><c:pt idx="0"><c:v>5</c:v></c:pt><c:pt idx="1"><c:v>7</c:v></c:pt></c:numCache></c:numRef></c:val></c:ser></c:barChart><c:catAx><c:axId val="1"/><c:title>${rich('Vertriebsregion')}</c:title></c:catAx><c:valAx><c:axId val="2"/><c:title>${rich('Umsatz (Mio. EUR)')}</c:title></c:valAx><c:serAx><c:axId val="3"/><c:delete val="1"/><c:title>${rich('Gelöschte Achse')}</c:title></c:serAx></c:plotArea></c:chart></c:chartSpace>`;
+    const result = await extractPptx(
+      editPackage(pptx, {
+        'ppt/slides/slide3.xml': slideXml(
+          frame(
+            '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdChart"/></a:graphicData>',
+          ),
+        ),
+        [slideRels]: addRelationship('rIdChart', 'chart', '../charts/chart1.xml'),
+        'ppt/charts/chart1.xml': chart,
+      }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(blocksOf(result).find((b) => b.page === 3)!.text).to.equal(
+      'Umsatz nach Region\nSeries: GJ 2024\nCategories: EMEA, APAC\nAxes: Vertriebsregion, Umsatz (Mio. EUR)\nLabels: Rekordquartal',
+    );
+  });
+
+  it("decides bullets by the shape's list style and the layout's placeholder before the placeholder's kind", async () => {
+    // a "Section Header" layout: its body placeholder has no bullet on the first level
+    const layout = `<p:sldLayout ${NS}><p:cSld><p:spTree><p:nvGrpSpPr><p:cNvPr id="1" name=""/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr><p:grpSpPr/><p:sp><p:nvSpPr><p:cNvPr id="3" name="Textplatzhalter 2"/><p:cNvSpPr/><p:nvPr><p:ph type="body" idx="1"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle><a:lvl1pPr marL="0" indent="0"><a:buNone/></a:lvl1pPr></a:lstStyle><a:p><a:r><a:t>Textmasterformat bearbeiten</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld></p:sldLayout>`;
+    const body = `<p:sp><p:nvSpPr><p:cNvPr id="2" name="b"/><p:cNvSpPr/><p:nvPr><p:ph type="body" idx="1"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle/><a:p><a:r><a:t>Wohin es geht und warum</a:t></a:r></a:p><a:p><a:pPr lvl="1"/><a:r><a:t>Zweite Ebene</a:t></a:r></a:p></p:txBody></p:sp>`;
+    const textBox = `<p:sp><p:nvSpPr><p:cNvPr id="5" name="Textfeld 4"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle><a:lvl1pPr><a:buChar char="•"/></a:lvl1pPr></a:lstStyle><a:p><a:r><a:t>Punkt eins</a:t></a:r></a:p><a:p><a:pPr><a:buNone/></a:pPr><a:r><a:t>Kein Punkt</a:t></a:r></a:p></p:txBody></p:sp>`;
+    const slide = { 'ppt/slides/slide3.xml': slideXml(body + textBox) };
+    const items = (doc: ExtractedDocument) =>
+      blocksOf(doc)
+        .filter((b) => b.page === 3)
+        .map((b) => [b.type, b.text]);
+    const result = await extractPptx(
+      editPackage(pptx, { ...slide, 'ppt/slideLayouts/slideLayout2.xml': layout }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(items(result)).to.deep.equal([
+      ['paragraph', 'Wohin es geht und warum'],
+      ['list_item', 'Zweite Ebene'],
+      ['list_item', 'Punkt eins'],
+      ['paragraph', 'Kein Punkt'],
+    ]);
+    // a damaged layout costs nothing but its list styles: the body placeholder has bullets, as by default
+    const damaged = await extractPptx(
+      editPackage(pptx, { ...slide, 'ppt/slideLayouts/slideLayout2.xml': '<p:sldLayout><kaputt' }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(items(damaged)[0]).to.deep.equal(['list_item', 'Wohin es geht und warum']);
+    expect(damaged.warnings).to.deep.equal([]);
+  });
+
+  it('puts SmartArt nodes in the order of the diagram tree (parOf connections by srcOrd), the unconnected last', async () => {
+    const point = (id: string, text: string) =>
+      `<dgm:pt modelId="${id}"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/><a:p><a:r><a:t>${text}</a:t></a:r></a:p></dgm:t></dgm:pt>`;
+    const cxn = (src: string, dest: string, order: number, type = '') =>
+      `<dgm:cxn modelId="c${src}${dest}"${type} srcId="${src}" destId="${dest}" srcOrd="${order}" destOrd="0"/>`;
+    // "Planen" was added before "Bauen" (Add Shape Before): last among the points, first among the siblings
+    const data = `<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst><dgm:pt modelId="D" type="doc"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/><a:p/></dgm:t></dgm:pt>${point('T', 'Testen')}${point('B', 'Bauen')}${point('S', 'Ausliefern')}${point('L', 'Lose')}${point('P', 'Planen')}<dgm:pt modelId="Pr" type="pres"><dgm:prSet/><dgm:spPr/></dgm:pt></dgm:ptLst><dgm:cxnLst>${cxn('D', 'B', 1)}${cxn('D', 'S', 2, ' type="parOf"')}${cxn('B', 'T', 0)}${cxn('D', 'P', 0)}${cxn('L', 'Pr', 0, ' type="presOf"')}${cxn('Pr', 'L', 0, ' type="presParOf"')}</dgm:cxnLst></dgm:dataModel>`;
+    const result = await extractPptx(
+      editPackage(pptx, {
+        'ppt/slides/slide3.xml': slideXml(
+          frame(
+            '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram"><dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" r:dm="rIdDm" r:lo="rIdLo" r:qs="rIdQs" r:cs="rIdCs"/></a:graphicData>',
+          ),
+        ),
+        [slideRels]: addRelationship('rIdDm', 'diagramData', '../diagrams/data1.xml'),
+        'ppt/diagrams/data1.xml': data,
+      }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      blocksOf(result)
+        .filter((b) => b.page === 3)
+        .map((b) => b.text),
+    ).to.deep.equal(['Planen', 'Bauen', 'Testen', 'Ausliefern', 'Lose']);
+  });
+
+  it('joins a character written as two references to its UTF-16 halves; drops a lone half', async () => {
+    const result = await extractPptx(
+      editPackage(pptx, {
+        'ppt/slides/slide3.xml': slideXml(
+          textShape('Smiley &#55357;&#56832; und &#xD83D;&#xDE00;, halb: &#55357;.'),
+        ),
+      }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(blocksOf(result).find((b) => b.page === 3)!.text).to.equal('Smiley 😀 und 😀, halb: .');
   });
 
   it('reads xsd:boolean attributes written as words: show="false" hides a slide, vMerge="true" merges a cell', async () => {
