@@ -1,3 +1,4 @@
+import { normalizeText } from '../extract/normalize.js';
 import { cutText } from '../text/cut.js';
 import { textHash } from './cache.js';
 import type { Embedder } from './types.js';
@@ -34,6 +35,16 @@ export function prepareEmbedText(text: string, maxChars: number = DEFAULT_MAX_EM
  */
 export function embedCharLimit(embedder: Pick<Embedder, 'kind'>, maxChars: number): number {
   return embedder.kind === 'local' ? Number.POSITIVE_INFINITY : maxChars;
+}
+
+/**
+ * The text embedded for a search query, prepared as a chunk's text is, so that the same words give the same
+ * features: first the normalisation every extractor applies to a document's text (normalizeText: soft hyphens and
+ * control characters removed, NFC), which a chunk went through and a typed or pasted query did not; then
+ * prepareEmbedText, capped as the same embedder's chunks are (embedCharLimit: the local embedder reads all of it).
+ */
+export function queryEmbedText(query: string, embedder: Pick<Embedder, 'kind'>, maxChars: number): string {
+  return prepareEmbedText(normalizeText(query), embedCharLimit(embedder, maxChars));
 }
 
 export interface ChunkContext {

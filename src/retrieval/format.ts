@@ -75,10 +75,11 @@ export function contextJson(context: BuiltContext) {
 function describeState(report: VerifyReport): string[] {
   const c = report.counts;
   return [
-    `  chunks of current documents: ${c.expected}   points: ${c.points}`,
+    `  chunks of its current documents: ${c.expected}   points: ${c.points}`,
     `  missing points: ${c.missing} (not embedded: ${c.unembedded})   orphan points: ${c.orphans}   ` +
       `stale versions: ${c.stale}   outdated vectors: ${c.outdated}   wrong size: ${c.wrongSize}   ` +
       `wrong chunk refs: ${c.wrongChunkRefs}`,
+    ...(c.foreign > 0 ? [`  points of documents another collection holds: ${c.foreign}`] : []),
     ...(c.failedChunks > 0 ? [`  chunks the embedder rejected (status failed): ${c.failedChunks}`] : []),
     ...(c.inFlight > 0
       ? [`  points of versions still being processed (kept for when they complete): ${c.inFlight}`]

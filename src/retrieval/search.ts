@@ -1,6 +1,6 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
-import { DEFAULT_MAX_EMBED_CHARS, prepareEmbedText } from '../embed/prepare.js';
+import { DEFAULT_MAX_EMBED_CHARS, queryEmbedText } from '../embed/prepare.js';
 import type { Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
@@ -14,7 +14,7 @@ export interface RetrievalServices {
 export interface SearchOptions {
   limit?: number;
   collection?: string;
-  /** the query is prepared like chunk texts (default 800) */
+  /** the query is prepared as chunk texts are, capped as they are (see queryEmbedText; default 800) */
   maxEmbedChars?: number;
   /** the embedding model the pipeline's embed step names, if it names one (default: the configured embedder's) */
   embedModel?: string;
@@ -37,9 +37,16 @@ export interface SearchHit {
   content: string;
 }
 
+/**
+ * The most hits one search returns. A larger limit is refused rather than quietly cut to this: a script asking for
+ * 5000 hits must not take 2000 for all there are. (Paging instead would ask the index for ever more points, each
+ * round scoring the whole collection again, to return a list no reader goes through.)
+ */
+export const MAX_SEARCH_LIMIT = 2000;
 /** Over-fetch factor: points of superseded or deleted documents may sit in the index until cleaned up. */
 const OVERFETCH = 2;
-const MAX_FETCH = 2000;
+/** the most points asked of the index while too few of them turn out current (room for 4x the largest limit) */
+const MAX_FETCH = 4 * MAX_SEARCH_LIMIT;
 
 /**
  * Semantic search over the chunks of current documents (is_latest = 1, status != 'deleted'): embeds the query
@@ -55,7 +62,13 @@ export async function searchChunks(
   const collection = options.collection ?? 'documents';
   if (!Number.isInteger(limit) || limit < 1)
     throw new CpeError(ErrorCodes.USAGE, 'limit must be a positive integer');
+  if (limit > MAX_SEARCH_LIMIT)
+    throw new CpeError(ErrorCodes.USAGE, `limit must be at most ${MAX_SEARCH_LIMIT} (is ${limit})`);
   if (query.trim() === '') throw new CpeError(ErrorCodes.USAGE, 'the search query is empty');
+  // a query of no words (punctuation, symbols) has nothing to search for; asked of the text itself, since only the
+  // local embedder gives such a text an all-zero vector (a dense model returns a vector for anything)
+  if (!/[\p{L}\p{N}]/u.test(query))
+    throw new CpeError(ErrorCodes.USAGE, `the search query '${query.trim()}' has no words to search for`);
 
   const [embedder, index] = await Promise.all([
     services.providers.embedder(embedderOptions(options.embedModel)),
@@ -74,19 +87,19 @@ export async function searchChunks(
     });
   }
   const [vector] = await embedder.embed(
-    [prepareEmbedText(query, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)],
+    [queryEmbedText(query, embedder, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)],
     options.signal,
   );
-  // a query of no words (punctuation, symbols) gives the local embedder nothing: its vector is all zeros and
-  // every chunk would score 0, in no meaningful order
-  if (!vector!.some((v) => v !== 0))
-    throw new CpeError(ErrorCodes.USAGE, `the search query '${query.trim()}' has no words to search for`);
 
   let fetch = Math.min(MAX_FETCH, limit * OVERFETCH + 10);
   for (;;) {
     const results = await index.search(collection, vector, { limit: fetch });
-    const hits = await joinWithSql(services.db, results);
-    if (hits.length >= limit || results.length < fetch || fetch >= MAX_FETCH) return hits.slice(0, limit);
+    // a chunk that shares nothing with the query is no hit: cosine 0 is no feature in common for the local
+    // embedder, and a dense model's non-positive cosine is no match either. Results come best first, so once
+    // one is dropped the index has no better ones left to give.
+    const matching = results.filter((r) => r.score > 0);
+    const hits = await joinWithSql(services.db, matching);
+    if (hits.length >= limit || matching.length < fetch || fetch >= MAX_FETCH) return hits.slice(0, limit);
     fetch = Math.min(MAX_FETCH, fetch * 4);
   }
 }

@@ -7,6 +7,7 @@ import { collectionMismatch } from '../vectors/collection-stamp.js';
 import { chunkPointId } from '../vectors/point-id.js';
 import { SqlVectorIndex } from '../vectors/sql-vector-index.js';
 import { storeDocumentPoints } from '../vectors/store-points.js';
+import { pointCollectionsByPipeline } from './embed-settings.js';
 import { embedderOptions, type RetrievalServices } from './search.js';
 
 export interface VerifyOptions {
@@ -21,7 +22,10 @@ export interface VerifyOptions {
 }
 
 export interface VerifyCounts {
-  /** chunks of current documents (is_latest = 1, not deleted), not counting chunks marked failed */
+  /**
+   * chunks of the collection's current documents (is_latest = 1, not deleted; see collectionDocuments), not
+   * counting chunks marked failed
+   */
   expected: number;
   /** points in the collection */
   points: number;
@@ -40,6 +44,8 @@ export interface VerifyCounts {
   outdated: number;
   /** points of versions still on their way (newer than the latest of their file, not done): left alone */
   inFlight: number;
+  /** points of current documents that are another collection's: the pipelines that processed them store them there */
+  foreign: number;
   /** points whose vector has the wrong size */
   wrongSize: number;
   /** chunks whose qdrant_id does not name their point */
@@ -82,9 +88,11 @@ export interface VerifyReport {
 const EXAMPLES = 5;
 
 /**
- * Compares SQL (the truth) with the vector index: missing points, orphan points, points of stale versions,
- * wrong vector sizes, a collection built with another model; with repair, makes them agree (deletes what should
- * not be there, embeds and stores what is missing) and verifies again.
+ * Compares SQL (the truth) with the vector index: missing points, orphan points, points of stale versions, points
+ * of another collection's documents, wrong vector sizes, a collection built with another model; with repair, makes
+ * them agree (deletes what should not be there, embeds and stores what is missing) and verifies again. What should
+ * be there is the points of the collection's own documents (collectionDocuments), not of every document: two
+ * pipelines may store into two collections.
  */
 export async function verifyIndex(
   services: RetrievalServices,
@@ -115,6 +123,7 @@ export async function verifyIndex(
       stale: 0,
       outdated: 0,
       inFlight: 0,
+      foreign: 0,
       wrongSize: 0,
       wrongChunkRefs: 0,
       failedChunks: 0,
@@ -163,6 +172,8 @@ export async function verifyIndex(
       .map((d) => Number(d.id)),
   );
   const known = new Set(documents.map((d) => Number(d.id)));
+  const points = info.exists ? await index.listPoints(collection) : [];
+  const own = await collectionDocuments(db, collection, points);
   const chunks = await db.query<{
     id: number;
     document_id: number;
@@ -180,14 +191,13 @@ export async function verifyIndex(
   for (const chunk of chunks) {
     const id = chunkPointId(Number(chunk.document_id), Number(chunk.chunk_index));
     allChunkIds.add(id);
-    if (!current.has(Number(chunk.document_id))) continue;
+    if (!current.has(Number(chunk.document_id)) || !own(Number(chunk.document_id))) continue;
     if (chunk.status === 'failed') {
       report.counts.failedChunks++;
       continue;
     }
     expected.set(id, chunk);
   }
-  const points = info.exists ? await index.listPoints(collection) : [];
   const present = new Set(points.map((p) => p.id));
   const wrongSize =
     info.exists && index instanceof SqlVectorIndex
@@ -203,6 +213,10 @@ export async function verifyIndex(
       allChunkIds.has(p.id) &&
       !current.has(p.documentId) &&
       !inFlight.has(p.documentId),
+  );
+  // another pipeline's documents: not missing here, and their points here are not this collection's
+  const foreign = points.filter(
+    (p) => current.has(p.documentId) && allChunkIds.has(p.id) && !own(p.documentId),
   );
   const outdated = points.filter((p) => {
     const chunk = expected.get(p.id);
@@ -223,6 +237,7 @@ export async function verifyIndex(
   c.stale = stale.length;
   c.outdated = outdated.length;
   c.inFlight = kept;
+  c.foreign = foreign.length;
   c.wrongSize = wrongSize.length;
   c.wrongChunkRefs = wrongRefs.length;
 
@@ -242,6 +257,11 @@ export async function verifyIndex(
   if (stale.length > 0) {
     report.problems.push(
       `${stale.length} points belong to superseded or deleted document versions; e.g. documents ${sample([...new Set(stale.map((p) => String(p.documentId)))])}`,
+    );
+  }
+  if (foreign.length > 0) {
+    report.problems.push(
+      `${foreign.length} points belong to documents whose pipelines store them in another collection; e.g. documents ${sample([...new Set(foreign.map((p) => String(p.documentId)))])}`,
     );
   }
   if (outdated.length > 0) {
@@ -274,7 +294,13 @@ export async function verifyIndex(
 
   // repair: remove what should not be there, then restore documents that lack points
   const doomed = [
-    ...new Set([...orphans.map((p) => p.id), ...stale.map((p) => p.id), ...outdatedIds, ...wrongSize]),
+    ...new Set([
+      ...orphans.map((p) => p.id),
+      ...stale.map((p) => p.id),
+      ...foreign.map((p) => p.id),
+      ...outdatedIds,
+      ...wrongSize,
+    ]),
   ];
   await index.deletePoints(collection, doomed);
   const toRestore = new Set<number>([
@@ -324,4 +350,35 @@ export async function verifyIndex(
   report.after = await verifyIndex(services, { ...options, repair: false });
   report.ok = report.after.ok;
   return report;
+}
+
+/**
+ * Which documents are the collection's: the ones a pipeline that processed them (a step checkpoint of it, as
+ * `cpe reprocess` finds "the pipeline that processed the document") stores its points into this collection, as its
+ * embed or vector_store step is configured. A document no pipeline claims that way (processed before checkpoints,
+ * by a pipeline since removed, imported with its points) is the collection's when the collection holds points of
+ * it: the index is the only word on it then, and its lost points are still found.
+ *
+ * Not the points alone: a document all of whose points are gone would be no collection's, and points put where
+ * they do not belong would make it theirs. Not chunks.qdrant_id or embedding_model: a point id is derived from the
+ * document and chunk index, and one model serves many collections, so neither names a collection.
+ */
+async function collectionDocuments(
+  db: RetrievalServices['db'],
+  collection: string,
+  points: ReadonlyArray<{ documentId: number }>,
+): Promise<(documentId: number) => boolean> {
+  const stores = await pointCollectionsByPipeline(db);
+  const processedBy = await db.query<{ document_id: number; pipeline_id: number }>(
+    'SELECT DISTINCT document_id, pipeline_id FROM step_checkpoints',
+  );
+  const claimed = new Map<number, boolean>();
+  for (const row of processedBy) {
+    const into = stores.get(Number(row.pipeline_id));
+    if (!into) continue;
+    const id = Number(row.document_id);
+    claimed.set(id, claimed.get(id) === true || into.has(collection));
+  }
+  const withPoints = new Set(points.map((p) => p.documentId));
+  return (documentId) => claimed.get(documentId) ?? withPoints.has(documentId);
 }

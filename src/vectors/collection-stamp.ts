@@ -75,9 +75,12 @@ export function collectionMismatch(
     ErrorCodes.COLLECTION_MISMATCH,
     `collection '${name}' (${backend}) was built with ${was}, but the configured embedder is ${now}. ` +
       'Vectors of different models cannot share a collection. To move to the new model, use a new collection: ' +
-      `set config.collection to '${suggestion}' on the collection_setup, embed, vector_store and index_optimize ` +
-      `steps and run the pipeline again (the old collection stays usable until you drop it); or configure ` +
-      `${built.model ?? 'the old model'} again to keep using '${name}'.`,
+      `set config.collection to '${suggestion}' on the embed step and on the vector_store step (if the pipeline has ` +
+      `one), and in config.collections (a list) of the collection_setup and index_optimize steps put '${suggestion}' ` +
+      `in place of '${name}' (collection_setup's default list, ["documents", "mail", "entities"], sets up other ` +
+      'collections too: one of them built with the old model needs a new name as well); then run the pipeline ' +
+      `again (the old collection stays usable until you drop it). Or configure ${built.model ?? 'the old model'} ` +
+      `again to keep using '${name}'.`,
     { details: { collection: name, backend, built, wanted } },
   );
 }

@@ -2,6 +2,7 @@ import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../llm/provider-errors.js';
+import { clampCosine } from './clamp-cosine.js';
 import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
 import type {
   CollectionInfo,
@@ -284,7 +285,7 @@ export class QdrantVectorIndex implements VectorIndex {
     );
     return result.points.map((p) => ({
       id: String(p.id),
-      score: p.score,
+      score: clampCosine(p.score),
       payload: (p.payload ?? {}) as Record<string, unknown>,
     }));
   }

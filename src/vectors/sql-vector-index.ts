@@ -3,6 +3,7 @@ import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { normalizeVector, unitVector, vectorToBlob } from '../embed/vector-blob.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
+import { clampCosine } from './clamp-cosine.js';
 import { checkStamp, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
 import { SimdMatrix } from './simd-scores.js';
 import type {
@@ -120,7 +121,7 @@ class PackedCollection {
         if (allowed && !allowed.has(this.documentIds[row])) continue;
         keep(row, score);
       }
-      return bestRows.map((row, k) => ({ row, score: bestScores[k] }));
+      return bestRows.map((row, k) => ({ row, score: clampCosine(bestScores[k]) }));
     }
     for (let row = 0; row < n; row++) {
       if (allowed && !allowed.has(this.documentIds[row])) continue;
@@ -139,7 +140,7 @@ class PackedCollection {
       for (; i < d; i++, base++) s0 += m[base] * q[i];
       keep(row, s0 + s1 + s2 + s3);
     }
-    return bestRows.map((row, k) => ({ row, score: bestScores[k] }));
+    return bestRows.map((row, k) => ({ row, score: clampCosine(bestScores[k]) }));
   }
 }
 

@@ -187,6 +187,19 @@ for (const backend of backends()) {
       });
     });
 
+    it('never scores above 1 or below -1, though float32 rounding puts a unit vector a hair over 1 with itself', async () => {
+      const wide = { ...spec, size: 1024 };
+      await index.ensureCollection('wide', wide);
+      // a vector whose float32 unit form has a dot product of 1.0000001 with itself (found by trying)
+      const vector = Float32Array.from({ length: 1024 }, (_, i) => Math.sin(2 * i + 2) + (i % 7) / 10);
+      const opposite = vector.map((x) => -x);
+      await index.upsert('wide', [point(1, 0, vector), point(1, 1, opposite)]);
+      for (const query of [vector, opposite]) {
+        const hits = await index.search('wide', query, { limit: 2 });
+        expect(hits.map((h) => h.score)).to.deep.equal([1, -1]);
+      }
+    });
+
     it('refuses vectors of the wrong size', async () => {
       try {
         await index.upsert('documents', [point(1, 0, v(1, 0, 0))]);

@@ -119,6 +119,7 @@ describe('plain-text renderers', () => {
         stale: 0,
         outdated: 0,
         inFlight: 0,
+        foreign: 0,
         wrongSize: 0,
         wrongChunkRefs: 0,
         failedChunks: 0,
