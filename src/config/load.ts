@@ -139,9 +139,11 @@ export function loadConfig(
       details: { problems },
     });
   }
+  // trimmed: a key from a mounted secret file ends in a newline, which fetch trims from the header it sends; the
+  // key as sent is the one a server's error may quote back, so it is the one to use and to mask
   const secrets = {
-    anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
-    qdrantApiKey: env.QDRANT_API_KEY || undefined,
+    anthropicApiKey: env.ANTHROPIC_API_KEY?.trim() || undefined,
+    qdrantApiKey: env.QDRANT_API_KEY?.trim() || undefined,
   };
   // masked wherever they would be shown or stored (an error that quotes an echoed header), the credentials in the
   // configured URLs too (a proxy that echoes the Basic authorization they are sent as)

@@ -38,7 +38,10 @@ let secrets: string[] = [];
  * (they would mask ordinary words).
  */
 export function registerSecrets(values: ReadonlyArray<string | undefined>): void {
-  const more = values.filter((v): v is string => typeof v === 'string' && v.length >= 8);
+  // as given and as sent (HTTP trims a header's value: a quoted key has lost its surrounding white space)
+  const more = values
+    .flatMap((v) => (typeof v === 'string' ? [v, v.trim()] : []))
+    .filter((v) => v.length >= 8);
   secrets = [...new Set([...secrets, ...more])].sort((a, b) => b.length - a.length);
 }
 

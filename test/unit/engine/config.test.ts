@@ -114,6 +114,12 @@ describe('configuration', () => {
         new Error('Anthropic answered 401: invalid header "Authorization: Bearer sk-ant-secret"'),
       ),
     ).to.equal('Anthropic answered 401: invalid header "Authorization: Bearer ***"');
+    // a key from a secret file ends in a newline (or has a stray space): it is used, and masked, as HTTP sends it
+    for (const raw of ['sk-ant-fromfile-98765\n', 'sk-ant-spaced-98765 ']) {
+      const withSpace = loadConfig({ cwd: dir(), env: { ANTHROPIC_API_KEY: raw } });
+      expect(withSpace.secrets.anthropicApiKey).to.equal(raw.trim());
+      expect(describeError(new Error(`401: "x-api-key: ${raw.trim()}"`))).to.equal('401: "x-api-key: ***"');
+    }
     // and a URL's credentials as the Basic authorization they are sent as, echoed by a proxy
     loadConfig({ cwd: dir(), env: { CPE_OLLAMA_HOST: 'http://proxyuser:Pr0xyPassw0rd@gpu1:11434' } });
     const basic = Buffer.from('proxyuser:Pr0xyPassw0rd').toString('base64');
