@@ -31,17 +31,20 @@ export function redactCredentials(text: string): string {
 /** Secret values registered by the configuration (longest first, so that one inside another is masked whole). */
 let secrets: string[] = [];
 
+/** Shorter values are not masked: one of 1-3 characters would mask pieces of ordinary words everywhere. */
+const MIN_SECRET_LENGTH = 4;
+
 /**
- * Registers the values of secrets the configuration read (ANTHROPIC_API_KEY, QDRANT_API_KEY): a provider's or a
- * proxy's error that quotes one (an echoed Authorization header) must not carry it into a log, ki_dev or the
- * terminal, so redactCredentials masks them wherever they appear. Values shorter than 8 characters are left alone
- * (they would mask ordinary words).
+ * Registers the values of secrets the configuration read (ANTHROPIC_API_KEY, QDRANT_API_KEY, URL passwords): a
+ * provider's or a proxy's error that quotes one (an echoed Authorization header) must not carry it into a log,
+ * ki_dev or the terminal, so redactCredentials masks them wherever they appear, short ones too (a 7-character
+ * Qdrant key was shown), down to MIN_SECRET_LENGTH.
  */
 export function registerSecrets(values: ReadonlyArray<string | undefined>): void {
   // as given and as sent (HTTP trims a header's value: a quoted key has lost its surrounding white space)
   const more = values
     .flatMap((v) => (typeof v === 'string' ? [v, v.trim()] : []))
-    .filter((v) => v.length >= 8);
+    .filter((v) => v.length >= MIN_SECRET_LENGTH);
   secrets = [...new Set([...secrets, ...more])].sort((a, b) => b.length - a.length);
 }
 

@@ -120,6 +120,9 @@ describe('configuration', () => {
       expect(withSpace.secrets.anthropicApiKey).to.equal(raw.trim());
       expect(describeError(new Error(`401: "x-api-key: ${raw.trim()}"`))).to.equal('401: "x-api-key: ***"');
     }
+    // a short key too (a Qdrant key of 7 characters was shown in full)
+    loadConfig({ cwd: dir(), env: { QDRANT_API_KEY: 'Qk7z#91', CPE_QDRANT_URL: 'http://q:6333' } });
+    expect(describeError(new Error("403: api-key 'Qk7z#91' refused"))).to.equal("403: api-key '***' refused");
     // and a URL's credentials as the Basic authorization they are sent as, echoed by a proxy
     loadConfig({ cwd: dir(), env: { CPE_OLLAMA_HOST: 'http://proxyuser:Pr0xyPassw0rd@gpu1:11434' } });
     const basic = Buffer.from('proxyuser:Pr0xyPassw0rd').toString('base64');
