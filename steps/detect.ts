@@ -1,6 +1,6 @@
 import { QUEUES_DOCUMENTS, type StepPlugin } from '../src/engine/plugin.js';
 import { enqueueMany } from '../src/engine/queue.js';
-import { recordSourceFiles, scanSource } from '../src/engine/scan.js';
+import { recordSourceFiles, recordUnreadableFiles, scanSource } from '../src/engine/scan.js';
 
 interface DetectConfig {
   extensions: string[];
@@ -80,8 +80,11 @@ const detect: StepPlugin<DetectConfig> = {
       );
     }
     await recordSourceFiles(ctx.db, scan.entries);
+    // a file that cannot be read is a failed queue item (the run counts it, `cpe status` lists it) until it can be
+    // read again or goes
+    const failed = await recordUnreadableFiles(ctx.db, ctx.run.sourceDir, scan, ctx.config.max_attempts);
     for (const problem of scan.unreadable)
-      ctx.log.warn(
+      ctx.log[problem.file ? 'error' : 'warn'](
         `${problem.path}: ${problem.reason}${problem.folder ? '; the documents under it are kept as they are' : ''}`,
       );
     if (scan.leftChanging.length)
@@ -94,9 +97,10 @@ const detect: StepPlugin<DetectConfig> = {
       ...counts,
       ignored: scan.ignored,
       notRead,
+      unreadable: failed.length,
     });
     ctx.log.info(
-      `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored (${notRead} not read: stat unchanged)`,
+      `scanned ${ctx.run.sourceDir}: ${counts.new} new, ${counts.update} changed, ${counts.unchanged} unchanged, ${counts.delete} deleted, ${scan.ignored} ignored, ${failed.length} unreadable (${notRead} not read: stat unchanged)`,
     );
   },
 };

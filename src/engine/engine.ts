@@ -113,6 +113,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
             return '(c.step_name = ? AND c.config_hash IN (?, ?))';
           })
           .join(' OR ');
+        const under = pathsUnder(db.dialect, 'd.source_path', sourceDir);
         const stale = await db.query<{
           id: number;
           source_path: string;
@@ -124,18 +125,31 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
           // writes the quick steps' checkpoints and closes the item (in one transaction), so between the two it
           // looked stale, and its finished item was opened again
           `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size FROM documents d
-           WHERE d.is_latest = 1 AND d.status IN ${statuses} AND d.source_path LIKE ? ESCAPE '!'
+           WHERE d.is_latest = 1 AND d.status IN ${statuses} AND ${under.sql}
              AND NOT EXISTS (SELECT 1 FROM pipeline_queue q WHERE q.document_id = d.id AND q.status = 'processing')
              ${
                force
                  ? ''
                  : `AND (SELECT COUNT(*) FROM step_checkpoints c WHERE c.document_id = d.id AND c.pipeline_id = ? AND (${matches})) < ${docSteps.length}`
              }`,
-          force ? [pathsUnder(sourceDir)] : [pathsUnder(sourceDir), ...params],
+          force ? under.params : [...under.params, ...params],
         );
+        // not a document whose file the scan found gone: its delete item comes first, and would wait for its
+        // reprocessing (from the archive) to end before it deletes it, after the run
+        const deletions = pathsUnder(db.dialect, 'path', sourceDir);
+        const gone = new Set(
+          (
+            await db.query<{ path: string }>(
+              `SELECT path FROM pipeline_queue WHERE action = 'delete' AND status IN ('pending', 'processing', 'failed')
+                 AND ${deletions.sql}`,
+              deletions.params,
+            )
+          ).map((r) => r.path),
+        );
+        const requeued = stale.filter((doc) => !gone.has(doc.source_path));
         await enqueueMany(
           db,
-          stale.map((doc) => ({
+          requeued.map((doc) => ({
             path: doc.source_path,
             hash: doc.content_hash,
             action: Number(doc.version) > 1 ? ('update' as const) : ('new' as const),
@@ -144,7 +158,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
             maxAttempts: config.maxAttempts,
           })),
         );
-        return stale.length;
+        return requeued.length;
       },
       close: () => dbs.close(),
     };

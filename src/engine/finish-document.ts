@@ -4,6 +4,7 @@ import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import { type CheckpointRow, saveCheckpoints } from './checkpoints.js';
 import type { Providers } from './plugin.js';
+import { type FileOutcome, retireFailures } from './queue.js';
 import { retractDocument } from './retract.js';
 
 export interface DocumentCounts {
@@ -61,6 +62,7 @@ type CompletingRow = Record<string, unknown> & {
   source_path: string;
   version: number;
   status: string;
+  created_at: string;
   /** a newer version of the same file that is latest already (null: none): this one is not made latest */
   newer_latest: number | null;
 };
@@ -128,7 +130,7 @@ async function documentsWithCounts(
   const rows = new Map<number, CompletingRow>();
   for (const list of inLists(ids, BATCH)) {
     const found = await tx.query<CompletingRow>(
-      `SELECT d.id, d.metadata, d.source_path, d.version, d.status, ${COUNT_COLUMNS},
+      `SELECT d.id, d.metadata, d.source_path, d.version, d.status, d.created_at, ${COUNT_COLUMNS},
          (SELECT MAX(n.id) FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version
            AND n.is_latest = 1) AS newer_latest
        FROM documents d WHERE d.id IN (${list.marks})`,
@@ -141,9 +143,10 @@ async function documentsWithCounts(
 
 /**
  * Documents' completions inside one transaction: counts onto each row, status done, latest, the versions it
- * replaces no longer latest, its checkpoints, its queue item closed. The statements are shared by the documents
- * (queue items, checkpoints, counts and rows in one statement each for all of them: each costs a round trip to
- * MariaDB); older versions are looked for per document, where there can be any. Returns per document the ids of
+ * replaces no longer latest, its checkpoints, its queue item closed, the failed items of its file's earlier
+ * versions closed (retireFailures). The statements are shared by the documents (queue items, checkpoints, counts,
+ * rows and failed items in one statement each for all of them: each costs a round trip to MariaDB); older versions
+ * are looked for per document, where there can be any, and a failed item is closed by a statement of its own. Returns per document the ids of
  * the replaced versions, or undefined when its queue item's lease was lost (another worker owns it now; nothing
  * is written for it).
  */
@@ -168,6 +171,8 @@ async function completeInTransaction(
     now,
   );
   const out: Array<number[] | undefined> = [];
+  /** the files whose current version is now done: their failures before it are over */
+  const current: FileOutcome[] = [];
   for (let i = 0; i < jobs.length; i++) {
     const { documentId, options } = jobs[i]!;
     const doc = docs.get(documentId);
@@ -177,8 +182,17 @@ async function completeInTransaction(
     // finished after a newer version of its file (a retry that ran late): it replaces nothing and is retracted
     // itself, as the newer version would have retracted it
     else if (doc.newer_latest !== null) out.push([documentId]);
-    else out.push(await replaceOlder(tx, documentId, doc, now));
+    else {
+      out.push(await replaceOlder(tx, documentId, doc, now));
+      current.push({
+        path: doc.source_path,
+        upToDocumentId: Number(doc.id),
+        before: String(doc.created_at),
+        reason: `superseded: version ${doc.version} of ${doc.source_path} is done`,
+      });
+    }
   }
+  await retireFailures(tx, current);
   return out;
 }
 

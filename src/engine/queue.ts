@@ -1,8 +1,8 @@
 import { escapeLike, type SqlExecutor } from '../db/sql.js';
-import { marks, rowSlices } from '../db/statement-shapes.js';
+import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
 import { processAlive } from '../util/process-alive.js';
-import { sqlTime } from '../util/time.js';
+import { parseSqlTime, sqlTime } from '../util/time.js';
 
 export type QueueAction = 'new' | 'update' | 'delete';
 export type QueueStatus = 'pending' | 'processing' | 'done' | 'failed' | 'dead';
@@ -311,6 +311,20 @@ export async function deferQueueItem(
   );
 }
 
+/**
+ * Ends the wait of a deferred item (deferQueueItem) at once: pending again, its reason kept until it is done. A run
+ * does so as it ends, so that it takes the items whose wait is over itself and leaves the others waiting, not failed.
+ * False when the item is no longer waiting (another worker took it).
+ */
+export async function undeferQueueItem(db: SqlExecutor, itemId: number): Promise<boolean> {
+  const { affectedRows } = await db.run(
+    `UPDATE pipeline_queue SET status = 'pending', next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'failed' AND locked_by IS NULL`,
+    [sqlTime(), itemId],
+  );
+  return affectedRows > 0;
+}
+
 /** Whether another queue item of this file is being processed now (claimed, its lease running). */
 export async function fileInFlight(db: SqlExecutor, path: string, exceptItemId: number): Promise<boolean> {
   const rows = await db.query<{ id: number }>(
@@ -338,6 +352,159 @@ export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: 
        WHERE status = 'processing' AND id = (SELECT document_id FROM pipeline_queue WHERE id = ?)`,
       [now, itemId],
     );
+}
+
+/** What makes a file's failures history: a newer version of it done, or its deletion. */
+export interface FileOutcome {
+  path: string;
+  /** the failures of versions up to this document (ids grow with versions) are over; null: of every version */
+  upToDocumentId: number | null;
+  /** and those that made no version, when they failed before this time (sqlTime): before the outcome's content */
+  before: string;
+  /** why, for last_error ("superseded: version 2 of /x/a.md is done") */
+  reason: string;
+}
+
+/**
+ * Closes the failed and dead items that an outcome of their file made history, so that the queue (and `cpe status`)
+ * holds one current state per file: a failure stays until the file changes again (and the new version is done) or
+ * goes. They become `done`, last_error the reason and what they had failed with. Delete items are left alone (a
+ * deletion waiting for a version in flight is still to be done), as is a failure of a newer version than the one
+ * done. Returns how many were closed.
+ */
+export async function retireFailures(db: SqlExecutor, outcomes: readonly FileOutcome[]): Promise<number> {
+  const byHash = new Map<string, FileOutcome>();
+  for (const outcome of outcomes) {
+    const key = sha256(outcome.path);
+    const other = byHash.get(key);
+    // two versions of one file done together: the newer one's outcome covers the older one's
+    if (!other || (outcome.upToDocumentId ?? Infinity) > (other.upToDocumentId ?? Infinity))
+      byHash.set(key, outcome);
+  }
+  let retired = 0;
+  for (const list of inLists([...byHash.keys()], 200)) {
+    const rows = await db.query<{
+      id: number;
+      path_hash: string;
+      document_id: number | null;
+      finished_at: string | null;
+      last_error: string | null;
+    }>(
+      `SELECT id, path_hash, document_id, finished_at, last_error FROM pipeline_queue
+       WHERE path_hash IN (${list.marks}) AND status IN ('failed', 'dead') AND action <> 'delete'`,
+      list.values,
+    );
+    for (const row of rows) {
+      const outcome = byHash.get(row.path_hash)!;
+      const over =
+        row.document_id !== null
+          ? outcome.upToDocumentId === null || Number(row.document_id) <= outcome.upToDocumentId
+          : row.finished_at !== null &&
+            parseSqlTime(row.finished_at)!.getTime() < parseSqlTime(outcome.before)!.getTime();
+      if (!over) continue;
+      const now = sqlTime();
+      const said = row.last_error ? `; it had failed: ${row.last_error}` : '';
+      const { affectedRows } = await db.run(
+        `UPDATE pipeline_queue SET status = 'done', next_attempt_at = NULL, last_error = ?, finished_at = ?, updated_at = ?
+         WHERE id = ? AND status IN ('failed', 'dead')`,
+        [`${outcome.reason}${said}`, now, now, row.id],
+      );
+      retired += affectedRows;
+    }
+  }
+  return retired;
+}
+
+/**
+ * The hash of a queue item for a file the scan found but could not read (its SHA-256 is not known): one such item
+ * per file and action, beside its items of content that was read. No file's SHA-256 is all zeros.
+ */
+export const UNREADABLE_HASH = '0'.repeat(64);
+
+/** A file the scan could not read (see UNREADABLE_HASH). */
+export interface UnreadableItem {
+  path: string;
+  reason: string;
+  /** its document, when it has one (then the item is an `update`) */
+  documentId: number | null;
+}
+
+/**
+ * Records files the scan could not read as failed queue items with their reason and no next attempt: `cpe status`
+ * lists them and the run counts them, until the file can be read again or goes (closeUnreadableItems). A file still
+ * unreadable keeps its one item, the reason brought up to date; an item being retried (`cpe retry`) is left alone.
+ */
+export async function recordUnreadableItems(
+  db: SqlExecutor,
+  files: readonly UnreadableItem[],
+  maxAttempts: number,
+): Promise<void> {
+  const now = sqlTime();
+  for (const slice of rowSlices(db.dialect, files, 100)) {
+    const rows = slice.map(() => "(?, ?, ?, ?, 'failed', ?, ?, ?, ?, ?)").join(', ');
+    const values = slice.flatMap((file) => [
+      file.path,
+      sha256(file.path),
+      UNREADABLE_HASH,
+      file.documentId === null ? 'new' : 'update',
+      maxAttempts,
+      file.reason,
+      now,
+      now,
+      now,
+    ]);
+    const columns =
+      'path, path_hash, hash, action, status, max_attempts, last_error, finished_at, created_at, updated_at';
+    if (db.dialect === 'mysql') {
+      const open = `status IN ('pending', 'processing')`;
+      await db.run(
+        `INSERT INTO pipeline_queue (${columns}) VALUES ${rows}
+         ON DUPLICATE KEY UPDATE
+           last_error = IF(${open}, last_error, VALUES(last_error)),
+           next_attempt_at = IF(${open}, next_attempt_at, NULL),
+           finished_at = IF(${open}, finished_at, VALUES(finished_at)),
+           updated_at = IF(${open}, updated_at, VALUES(updated_at)),
+           status = IF(${open}, status, 'failed')`,
+        values,
+      );
+    } else {
+      await db.run(
+        `INSERT INTO pipeline_queue (${columns}) VALUES ${rows}
+         ON CONFLICT (path_hash, hash, action) DO UPDATE SET
+           status = 'failed', last_error = excluded.last_error, next_attempt_at = NULL,
+           finished_at = excluded.finished_at, updated_at = excluded.updated_at
+         WHERE status NOT IN ('pending', 'processing')`,
+        values,
+      );
+    }
+  }
+}
+
+/**
+ * Closes the failed (and dead) items of unreadable files for which `over` gives a reason (the file can be read again,
+ * or is gone): done, with that reason. Returns how many.
+ */
+export async function closeUnreadableItems(
+  db: SqlExecutor,
+  over: (path: string) => string | undefined,
+): Promise<number> {
+  const rows = await db.query<{ id: number; path: string }>(
+    `SELECT id, path FROM pipeline_queue WHERE status IN ('failed', 'dead') AND hash = ?`,
+    [UNREADABLE_HASH],
+  );
+  let closed = 0;
+  for (const row of rows) {
+    const reason = over(row.path);
+    if (reason === undefined) continue;
+    const now = sqlTime();
+    const { affectedRows } = await db.run(
+      `UPDATE pipeline_queue SET status = 'done', next_attempt_at = NULL, last_error = ?, finished_at = ?, updated_at = ?
+       WHERE id = ? AND status IN ('failed', 'dead')`,
+      [reason, now, now, row.id],
+    );
+    closed += affectedRows;
+  }
+  return closed;
 }
 
 /** `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. */

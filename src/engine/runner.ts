@@ -6,6 +6,7 @@ import { commandLine } from '../util/command-line.js';
 import { redactCredentials } from '../util/credentials.js';
 import { abortableSleep } from '../util/sleep.js';
 import { lowerOtherThreads } from '../util/thread-priority.js';
+import { sqlTime } from '../util/time.js';
 import {
   type ArchivedFile,
   archiveFile,
@@ -46,9 +47,11 @@ import {
   type QueueItem,
   releaseLeasesOfGoneProcesses,
   releaseQueueItem,
+  retireFailures,
+  undeferQueueItem,
 } from './queue.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
-import { listableFile, storedSourceRoot } from './scan.js';
+import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
 import { StepError } from './step-error.js';
 
 /**
@@ -295,6 +298,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
    * run's memory does not grow with the number of documents.
    */
   const processed: DocumentRef[] = [];
+  /** files the run's scan could not read: failures, but no documents for the post steps */
+  let unreadableCount = 0;
   const keepProcessed = plan.steps.some((s) => s.phase === 'post');
   let runError: unknown;
   // Backpressure (scale-out): a document that failed for a retryable reason (Ollama or Qdrant down, the database
@@ -559,6 +564,22 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
 
   /** the document each item in flight works on (a new file's is made while it is processed), by queue item id */
   const documentOf = new Map<number, number>();
+  /** items this run deferred (deletions waiting for a version of their file in flight), by id, with their path */
+  const deferred = new Map<number, string>();
+  /**
+   * Ends the waits of the deferred items, when the run has nothing else to do (or stops): each is pending again.
+   * True when one of them need not wait any longer (no version of its file is in flight now) and the run may claim
+   * it; the others wait for the worker processing their file, then the next run or worker takes them.
+   */
+  const undeferItems = async (mayClaim: boolean): Promise<boolean> => {
+    let ready = false;
+    for (const [id, file] of [...deferred]) {
+      deferred.delete(id);
+      const waits = await fileInFlight(db, file, id);
+      if ((await undeferQueueItem(db, id)) && !waits) ready = true;
+    }
+    return ready && mayClaim;
+  };
 
   /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   const processItem = async (
@@ -604,6 +625,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           DELETE_WAIT_MS,
           'waiting: a version of the file is being processed',
         );
+        deferred.set(item.id, item.path);
         log.info(`deletion of ${item.path} waits: a version of it is being processed`);
         return 'released';
       }
@@ -616,6 +638,15 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         [item.path],
       );
       for (const id of new Set([...ids, ...left.map((r) => Number(r.id))])) await engine.retract(id);
+      // the file's failures up to the version the deletion was decided against are over with it
+      await retireFailures(db, [
+        {
+          path: item.path,
+          upToDocumentId: item.document_id,
+          before: sqlTime(),
+          reason: `superseded: ${item.path} was deleted`,
+        },
+      ]);
       await completeQueueItem(db, item.id, worker);
       log.info(`deleted ${item.path}: ${ids.length} version(s) retracted`, { documentIds: ids });
       return 'done';
@@ -850,6 +881,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     await runRunSteps('pre');
     if (options.runPreSteps !== false && options.sourceDir) {
       await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
+      // the files its scan could not read are this run's failures too (detect recorded them in the queue)
+      if (plan.hasStepType('detect')) {
+        for (const file of await unreadableFiles(db, options.sourceDir)) {
+          seenItems.add(file.id);
+          totals.docsTotal++;
+          totals.docsFailed++;
+          unreadableCount++;
+          failures.push({ path: file.path, documentId: null, error: file.error });
+        }
+      }
     }
     for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
       runLogger.warn(
@@ -1040,6 +1081,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         claimSize = tooSmall ? Math.min(8 * baseClaim, 2 * claimSize) : Math.max(baseClaim, claimSize / 2);
       starved = false;
       for (const item of items) {
+        deferred.delete(item.id);
         claimed++;
         if (!seenItems.has(item.id)) totals.docsTotal++;
         seenItems.add(item.id);
@@ -1087,7 +1129,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
               look = true;
               continue;
             }
-            if (!options.keepPolling || claimed >= limit) break;
+            if (!options.keepPolling || claimed >= limit) {
+              // deletions that waited for a version this run processed: done now, before the run ends
+              if (deferred.size > 0 && (await undeferItems(claimed < limit))) {
+                look = true;
+                continue;
+              }
+              break;
+            }
             await abortableSleep(1000, stopClaiming).catch(() => undefined);
             look = true;
             continue;
@@ -1125,6 +1174,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       await completions.flush();
       await Promise.allSettled([...active.values()].map((a) => a.promise));
       await completions.flush();
+      // a cancelled or drained run leaves the items it deferred pending, not failed
+      await undeferItems(false).catch((error) =>
+        runLogger.warn(`handing back deferred queue items failed: ${describeError(error, 300)}`),
+      );
       if (fatal) throw fatal.error;
     } finally {
       clearInterval(beat);
@@ -1135,7 +1188,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     await tearDownDocumentSteps();
     // a pipeline with document steps that found no documents has nothing new for its post steps (an
     // index_optimize would ANALYZE the whole index on every idle run)
-    const idle = documentSteps.length > 0 && totals.docsTotal === 0;
+    const idle = documentSteps.length > 0 && totals.docsTotal === unreadableCount;
     if (idle) runLogger.info('no documents in this run: the steps after them are not run');
     if (!stopClaiming.aborted && options.runPostSteps !== false && !idle) await runRunSteps('post');
   } catch (error) {

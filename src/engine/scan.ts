@@ -11,12 +11,18 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import { escapeLike, type SqlExecutor } from '../db/sql.js';
+import { type Dialect, escapeLike, type SqlExecutor } from '../db/sql.js';
 import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { sha256, sha256File } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 import { ArchiveWriter } from './archive.js';
+import {
+  closeUnreadableItems,
+  recordUnreadableItems,
+  UNREADABLE_HASH,
+  type UnreadableItem,
+} from './queue.js';
 
 export type ScanDecision = 'new' | 'update' | 'unchanged' | 'delete';
 
@@ -41,12 +47,23 @@ export interface ScanResult {
   leftChanging: string[];
   /** files skipped for their extension */
   ignored: number;
+  /** files and folders that could not be read, named, with the reason (neither is taken for deleted) */
+  unreadable: Unreadable[];
+}
+
+/** A file or folder the scan could not read, and why. */
+export interface Unreadable {
+  path: string;
+  reason: string;
+  /** a folder that could not be listed: the documents under it are kept */
+  folder?: boolean;
+  /** a file that is there but could not be looked at: its document is kept */
+  kept?: boolean;
   /**
-   * files and folders that could not be read (named, with the reason): a folder that could not be listed
-   * (`folder`) keeps the documents under it, a file that is there but cannot be looked at (`kept`) its own (neither
-   * is taken for deleted)
+   * a file the scan would take for a document, there but not readable (permissions, a name not in UTF-8): a failure
+   * of that file (recordUnreadableFiles), with its document's id when it has one
    */
-  unreadable: Array<{ path: string; reason: string; folder?: boolean; kept?: boolean }>;
+  file?: { documentId: number | null };
 }
 
 export interface ScanOptions {
@@ -122,7 +139,8 @@ export const ignoredName = (name: string): boolean =>
  * links on its way are followed (a folder replaced by a link to a folder elsewhere is not followed by the scan).
  * A delete item skips a file that is back only then: a file replaced by a link, now named like an office lock
  * file, or under a folder now replaced by a file (ENOTDIR) or a link leaving the source, is gone for the scan, and
- * so for the index.
+ * so for the index; so is one reached through a link to a folder of the source, which the scan lists by its real
+ * path.
  */
 export function listableFile(file: string, sourceRoot?: string): boolean {
   try {
@@ -131,7 +149,14 @@ export function listableFile(file: string, sourceRoot?: string): boolean {
     if (sourceRoot === undefined) return true;
     const root = realpathSync(sourceRoot);
     const real = realpathSync(file);
-    return real.startsWith(`${root}${path.sep}`);
+    if (!real.startsWith(`${root}${path.sep}`)) return false;
+    // through a link to a folder inside the source: the scan lists the file by its real path, unless that passes a
+    // hidden folder (then only links lead to it)
+    const realPath = path.relative(root, real);
+    return (
+      path.relative(path.resolve(sourceRoot), path.resolve(file)) === realPath ||
+      realPath.split(path.sep).some(ignoredName)
+    );
   } catch {
     return false; // not a folder on its way (ENOTDIR), a loop of links, no permission: not there for a scan
   }
@@ -153,7 +178,13 @@ function listFiles(
 ) {
   const rootReal = realpathSync(root);
   const files: ListedFile[] = [];
+  /** the real paths of the folders walked (or to be walked): each folder is walked once */
   const visited = new Set<string>([rootReal]);
+  /**
+   * Links to folders, walked after every folder reachable without them: a folder is walked by its real path when it
+   * has one in the source (whichever name sorts first), through a link only when it has none (a hidden folder).
+   */
+  const folderLinks: Array<{ path: string; real: string }> = [];
   const inside = (real: string) => real === rootReal || real.startsWith(`${rootReal}${path.sep}`);
   const supported = (name: string) => options.extensions.includes(path.extname(name).toLowerCase());
   const walk = (dir: string) => {
@@ -194,16 +225,20 @@ function listFiles(
           continue;
         }
         if (isDir) {
-          if (visited.has(real)) continue;
-          visited.add(real);
+          folderLinks.push({ path: full, real });
+          continue;
         }
       } else if (isDir) {
+        let real: string;
         try {
-          visited.add(realpathSync(full));
+          real = realpathSync(full);
         } catch (error) {
           unreadable.push({ path: full, reason: notOpened('cannot list folder', full, error), folder: true });
           continue;
         }
+        // walked already through a link of its parent's (a folder reached only through links)
+        if (visited.has(real)) continue;
+        visited.add(real);
       }
       if (isDir) {
         walk(full);
@@ -222,19 +257,47 @@ function listFiles(
           });
         } catch (error) {
           // listed but not looked at (a folder that may be read but not searched): its document is kept; one
-          // gone between the listing and now is gone
-          const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
-          unreadable.push({ path: full, reason: notOpened('cannot stat', full, error), kept: !gone });
+          // gone between the listing and now is gone (a name not in UTF-8 is there, but cannot be opened as listed)
+          const gone =
+            (error as NodeJS.ErrnoException).code === 'ENOENT' && !path.basename(full).includes('\uFFFD');
+          unreadable.push({
+            path: full,
+            reason: notOpened('cannot stat', full, error),
+            kept: !gone,
+            ...(!gone && { file: { documentId: null } }),
+          });
         }
       }
     }
   };
   walk(path.resolve(root));
+  // in the order found; walking one may find more
+  for (let i = 0; i < folderLinks.length; i++) {
+    const link = folderLinks[i]!;
+    if (visited.has(link.real)) continue;
+    visited.add(link.real);
+    walk(link.path);
+  }
   return files;
 }
 
-/** A LIKE pattern (with ESCAPE '!') for the paths under a folder. */
-export const pathsUnder = (folder: string): string => `${escapeLike(`${path.resolve(folder)}${path.sep}`)}%`;
+/**
+ * A condition on `column` that holds for exactly the paths under `folder` (in it or a folder below): case, accents,
+ * `%` and `_` count, so a sibling `Kurs` is not under `kurs`. SQLite: a range in its byte order (BINARY), as every
+ * path that starts with `<folder>/`, and no other, sorts from it to `<folder>0` ('0' follows '/'); its LIKE ignores
+ * case. MariaDB/MySQL: LIKE on the binary collation the path columns have (migration 0008), which neither ignores
+ * case nor pads with spaces as a range there would. Both use the column's index.
+ */
+export function pathsUnder(
+  dialect: Dialect,
+  column: string,
+  folder: string,
+): { sql: string; params: string[] } {
+  const prefix = `${path.resolve(folder)}${path.sep}`;
+  if (dialect === 'mysql') return { sql: `${column} LIKE ? ESCAPE '!'`, params: [`${escapeLike(prefix)}%`] };
+  const after = `${prefix.slice(0, -1)}${String.fromCharCode(path.sep.charCodeAt(0) + 1)}`;
+  return { sql: `(${column} >= ? AND ${column} < ?)`, params: [prefix, after] };
+}
 
 /**
  * The path a source folder's documents are stored under: its real path, symbolic links resolved, so that the
@@ -252,12 +315,12 @@ export async function storedSourceRoot(db: SqlExecutor, folder: string): Promise
     return given;
   }
   if (real === given) return real;
-  const storedUnder = async (root: string) =>
-    (
-      await db.query(`SELECT 1 AS one FROM documents WHERE source_path LIKE ? ESCAPE '!' LIMIT 1`, [
-        pathsUnder(root),
-      ])
-    ).length > 0;
+  const storedUnder = async (root: string) => {
+    const under = pathsUnder(db.dialect, 'source_path', root);
+    return (
+      (await db.query(`SELECT 1 AS one FROM documents WHERE ${under.sql} LIMIT 1`, under.params)).length > 0
+    );
+  };
   return (await storedUnder(real)) || !(await storedUnder(given)) ? real : given;
 }
 
@@ -315,22 +378,23 @@ export async function scanSource(
     options.leaveChangedWithinMs === undefined ? undefined : settledBefore(options.leaveChangedWithinMs);
   const leftChanging: string[] = [];
   const files = listFiles(root, options, ignored, unreadable);
-  const prefixPattern = pathsUnder(root);
 
   const recorded = new Map<string, { statKey: string; hash: string }>();
   if (options.useStatCache !== false) {
+    const under = pathsUnder(db.dialect, 'path', root);
     const rows = await db.query<{ path: string; stat_key: string; content_hash: string }>(
-      `SELECT path, stat_key, content_hash FROM source_files WHERE path LIKE ? ESCAPE '!'`,
-      [prefixPattern],
+      `SELECT path, stat_key, content_hash FROM source_files WHERE ${under.sql}`,
+      under.params,
     );
     for (const row of rows) recorded.set(row.path, { statKey: row.stat_key, hash: row.content_hash });
   }
 
   // newest non-deleted version per path under the folder, in one query
   const known = new Map<string, { id: number; hash: string; version: number }>();
+  const under = pathsUnder(db.dialect, 'source_path', root);
   const rows = await db.query<{ id: number; source_path: string; content_hash: string; version: number }>(
-    `SELECT id, source_path, content_hash, version FROM documents WHERE status <> 'deleted' AND source_path LIKE ? ESCAPE '!'`,
-    [prefixPattern],
+    `SELECT id, source_path, content_hash, version FROM documents WHERE status <> 'deleted' AND ${under.sql}`,
+    under.params,
   );
   for (const row of rows) {
     const current = known.get(row.source_path);
@@ -409,9 +473,12 @@ export async function scanSource(
           settled: settled && size === file.size,
         };
       } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code ?? 'error';
+        // gone since it was listed: no failure of the file (the next scan finds it gone)
         unreadable.push({
           path: file.path,
-          reason: `cannot read (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+          reason: `cannot read (${code})`,
+          ...(code !== 'ENOENT' && { file: { documentId: null } }),
         });
       }
       // outside the file's try: a failing write of archive rows is the scan's failure, not this file's
@@ -425,7 +492,10 @@ export async function scanSource(
   // a folder that could not be listed (permissions, a mount gone) says nothing about the files in it
   const unlisted = unreadable.filter((u) => u.folder).map((u) => `${u.path}${path.sep}`);
   const underUnlisted = (file: string) => unlisted.some((folder) => file.startsWith(folder));
-  for (const u of unreadable) if (u.kept) seen.add(u.path);
+  for (const u of unreadable) {
+    if (u.kept) seen.add(u.path);
+    if (u.file) u.file.documentId = known.get(u.path)?.id ?? null;
+  }
   for (const [sourcePath, doc] of known) {
     if (!seen.has(sourcePath) && !underUnlisted(sourcePath)) {
       changed();
@@ -465,4 +535,44 @@ export async function recordSourceFiles(db: SqlExecutor, entries: readonly ScanE
       await tx.run(`DELETE FROM source_files WHERE path_hash IN (${list.marks})`, list.values);
     }
   });
+}
+
+/**
+ * Keeps the queue's record of the files a scan of `root` could not read: each such file a failed item with its
+ * reason (it is counted and listed as a failure, `cpe status`), and the items of files that can be read again or are
+ * gone closed. A file under a folder that could not be listed, or still being written, keeps its item as it is.
+ * Returns the files recorded.
+ */
+export async function recordUnreadableFiles(
+  db: SqlExecutor,
+  root: string,
+  scan: Pick<ScanResult, 'unreadable' | 'leftChanging'>,
+  maxAttempts: number,
+): Promise<UnreadableItem[]> {
+  const files = scan.unreadable.flatMap((u) =>
+    u.file ? [{ path: u.path, reason: u.reason, documentId: u.file.documentId }] : [],
+  );
+  await db.transaction((tx) => recordUnreadableItems(tx, files, maxAttempts));
+  const under = `${path.resolve(root)}${path.sep}`;
+  const unlisted = scan.unreadable.filter((u) => u.folder).map((u) => `${u.path}${path.sep}`);
+  const unsettled = new Set([...files.map((f) => f.path), ...scan.leftChanging]);
+  await closeUnreadableItems(db, (file) => {
+    if (!file.startsWith(under) || unsettled.has(file) || unlisted.some((folder) => file.startsWith(folder)))
+      return undefined;
+    return listableFile(file, root) ? 'the file can be read again' : 'the file is gone';
+  });
+  return files;
+}
+
+/** The files under `folder` that the last scan of it could not read (their failed items, see recordUnreadableFiles). */
+export async function unreadableFiles(
+  db: SqlExecutor,
+  folder: string,
+): Promise<Array<{ id: number; path: string; error: string }>> {
+  const under = pathsUnder(db.dialect, 'path', folder);
+  const rows = await db.query<{ id: number; path: string; last_error: string | null }>(
+    `SELECT id, path, last_error FROM pipeline_queue WHERE status = 'failed' AND hash = ? AND ${under.sql} ORDER BY path`,
+    [UNREADABLE_HASH, ...under.params],
+  );
+  return rows.map((r) => ({ id: Number(r.id), path: r.path, error: r.last_error ?? 'cannot read' }));
 }

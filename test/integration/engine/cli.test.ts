@@ -486,6 +486,81 @@ describe('cpe run over folders it cannot list', function () {
   });
 });
 
+describe('cpe run over files it cannot read', function () {
+  this.timeout(120000);
+  // as in 'cpe run over folders it cannot list': as root the command runs as nobody
+  const as = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-unread-'));
+    chmodSync(dir, 0o777);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('fails a file it cannot read, naming it and why, until the file can be read again', async () => {
+    const source = makeSourceFolder(
+      {
+        'a.md': '# A\n\nText über Rechte.\n',
+        'b.md': '# B\n\nText über Delegation.\n',
+        'c.md': '# C\n\nText über Feedback.\n',
+      },
+      path.join(dir, 'in'),
+    );
+    const [a, c] = [path.join(source, 'a.md'), path.join(source, 'c.md')];
+    chmodSync(c, 0o000);
+    const env = { PATH: process.env.PATH, HOME: dir, CPE_DATA_DIR: path.join(dir, 'data') };
+    const run = () => runCli(['run', '--pipeline=Standard', `--source=${source}`], env, undefined, 60000, as);
+    const status = async () =>
+      JSON.parse((await runCli(['status', '--json'], env, undefined, 60000, as)).stdout) as {
+        queue: Record<string, number>;
+        recentFailures: Array<{ path: string; lastError: string }>;
+        documents: Record<string, number>;
+      };
+
+    const first = await run();
+    expect(first.code, first.stderr).to.equal(1);
+    expect(first.stdout).to.match(/ok, with failures: 2 done, 1 failed, 0 skipped of 3 /);
+    expect(first.stdout).to.contain(`failed: ${c}\n    cannot read (EACCES)`);
+    let report = await status();
+    expect(report.queue.failed).to.equal(1);
+    expect(report.recentFailures.map((f) => [f.path, f.lastError])).to.deep.equal([
+      [c, 'cannot read (EACCES)'],
+    ]);
+
+    // still unreadable: still one failure, counted again
+    const again = await run();
+    expect(again.code).to.equal(1);
+    expect(again.stdout).to.match(/: 0 done, 1 failed, 0 skipped of 1 /);
+    expect((await status()).queue.failed).to.equal(1);
+
+    // readable: processed, and the failure is over
+    chmodSync(c, 0o644);
+    const fixed = await run();
+    expect(fixed.code, fixed.stdout).to.equal(0);
+    expect(fixed.stdout).to.match(/ ok: 1 done, 0 failed, 0 skipped of 1 /);
+    report = await status();
+    expect(report.queue.failed ?? 0).to.equal(0);
+    expect(report.recentFailures).to.deep.equal([]);
+    expect(report.documents).to.deep.equal({ done: 3 });
+
+    // a document's file that can no longer be read: a failure, its document kept; readable again: nothing to do
+    chmodSync(a, 0o000);
+    const lost = await run();
+    expect(lost.code).to.equal(1);
+    expect(lost.stdout).to.contain(`failed: ${a}\n    cannot read (EACCES)`);
+    report = await status();
+    expect(report.recentFailures.map((f) => f.path)).to.deep.equal([a]);
+    expect(report.documents).to.deep.equal({ done: 3 });
+    chmodSync(a, 0o644);
+    const back = await run();
+    expect(back.code, back.stdout).to.equal(0);
+    expect(back.stdout).to.match(/ ok: 0 done, 0 failed, 0 skipped of 0 /);
+    report = await status();
+    expect(report.queue.failed ?? 0).to.equal(0);
+    expect(report.recentFailures).to.deep.equal([]);
+  });
+});
+
 describe('custom TypeScript step plugins', function () {
   this.timeout(120000);
   it('loads a .ts plugin from a folder that is not "type": "module" (the compiled CLI, without a TypeScript loader)', async () => {

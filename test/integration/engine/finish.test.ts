@@ -311,6 +311,49 @@ for (const backend of testBackends()) {
       await engine.close();
     });
 
+    it("closes the failures of a file's older versions when a version is done, not those of newer versions", async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const v1 = await claimedDocument(db, 'mixed', 1);
+      const v2 = await claimedDocument(db, 'mixed', 2);
+      const v3 = await claimedDocument(db, 'mixed', 3);
+      const other = await claimedDocument(db, 'other', 1);
+      // v1 and v3 failed (v3, the newest, while v2 was still being processed), as did another file; two failures
+      // that made no version (an unreadable file) came before v2 was made and after it
+      const fail = (itemId: number, error: string, at = '2026-01-01 00:00:00.000') =>
+        db.run(
+          "UPDATE pipeline_queue SET status = 'failed', locked_by = NULL, last_error = ?, finished_at = ? WHERE id = ?",
+          [error, at, itemId],
+        );
+      await fail(v1.itemId, 'v1 broken');
+      await fail(v3.itemId, 'v3 broken');
+      await fail(other.itemId, 'other broken');
+      for (const [hash, at] of [
+        ['b'.repeat(64), '2000-01-01 00:00:00.000'],
+        ['c'.repeat(64), '2999-01-01 00:00:00.000'],
+      ] as const)
+        await db.run(
+          `INSERT INTO pipeline_queue (path, path_hash, hash, action, status, last_error, finished_at, created_at, updated_at)
+           SELECT path, path_hash, ?, 'new', 'failed', ?, ?, created_at, updated_at FROM pipeline_queue WHERE id = ?`,
+          [hash, `unread ${at.slice(0, 4)}`, at, v1.itemId],
+        );
+      await finishDocuments(db, engine.providers, [
+        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
+      ]);
+      const queue = await db.query<{ status: string; last_error: string | null }>(
+        'SELECT status, last_error FROM pipeline_queue WHERE last_error IS NOT NULL ORDER BY last_error',
+      );
+      const done = `superseded: version 2 of ${v1.path} is done; it had failed: `;
+      expect(queue.map((q) => [q.status, q.last_error])).to.deep.equal([
+        ['failed', 'other broken'],
+        ['done', `${done}unread 2000`],
+        ['done', `${done}v1 broken`],
+        ['failed', 'unread 2999'],
+        ['failed', 'v3 broken'],
+      ]);
+      await engine.close();
+    });
+
     it('leaves a version in flight to its worker when a newer one finishes, then does not make it latest', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;

@@ -349,20 +349,60 @@ for (const backend of testBackends()) {
         [sqlTime(Date.now() + 60_000)],
       );
       await queueDeletion(doc);
-      await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      const summary = await runPipeline(engine, { plan: await plan('Standard'), concurrency: 1 });
+      expect(summary).to.include({ status: 'ok', docsFailed: 0 });
+      // handed back when the run ends, waiting (not failed): the next run or worker deletes the file's documents
       const [waiting] = await db.query<Record<string, any>>(
         "SELECT status, attempts, next_attempt_at, last_error FROM pipeline_queue WHERE action = 'delete'",
       );
       expect(waiting).to.include({
-        status: 'failed',
+        status: 'pending',
         last_error: 'waiting: a version of the file is being processed',
+        next_attempt_at: null,
       });
       expect(Number(waiting!.attempts)).to.equal(0);
-      expect(waiting!.next_attempt_at).to.not.equal(null);
       const [kept] = await db.query<{ status: string }>('SELECT status FROM documents WHERE id = ?', [
         doc.id,
       ]);
       expect(kept!.status).to.equal('done');
+    });
+
+    it('deletes a file whose deletion waited for a version this run processed before the run ends', async () => {
+      const db = engine.dbs.content.sql;
+      const doc = await oneDocument();
+      rmSync(doc.source_path);
+      // its version reprocessed (from the archive) and its deletion, claimed together: the deletion waits
+      await enqueueMany(db, [
+        {
+          path: doc.source_path,
+          hash: doc.content_hash,
+          action: 'update',
+          documentId: Number(doc.id),
+          maxAttempts: 3,
+        },
+      ]);
+      await queueDeletion(doc);
+      const summary = await runPipeline(engine, { plan: await plan('Standard'), concurrency: 2 });
+      expect(summary, JSON.stringify(summary.failures)).to.include({
+        status: 'ok',
+        docsTotal: 2,
+        docsDone: 2,
+        docsFailed: 0,
+      });
+      const queue = await db.query<{ action: string; status: string }>(
+        'SELECT action, status FROM pipeline_queue ORDER BY id',
+      );
+      expect(queue.map((q) => [q.action, q.status])).to.deep.equal([
+        ['new', 'done'],
+        ['update', 'done'],
+        ['delete', 'done'],
+      ]);
+      const [deleted] = await db.query<{ status: string }>('SELECT status FROM documents WHERE id = ?', [
+        doc.id,
+      ]);
+      expect(deleted!.status).to.equal('deleted');
+      const chunks = await db.query('SELECT id FROM chunks WHERE document_id = ?', [doc.id]);
+      expect(chunks).to.deep.equal([]);
     });
 
     it('deletes the documents of a folder replaced by a file of its name, or by a link to a folder elsewhere', async () => {
@@ -393,6 +433,36 @@ for (const backend of testBackends()) {
       ]);
       const [chunks] = await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks');
       expect(Number(chunks!.n)).to.equal(0);
+    });
+
+    it('keeps one document of a folder that a link inside the source reaches too, and deletes the one stored through the link', async () => {
+      const db = engine.dbs.content.sql;
+      const text = '# Teil A\n\nEin Text über Konflikte im Team und wie man sie klärt.\n';
+      // `modul` a copy of `teil` first, then a link to it: its documents are those an earlier scan stored through
+      // the link
+      const source = makeSourceFolder({ 'teil/a.md': text, 'modul/a.md': text });
+      const standard = await plan('Standard');
+      expect(await runPipeline(engine, { plan: standard, sourceDir: source, concurrency: 1 })).to.include({
+        docsDone: 2,
+      });
+      rmSync(path.join(source, 'modul'), { recursive: true });
+      symlinkSync('teil', path.join(source, 'modul'));
+      const second = await runPipeline(engine, { plan: standard, sourceDir: source, concurrency: 1 });
+      expect(second, JSON.stringify(second.failures)).to.include({ docsFailed: 0, docsDone: 1 });
+      const rows = await db.query<{ source_path: string; status: string; chunks: number }>(
+        `SELECT source_path, status, (SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks
+         FROM documents d ORDER BY source_path`,
+      );
+      expect(
+        rows.map((r) => [path.relative(source, r.source_path), r.status, Number(r.chunks)]),
+      ).to.deep.equal([
+        [path.join('modul', 'a.md'), 'deleted', 0],
+        [path.join('teil', 'a.md'), 'done', 1],
+      ]);
+      // and so it stays
+      expect(
+        (await runPipeline(engine, { plan: standard, sourceDir: source, concurrency: 1 })).docsTotal,
+      ).to.equal(0);
     });
 
     it('deletes nothing when the file is back, and never completes a version deleted while it was processed', async () => {

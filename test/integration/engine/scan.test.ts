@@ -143,6 +143,28 @@ for (const backend of testBackends()) {
       ]);
     });
 
+    it('scans each folder once, by its real path, whether a link to it sorts before or after it', async () => {
+      const engine = await open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({
+        'teil/a.md': '# Teil\n',
+        'teil/innen/b.md': '# Innen\n',
+        '.versteckt/c.md': '# Versteckt\n',
+      });
+      symlinkSync('teil', path.join(source, 'modul')); // sorts before the folder
+      symlinkSync('teil', path.join(source, 'zweig')); // and after it
+      symlinkSync('../teil/innen', path.join(source, 'teil/aaa')); // a folder below it, before it
+      symlinkSync('.versteckt', path.join(source, 'sichtbar')); // the only way to a hidden folder
+      symlinkSync('sichtbar', path.join(source, 'auch-sichtbar')); // a second way to it
+      const scan = await scanSource(db, source, options());
+      expect(scan.entries.map((e) => path.relative(source, e.path)).sort()).to.deep.equal([
+        'auch-sichtbar/c.md',
+        'teil/a.md',
+        'teil/innen/b.md',
+      ]);
+      expect(scan.unreadable).to.deep.equal([]);
+    });
+
     it('does not keep the signature of a file written just before the scan', async () => {
       const engine = await open();
       const db = engine.dbs.content.sql;

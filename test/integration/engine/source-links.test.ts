@@ -71,9 +71,10 @@ for (const backend of testBackends()) {
       expect(await storedSourceRoot(db, link)).to.equal(link);
       const summary = await run(link);
       expect(summary).to.include({ status: 'ok', docsTotal: 0 });
+      const under = pathsUnder(db.dialect, 'source_path', link);
       const [{ n }] = await db.query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM documents WHERE source_path LIKE ? ESCAPE '!'`,
-        [pathsUnder(link)],
+        `SELECT COUNT(*) AS n FROM documents WHERE ${under.sql}`,
+        under.params,
       );
       expect(Number(n)).to.equal(3);
       expect(await storedPaths()).to.have.length(3);

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { statusReport } from '../../../src/engine/status.js';
 import { sha256 } from '../../../src/util/hash.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { runCli } from '../../helpers/cli.js';
@@ -118,6 +119,95 @@ for (const backend of testBackends()) {
       expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
         [1, 1, 'done'],
         [2, 0, 'failed'],
+      ]);
+    });
+
+    it('deletes a file gone before a --force run or a config change, instead of reprocessing it from the archive', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'a.md': ALPHA, 'b.md': BETA });
+      await run(source);
+      const queue = () =>
+        db.query<{ path: string; action: string; status: string; last_error: string | null }>(
+          'SELECT path, action, status, last_error FROM pipeline_queue ORDER BY id',
+        );
+      const documents = () =>
+        db.query<{ source_path: string; status: string; is_latest: number }>(
+          'SELECT source_path, status, is_latest FROM documents ORDER BY source_path',
+        );
+      const force = async (force: boolean) =>
+        runPipeline(engine, {
+          plan: await planPipeline(db, engine.registry, 'versions'),
+          sourceDir: source,
+          concurrency: 4,
+          force,
+        });
+      rmSync(path.join(source, 'a.md'));
+      const forced = await force(true);
+      // b.md reprocessed, a.md deleted
+      expect(forced, JSON.stringify(forced.failures)).to.include({
+        docsTotal: 2,
+        docsDone: 2,
+        docsFailed: 0,
+      });
+      expect(
+        (await documents()).map((d) => [path.basename(d.source_path), d.status, Number(d.is_latest)]),
+      ).to.deep.equal([
+        ['a.md', 'deleted', 0],
+        ['b.md', 'done', 1],
+      ]);
+      expect((await queue()).filter((q) => q.status !== 'done')).to.deep.equal([]);
+      // again, and after a config change: nothing of a.md comes back
+      expect(await force(true)).to.include({ docsTotal: 1, docsDone: 1, docsFailed: 0 });
+      rmSync(path.join(source, 'b.md'));
+      await db.run("UPDATE pipeline_steps SET config = '{\"value\": 3}' WHERE name = 'a'");
+      expect(await force(false)).to.include({ docsTotal: 1, docsDone: 1, docsFailed: 0 });
+      expect((await documents()).map((d) => d.status)).to.deep.equal(['deleted', 'deleted']);
+      expect((await queue()).filter((q) => q.status !== 'done')).to.deep.equal([]);
+    });
+
+    it('lists a failure only until a newer version of its file is done or the file goes', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'leer.md': '', 'weg.md': '', 'ok.md': ALPHA });
+      const standard = async () =>
+        runPipeline(engine, {
+          plan: await planPipeline(db, engine.registry, 'Standard'),
+          sourceDir: source,
+          concurrency: 2,
+        });
+      const failures = async () => {
+        const report = await statusReport(engine);
+        return {
+          failed: report.queue.failed ?? 0,
+          dead: report.queue.dead ?? 0,
+          listed: report.recentFailures.map((f) => path.basename(f.path)).sort(),
+        };
+      };
+      const first = await standard();
+      expect(first.failures.map((f) => path.basename(f.path)).sort()).to.deep.equal(['leer.md', 'weg.md']);
+      expect(await failures()).to.deep.equal({ failed: 2, dead: 0, listed: ['leer.md', 'weg.md'] });
+      // fixed: its new version is done, and its failure is over
+      writeFileSync(path.join(source, 'leer.md'), BETA);
+      expect(await standard()).to.include({ docsDone: 1, docsFailed: 0 });
+      expect(await failures()).to.deep.equal({ failed: 1, dead: 0, listed: ['weg.md'] });
+      // gone: so is its failure
+      rmSync(path.join(source, 'weg.md'));
+      expect(await standard()).to.include({ docsDone: 1, docsFailed: 0 });
+      expect(await failures()).to.deep.equal({ failed: 0, dead: 0, listed: [] });
+      // the closed items say why
+      const closed = await db.query<{ path: string; status: string; last_error: string | null }>(
+        "SELECT path, status, last_error FROM pipeline_queue WHERE action <> 'delete' AND last_error IS NOT NULL ORDER BY path",
+      );
+      expect(closed.map((q) => [path.basename(q.path), q.status, q.last_error])).to.deep.equal([
+        [
+          'leer.md',
+          'done',
+          `superseded: version 2 of ${path.join(source, 'leer.md')} is done; it had failed: ${first.failures.find((f) => f.path.endsWith('leer.md'))!.error}`,
+        ],
+        [
+          'weg.md',
+          'done',
+          `superseded: ${path.join(source, 'weg.md')} was deleted; it had failed: ${first.failures.find((f) => f.path.endsWith('weg.md'))!.error}`,
+        ],
       ]);
     });
 
