@@ -73,7 +73,11 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
     queue: await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM pipeline_queue GROUP BY status'),
     documents: await countBy(
       db,
-      "SELECT status AS k, COUNT(*) AS n FROM documents WHERE is_latest = 1 OR status <> 'done' GROUP BY status",
+      // current versions, and versions not done that no newer done version of their file has replaced (a failed
+      // bad save counts until the file is saved again)
+      `SELECT status AS k, COUNT(*) AS n FROM documents d WHERE d.is_latest = 1 OR (d.status <> 'done' AND NOT EXISTS
+         (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version AND n.status = 'done'))
+       GROUP BY status`,
     ),
     chunks: {
       total: Object.values(chunkCounts).reduce((a, b) => a + b, 0),

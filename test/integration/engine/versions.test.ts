@@ -180,19 +180,25 @@ for (const backend of testBackends()) {
           failed: report.queue.failed ?? 0,
           dead: report.queue.dead ?? 0,
           listed: report.recentFailures.map((f) => path.basename(f.path)).sort(),
+          documentsFailed: report.documents.failed ?? 0,
         };
       };
       const first = await standard();
       expect(first.failures.map((f) => path.basename(f.path)).sort()).to.deep.equal(['leer.md', 'weg.md']);
-      expect(await failures()).to.deep.equal({ failed: 2, dead: 0, listed: ['leer.md', 'weg.md'] });
+      expect(await failures()).to.deep.equal({
+        failed: 2,
+        dead: 0,
+        listed: ['leer.md', 'weg.md'],
+        documentsFailed: 2,
+      });
       // fixed: its new version is done, and its failure is over
       writeFileSync(path.join(source, 'leer.md'), BETA);
       expect(await standard()).to.include({ docsDone: 1, docsFailed: 0 });
-      expect(await failures()).to.deep.equal({ failed: 1, dead: 0, listed: ['weg.md'] });
+      expect(await failures()).to.deep.equal({ failed: 1, dead: 0, listed: ['weg.md'], documentsFailed: 1 });
       // gone: so is its failure
       rmSync(path.join(source, 'weg.md'));
       expect(await standard()).to.include({ docsDone: 1, docsFailed: 0 });
-      expect(await failures()).to.deep.equal({ failed: 0, dead: 0, listed: [] });
+      expect(await failures()).to.deep.equal({ failed: 0, dead: 0, listed: [], documentsFailed: 0 });
       // the closed items say why
       const closed = await db.query<{ path: string; status: string; last_error: string | null }>(
         "SELECT path, status, last_error FROM pipeline_queue WHERE action <> 'delete' AND last_error IS NOT NULL ORDER BY path",
