@@ -234,9 +234,10 @@ async function replaceOlder(
 ): Promise<number[]> {
   // versions count from 1 (createDocumentVersion): the first version of a file has no older one to replace
   if (Number(doc.version) <= 1) return [];
+  // with the versions whose retraction failed before (replaced already, but their rows are still there)
   const older = await tx.query<{ id: number; status: string }>(
-    `SELECT id, status FROM documents WHERE source_path = ? AND id <> ? AND version < ?
-       AND (is_latest = 1 OR status IN ('pending', 'processing', 'failed'))`,
+    `SELECT d.id, d.status FROM documents d WHERE d.source_path = ? AND d.id <> ? AND d.version < ?
+       AND (d.is_latest = 1 OR d.status IN ('pending', 'processing', 'failed') OR ${HAS_DERIVED_ROWS})`,
     [doc.source_path, documentId, Number(doc.version)],
   );
   const ids = older.map((r) => Number(r.id));
@@ -247,6 +248,40 @@ async function replaceOlder(
     ]);
   }
   return older.filter((r) => r.status !== 'processing').map((r) => Number(r.id));
+}
+
+/** A version `d` that still has what retraction takes away (its chunks, its extraction). */
+const HAS_DERIVED_ROWS = `(EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
+  OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`;
+
+/**
+ * Retracts what is left of replaced versions: a version a newer done version of its file replaced, whose
+ * retraction failed when that one completed (the vector index or a knowledge table was down), keeps its chunks,
+ * points and knowledge; nothing would take them away later, as the newer version is done and its file unchanged.
+ * Called at the start of a run; one that fails again is left for the next run, with a warning. Returns the ids
+ * retracted.
+ */
+export async function retractLeftovers(
+  db: SqlExecutor,
+  retract: (documentId: number) => Promise<void>,
+  warn: (message: string) => void,
+): Promise<number[]> {
+  const left = await db.query<{ id: number }>(
+    `SELECT d.id FROM documents d WHERE d.is_latest = 0 AND d.status NOT IN ('pending', 'processing')
+       AND EXISTS (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version
+         AND n.status = 'done')
+       AND ${HAS_DERIVED_ROWS}`,
+  );
+  const done: number[] = [];
+  for (const { id } of left) {
+    try {
+      await retract(Number(id));
+      done.push(Number(id));
+    } catch (error) {
+      warn(`document ${id}, a replaced version, is still not retracted: ${(error as Error).message}`);
+    }
+  }
+  return done;
 }
 
 /**

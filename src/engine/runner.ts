@@ -33,7 +33,7 @@ import {
   supersededReason,
 } from './documents.js';
 import type { Engine } from './engine.js';
-import { CompletionBatcher } from './finish-document.js';
+import { CompletionBatcher, retractLeftovers } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
 import type { DocumentRef, RunInfo, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
 import {
@@ -901,6 +901,15 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       runLogger.warn(
         `run(s) ${deadRuns.join(', ')} marked failed: their process ended without finishing them`,
       );
+    const leftovers = await retractLeftovers(
+      db,
+      (id) => engine.retract(id),
+      (message) => runLogger.warn(message),
+    );
+    if (leftovers.length)
+      runLogger.info(`retracted ${leftovers.length} replaced version(s) an earlier run could not retract`, {
+        documentIds: leftovers,
+      });
 
     // The document phase: keep `concurrency` items in flight and one to two claims' worth more claimed ahead (one
     // claim, with the items' document rows, for several items: bench/engine.ts measured 4 ahead at ~11% overhead,

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { DocumentRow } from '../../../src/db/entities.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import { createDocumentVersion, createDocumentVersions } from '../../../src/engine/documents.js';
-import { finishDocuments } from '../../../src/engine/finish-document.js';
+import { finishDocuments, retractLeftovers } from '../../../src/engine/finish-document.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { interceptSql } from '../../helpers/sql.js';
@@ -308,6 +308,59 @@ for (const backend of testBackends()) {
         [1, 0],
         [2, 1],
       ]);
+      await engine.close();
+    });
+
+    it('retracts a replaced version whose retraction failed: when the file completes again, or at the next run', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const chunkOf = (documentId: number) =>
+        db.run(
+          `INSERT INTO chunks (document_id, chunk_index, content, content_hash, token_count, start_offset, end_offset, status)
+           VALUES (?, 0, 'Alter Text.', ?, 3, 0, 10, 'embedded')`,
+          [documentId, 'c'.repeat(64)],
+        );
+      const chunksOf = async (documentId: number) =>
+        Number(
+          (
+            await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?', [
+              documentId,
+            ])
+          )[0]!.n,
+        );
+      const complete = (doc: { documentId: number; itemId: number }, providers = engine.providers) =>
+        finishDocuments(db, providers, [
+          { documentId: doc.documentId, options: { queue: { itemId: doc.itemId, worker: 'w1' } } },
+        ]);
+      // the vector index is down while version 2 completes: version 1 is replaced, its retraction fails
+      const down = {
+        ...engine.providers,
+        vectors: async () => {
+          throw new Error('vector index down');
+        },
+      };
+      const v1 = await claimedDocument(db, 'rest', 1);
+      await complete(v1);
+      await chunkOf(v1.documentId);
+      const v2 = await claimedDocument(db, 'rest', 2);
+      const [failed] = await complete(v2, down);
+      expect(String(failed)).to.contain('vector index down');
+      expect(await chunksOf(v1.documentId)).to.equal(1);
+      // at the start of the next run (its file unchanged, nothing else would touch it)
+      const warnings: string[] = [];
+      const retracted = await retractLeftovers(
+        db,
+        (id) => engine.retract(id),
+        (m) => warnings.push(m),
+      );
+      expect(retracted).to.deep.equal([v1.documentId]);
+      expect(await chunksOf(v1.documentId)).to.equal(0);
+      expect(warnings).to.deep.equal([]);
+      // or when a newer version of the file completes
+      await chunkOf(v1.documentId);
+      const v3 = await claimedDocument(db, 'rest', 3);
+      expect(await complete(v3)).to.deep.equal([true]);
+      expect(await chunksOf(v1.documentId)).to.equal(0);
       await engine.close();
     });
 
