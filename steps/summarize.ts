@@ -20,7 +20,8 @@ export default defineLlmStep<LlmStepConfig & SummaryConfig>({
   properties: summaryConfigProperties,
   async work(ctx, asker): Promise<StepWorkResult> {
     const r = await runSummarize(ctx, asker, ctx.config);
-    if (!r.written) return { counts: { itemsIn: 0 }, skipReason: 'the document has no chunks' };
+    // the calls it made (a blank summary is paid for too) are reported with the skip: defineLlmStep reports the tally
+    if (!r.written) return { counts: { itemsIn: r.parts, itemsOut: 0 }, skipReason: r.reason };
     return { counts: { itemsIn: r.parts, itemsOut: 1 } };
   },
   estimate: (input) => {

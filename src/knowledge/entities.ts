@@ -6,6 +6,7 @@ import { describeError } from '../errors.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { pointIdFromKey } from '../vectors/point-id.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
+import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
 import { deleteOrphanEntities, ENTITY_COLLECTION, lockingRead } from './retract.js';
@@ -126,24 +127,33 @@ export async function extractEntityMentions(
         }),
         schema,
         schemaName: 'entities',
+        // an entity over a limit is dropped below, not the chunk's whole answer
+        limits: 'caller',
         signal: ctx.signal,
       }),
   );
   const mentions: ExtractedMention[] = [];
   answers.forEach((answer, i) => {
+    const chunk = chunks[i]!;
+    const entities = keepItems(
+      ctx.log,
+      { chunkId: chunk.id, chunkIndex: chunk.chunkIndex },
+      { name: 'entities', schema: schema.properties.entities },
+      answer?.entities ?? [],
+      (entity) => ({ ...entity, name: cleanEntityName(entity.name), description: entity.description.trim() }),
+    );
     const seen = new Set<string>();
-    for (const entity of answer?.entities ?? []) {
-      const name = cleanEntityName(entity.name);
+    for (const entity of entities) {
       const type = normalizeEntityType(entity.type);
-      const normalized = normalizeEntityName(name, type);
+      const normalized = normalizeEntityName(entity.name, type);
       if (!normalized || seen.has(`${type}|${normalized}`)) continue;
       seen.add(`${type}|${normalized}`);
       mentions.push({
-        chunkId: chunks[i]!.id,
-        name: name.slice(0, 500),
+        chunkId: chunk.id,
+        name: entity.name,
         normalized,
         type,
-        description: entity.description.trim(),
+        description: entity.description,
       });
     }
   });

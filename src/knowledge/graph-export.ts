@@ -34,9 +34,13 @@ export interface Graph {
   edges: GraphEdge[];
 }
 
+/** A current document version: the latest of its file, not deleted (as search and verify take them). */
+const CURRENT_DOCUMENT = "d.is_latest = 1 AND d.status <> 'deleted'";
+
 /**
  * The knowledge graph as materialised in SQL: entities with their relations, taxonomy terms with their
- * parents, and the (latest) documents filed under the terms. Ordered by id, so equal data gives equal output.
+ * parents, and the documents filed under the terms; the current documents' knowledge only (a version on its way,
+ * failed or replaced has rows of its own until it is retracted). Ordered by id, so equal data gives equal output.
  */
 export async function loadGraph(db: SqlExecutor): Promise<Graph> {
   const entities = await db.query<{
@@ -51,9 +55,9 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
     // has mentions and relations already, which doubled edges and counts
     `SELECT e.id, e.name, e.type, e.description,
             (SELECT COUNT(*) FROM entity_mentions m JOIN documents d ON d.id = m.document_id
-              WHERE m.entity_id = e.id AND d.is_latest = 1) AS mentions,
+              WHERE m.entity_id = e.id AND ${CURRENT_DOCUMENT}) AS mentions,
             (SELECT COUNT(DISTINCT m.document_id) FROM entity_mentions m JOIN documents d ON d.id = m.document_id
-              WHERE m.entity_id = e.id AND d.is_latest = 1) AS documents
+              WHERE m.entity_id = e.id AND ${CURRENT_DOCUMENT}) AS documents
        FROM entities e ORDER BY e.id`,
   );
   const relations = await db.query<{
@@ -69,9 +73,9 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
     `SELECT r.id, r.source_entity_id, r.target_entity_id, r.relation_type, r.description, r.confidence,
             r.document_id, r.chunk_id
        FROM entity_relations r JOIN documents d ON d.id = r.document_id
-      WHERE d.is_latest = 1 ORDER BY r.id`,
+      WHERE ${CURRENT_DOCUMENT} ORDER BY r.id`,
   );
-  const terms = await db.query<{
+  const allTerms = await db.query<{
     id: number;
     name: string;
     parent_id: number | null;
@@ -88,8 +92,20 @@ export async function loadGraph(db: SqlExecutor): Promise<Graph> {
   }>(
     `SELECT dt.id, dt.document_id, dt.term_id, dt.confidence, d.title, d.filename
        FROM document_taxonomy dt JOIN documents d ON d.id = dt.document_id
-      WHERE d.is_latest = 1 ORDER BY dt.id`,
+      WHERE ${CURRENT_DOCUMENT} ORDER BY dt.id`,
   );
+  // the terms current documents are filed under, and their ancestors (as the entities: those of current documents)
+  const parentOf = new Map(allTerms.map((t) => [Number(t.id), t.parent_id]));
+  const used = new Set<number>();
+  for (const p of placements) {
+    let id: number | null | undefined = Number(p.term_id);
+    while (id !== null && id !== undefined && !used.has(id)) {
+      used.add(id);
+      const parent = parentOf.get(id);
+      id = parent === null || parent === undefined ? parent : Number(parent);
+    }
+  }
+  const terms = allTerms.filter((t) => used.has(Number(t.id)));
 
   const nodes: GraphNode[] = entities
     .filter((e) => Number(e.mentions) > 0)

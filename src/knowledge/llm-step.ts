@@ -77,7 +77,11 @@ export function llmStepSchema(properties: Record<string, unknown>): Record<strin
 /** The context the knowledge functions need (a StepContext fits; analyze passes its own). */
 export type KnowledgeContext = Pick<StepContext, 'db' | 'document' | 'log' | 'signal' | 'providers' | 'memo'>;
 
-/** Calls, tokens and failures of one step run, reported once at the end. */
+/**
+ * Calls, tokens and failures of one step run, reported once at the end: `calls` are requests the provider answered
+ * (a repair call is not one more: `repaired` counts those), `cached` requests answered from the cache or by
+ * another caller's request in flight.
+ */
 export class LlmTally {
   calls = 0;
   cached = 0;
@@ -173,15 +177,21 @@ export async function ask<T>(
 }
 
 /**
- * A failed call's cost, tallied: the attempts were paid for too (an answer that stayed invalid, or a first answer
- * whose repair call failed: the client puts what was spent into the error's details).
+ * A failed call's cost, tallied as an answer's would be: the attempts were paid for too (an answer that stayed
+ * invalid, or a first answer whose repair call failed: the client puts what was spent into the error's details),
+ * a repair call counted as one. A failure another caller's request met and was billed for is a cache hit here.
  */
 export function billFailure(tally: LlmTally, error: unknown): void {
   if (!(error instanceof CpeError)) return;
+  if (error.details.cached === true) {
+    tally.cached++;
+    return;
+  }
   const spentIn = Number(error.details.tokensIn ?? 0);
   const spentOut = Number(error.details.tokensOut ?? 0);
   if (error.code !== ErrorCodes.INVALID_ANSWER && spentIn + spentOut === 0) return;
   tally.calls++;
+  if (Number(error.details.answers ?? 0) > 1) tally.repaired++;
   tally.tokensIn += spentIn;
   tally.tokensOut += spentOut;
 }

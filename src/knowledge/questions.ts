@@ -1,5 +1,6 @@
 import { fillPrompt } from '../llm/prompts.js';
 import { headingLabel, loadChunks } from './chunks.js';
+import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 
 export interface QuestionConfig {
@@ -62,23 +63,42 @@ export async function runQuestionGeneration(ctx: KnowledgeContext, asker: Asker,
         }),
         schema,
         schemaName: 'questions',
+        // a question over a limit is dropped below, not the chunk's whole answer
+        limits: 'caller',
         signal: ctx.signal,
       }),
   );
+  // each chunk's questions as they are stored, checked against the limits (a blank one is empty then, too short)
+  // and asked once: text in NFC ("Übung" composed or decomposed is one question), white space collapsed
+  const perChunk = answers.map((answer, i) => {
+    const chunk = chunks[i]!;
+    const kept = keepItems(
+      ctx.log,
+      { chunkId: chunk.id, chunkIndex: chunk.chunkIndex },
+      { name: 'questions', schema: schema.properties.questions },
+      answer?.questions ?? [],
+      (q) => ({
+        question: q.question.normalize('NFC').replace(/\s+/g, ' ').trim(),
+        answer: q.answer.normalize('NFC').trim(),
+      }),
+    );
+    const asked = new Set<string>();
+    return kept.filter((q) => {
+      const key = q.question.toLowerCase();
+      if (asked.has(key)) return false;
+      asked.add(key);
+      return true;
+    });
+  });
   const model = `${asker.llm.provider}:${asker.llm.model}`.slice(0, 100);
   const written = await ctx.db.transaction(async (tx) => {
     let rows = 0;
     await tx.run('DELETE FROM generated_questions WHERE document_id = ?', [ctx.document.id]);
-    for (const [i, answer] of answers.entries()) {
-      // a blank question (the schema's minLength counts white space) or one asked twice of a chunk is stored once
-      const asked = new Set<string>();
-      for (const q of answer?.questions ?? []) {
-        const question = q.question.replace(/\s+/g, ' ').trim();
-        if (question === '' || asked.has(question.toLowerCase())) continue;
-        asked.add(question.toLowerCase());
+    for (const [i, questions] of perChunk.entries()) {
+      for (const q of questions) {
         await tx.run(
           'INSERT INTO generated_questions (document_id, chunk_id, question, answer, model) VALUES (?, ?, ?, ?, ?)',
-          [ctx.document.id, chunks[i]!.id, question, q.answer.trim(), model],
+          [ctx.document.id, chunks[i]!.id, q.question, q.answer, model],
         );
         rows++;
       }

@@ -1,6 +1,7 @@
 import { comparedName } from '../db/collation.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { loadChunks } from './chunks.js';
+import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { normalizeEntityName } from './normalize.js';
 
@@ -125,6 +126,8 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
         }),
         schema,
         schemaName: 'relations',
+        // a relation over a limit is dropped below, not the chunk's whole answer
+        limits: 'caller',
         signal: ctx.signal,
       }),
   );
@@ -149,8 +152,15 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
       // as the database compares names: on MariaDB "Muller" is the entity stored as "müller"
       return known.find((e) => compared(e.normalized) === compared(normalizeEntityName(name, e.type)));
     };
+    const kept = keepItems(
+      ctx.log,
+      { chunkId: chunk.id, chunkIndex: chunk.chunkIndex },
+      { name: 'relations', schema: schema.properties.relations },
+      answer?.relations ?? [],
+      (r) => ({ ...r, source: r.source.trim(), target: r.target.trim(), description: r.description.trim() }),
+    );
     const seen = new Set<string>();
-    for (const r of answer?.relations ?? []) {
+    for (const r of kept) {
       const source = find(r.source);
       const target = find(r.target);
       if (!source || !target || source.id === target.id) {

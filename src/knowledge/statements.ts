@@ -13,6 +13,7 @@ import {
   loadSections,
   sourceBlock,
 } from './chunks.js';
+import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 
 export type KnowledgeLevel = 'page' | 'section' | 'document';
@@ -112,6 +113,7 @@ export async function extractStatements(
     );
   }
   const byId = new Map(used.map((s) => [s.id, s]));
+  const schema = statementSchema(request.config.max_statements, [...byId.keys()]);
   const answer = await ask<{ statements: Array<{ statement: string; sources: string[] }> }>(asker, {
     prompt: fillPrompt(asker.template, {
       level: { page: 'Seite', section: 'Abschnitt', document: 'Dokument' }[request.level],
@@ -120,12 +122,22 @@ export async function extractStatements(
       max_statements: request.config.max_statements,
       sources: used.map((s) => sourceBlock(s.id, s.text)).join('\n\n'),
     }),
-    schema: statementSchema(request.config.max_statements, [...byId.keys()]),
+    schema,
     schemaName: `knowledge_${request.level}`,
+    // a statement over a limit is dropped below, not the unit's whole answer
+    limits: 'caller',
     signal: ctx.signal,
   });
-  return answer.statements.map((s) => ({
-    statement: s.statement.trim(),
+  // as stored: NFC (a statement composed or decomposed is one statement), trimmed (a blank one is too short then)
+  const statements = keepItems(
+    ctx.log,
+    { level: request.level, scope: request.scope },
+    { name: 'statements', schema: schema.properties.statements },
+    answer.statements,
+    (s) => ({ ...s, statement: s.statement.normalize('NFC').trim() }),
+  );
+  return statements.map((s) => ({
+    statement: s.statement,
     chunkIds: [...new Set(s.sources.flatMap((id) => byId.get(id)?.chunkIds ?? []))].sort((a, b) => a - b),
   }));
 }
@@ -156,12 +168,13 @@ async function writeItems(
   await db.transaction(async (tx) => {
     await tx.run('DELETE FROM knowledge_items WHERE document_id = ? AND level = ?', [documentId, level]);
     for (const { unit, statements } of rows) {
-      // a blank statement (the schema's minLength counts white space) or one made twice of a unit is stored once
+      // a statement made twice of a unit is stored once (in NFC: composed and decomposed "Ü" are one)
       const made = new Set<string>();
       for (const s of statements) {
         if (s.chunkIds.length === 0) continue; // no provenance, no statement
-        const key = s.statement.replace(/\s+/g, ' ').toLowerCase();
-        if (key.trim() === '' || made.has(key)) continue;
+        const statement = s.statement.normalize('NFC').trim();
+        const key = statement.replace(/\s+/g, ' ').toLowerCase();
+        if (key === '' || made.has(key)) continue;
         made.add(key);
         await tx.run(
           `INSERT INTO knowledge_items (document_id, level, page_number, section_index, statement, sources, model)
@@ -171,7 +184,7 @@ async function writeItems(
             level,
             unit.pageNumber,
             unit.sectionIndex,
-            s.statement,
+            statement,
             JSON.stringify(s.chunkIds),
             model,
           ],

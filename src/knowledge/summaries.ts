@@ -85,14 +85,24 @@ export function summaryCalls(chunkTokens: readonly number[], config: SummaryConf
   return calls;
 }
 
+/** What runSummarize did: a summary written, or none and why (the step ends skipped with the reason). */
+export type SummaryResult =
+  | { written: true; parts: number; tokens: number }
+  | { written: false; parts: number; tokens: number; reason: string };
+
 /**
  * The document summary: one call when the text fits max_input_tokens, else map (a partial summary per group
  * of chunks) and reduce (partial summaries joined, again in groups, until one remains). Replaces the
  * document's summary atomically.
  */
-export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: SummaryConfig) {
+export async function runSummarize(
+  ctx: KnowledgeContext,
+  asker: Asker,
+  config: SummaryConfig,
+): Promise<SummaryResult> {
   const chunks = await loadChunks(ctx.db, ctx.document.id);
-  if (chunks.length === 0) return { calls: 0, written: false, parts: 0 };
+  if (chunks.length === 0)
+    return { written: false, parts: 0, tokens: 0, reason: 'the document has no chunks' };
   const title = await documentTitle(ctx.db, ctx.document.id);
   const total = chunks.reduce((n, c) => n + (c.tokenCount || countTokens(c.content)), 0);
   const mapTemplate = resolvePromptTemplate('summarize_map', { prompt_file: config.map_prompt_file });
@@ -170,7 +180,7 @@ export async function runSummarize(ctx: KnowledgeContext, asker: Asker, config: 
   // a blank summary (the schema's minLength counts white space) is no summary: the old one goes, none is stored
   if (summary.trim() === '') {
     await ctx.db.run('DELETE FROM document_summaries WHERE document_id = ?', [ctx.document.id]);
-    return { written: false, parts, tokens: total };
+    return { written: false, parts, tokens: total, reason: 'the model returned a blank summary' };
   }
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_summaries WHERE document_id = ?', [ctx.document.id]);

@@ -1,3 +1,4 @@
+import { foldName } from '../db/collation.js';
 import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { fillPrompt } from '../llm/prompts.js';
@@ -84,29 +85,71 @@ export function fittingPath(names: readonly string[]): string[] {
   return names.map((name) => cutText(name, share).trimEnd()).filter(Boolean);
 }
 
-/** The term of a path, created with its ancestors when missing. Returns the leaf's id. */
+interface TermRow {
+  id: number;
+  path: string;
+}
+
+/**
+ * The term `name` below `parent` (a root term without one), found by its name folded (foldName): "schulung" and
+ * "SCHULUNG" are the term "Schulung" on SQLite as on MariaDB, whose collation compares the paths so. Locked while the
+ * document's placements are written (see lockingRead).
+ */
+async function findTerm(
+  db: SqlExecutor,
+  parent: TermRow | undefined,
+  name: string,
+  path: string,
+): Promise<TermRow | undefined> {
+  // the exact path first: its unique key finds it at once
+  const exact = await db.query<TermRow>(
+    `SELECT id, path FROM taxonomy_terms WHERE path = ?${lockingRead(db)}`,
+    [path],
+  );
+  if (exact[0]) return { id: Number(exact[0].id), path: exact[0].path };
+  const key = foldName(name);
+  const siblings = await db.query<TermRow & { name: string }>(
+    parent
+      ? 'SELECT id, name, path FROM taxonomy_terms WHERE parent_id = ? ORDER BY id'
+      : 'SELECT id, name, path FROM taxonomy_terms WHERE parent_id IS NULL ORDER BY id',
+    parent ? [parent.id] : [],
+  );
+  const match = siblings.find((s) => foldName(s.name) === key);
+  if (!match) return undefined;
+  // the one reused is locked (another document's orphan cleanup may have taken it meanwhile: then it is made anew)
+  const locked = await db.query<TermRow>(
+    `SELECT id, path FROM taxonomy_terms WHERE id = ?${lockingRead(db)}`,
+    [match.id],
+  );
+  return locked[0] ? { id: Number(locked[0].id), path: locked[0].path } : undefined;
+}
+
+/**
+ * The term of a path, created with its ancestors when missing. Returns the leaf's id. A term is looked up by its
+ * name folded (findTerm), and a path is made of the names its terms have: the first spelling stays.
+ */
 export async function ensureTermPath(db: SqlExecutor, names: readonly string[]): Promise<number> {
-  let parentId: number | null = null;
-  const parts: string[] = [];
+  let parent: TermRow | undefined;
   for (const name of names) {
-    parts.push(name);
-    const path = parts.join(PATH_SEPARATOR);
-    // locked while the document's placements are written (see lockingRead)
-    const rows = await db.query<{ id: number }>(
-      `SELECT id FROM taxonomy_terms WHERE path = ?${lockingRead(db)}`,
-      [path],
-    );
-    if (rows[0]) {
-      parentId = Number(rows[0].id);
-    } else {
-      parentId = await insertOrExistingId(
-        db,
-        'INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)',
-        [name, parentId, path],
-      );
+    const path = parent ? `${parent.path}${PATH_SEPARATOR}${name}` : name;
+    const found = await findTerm(db, parent, name, path);
+    if (found) {
+      parent = found;
+      continue;
     }
+    const id = await insertOrExistingId(
+      db,
+      'INSERT INTO taxonomy_terms (name, parent_id, path) VALUES (?, ?, ?)',
+      [name, parent?.id ?? null, path],
+    );
+    // on MariaDB the row may be another document's, made meanwhile in another spelling: its path goes on
+    const made =
+      db.dialect === 'mysql'
+        ? await db.query<{ path: string }>('SELECT path FROM taxonomy_terms WHERE id = ?', [id])
+        : [];
+    parent = { id, path: made[0]?.path ?? path };
   }
-  return parentId!;
+  return parent!.id;
 }
 
 /** The document's heading outline, indented by level (at most `maxLines` lines). */
@@ -142,10 +185,14 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
   const text = await leadingText(ctx, config.max_input_tokens);
   if (text.trim() === '') return { categories: 0, terms: 0, empty: true };
   // the categories other documents are filed under (not this document's own: a rerun must send the same
-  // prompt as the first run, or it would miss the response cache)
+  // prompt as the first run, or it would miss the response cache); current documents only: a version that failed
+  // or was replaced keeps its placements until it is retracted, and its categories are none of the tree's
   const existing = await ctx.db.query<{ path: string }>(
-    `SELECT DISTINCT t.path FROM taxonomy_terms t JOIN document_taxonomy d ON d.term_id = t.id
-      WHERE d.document_id <> ? ORDER BY t.path LIMIT ${Math.floor(config.existing_terms_limit)}`,
+    `SELECT DISTINCT t.path FROM taxonomy_terms t
+       JOIN document_taxonomy d ON d.term_id = t.id
+       JOIN documents doc ON doc.id = d.document_id
+      WHERE d.document_id <> ? AND doc.is_latest = 1 AND doc.status <> 'deleted'
+      ORDER BY t.path LIMIT ${Math.floor(config.existing_terms_limit)}`,
     [ctx.document.id],
   );
   const answer = await ask<TaxonomyAnswer>(asker, {
@@ -161,19 +208,23 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
     schemaName: 'taxonomy',
     signal: ctx.signal,
   });
+  // paths that differ only in case or accents are one term (ensureTermPath): one placement, in the first spelling,
+  // with the higher confidence
   const placements = new Map<string, { names: string[]; confidence: number }>();
   for (const category of answer.categories) {
     const names = fittingPath(category.path.map(cleanTermName).filter(Boolean));
     if (names.length === 0) continue;
-    const key = names.join(PATH_SEPARATOR);
+    const key = names.map(foldName).join(PATH_SEPARATOR);
     const previous = placements.get(key);
-    if (!previous || previous.confidence < category.confidence)
-      placements.set(key, { names, confidence: category.confidence });
+    placements.set(key, {
+      names: previous?.names ?? names,
+      confidence: Math.max(previous?.confidence ?? Number.NEGATIVE_INFINITY, category.confidence),
+    });
   }
   await ctx.db.transaction(async (tx) => {
     await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [ctx.document.id]);
-    // two paths that differ only in case or accents are one term where the collation says so (MariaDB): one
-    // placement per term, with the higher confidence
+    // one placement per term, with the higher confidence (two keys above may still find one term: MariaDB's
+    // collation folds a little more than foldName)
     const byTerm = new Map<number, number>();
     for (const placement of placements.values()) {
       const termId = await ensureTermPath(tx, placement.names);

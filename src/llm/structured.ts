@@ -37,7 +37,8 @@ export const truncate = (text: string, limit = RAW_ANSWER_LIMIT): string =>
 
 export type ParsedAnswer = { ok: true; value: unknown } | { ok: false; errors: string };
 
-function describeErrors(errors: ErrorObject[] | null | undefined): string {
+/** ajv's errors as the repair prompt and the logs show them; `at` goes before each path (an item's place in its list). */
+function describeErrors(errors: ErrorObject[] | null | undefined, at = ''): string {
   return (errors ?? [])
     .slice(0, 20)
     .map((e) => {
@@ -47,9 +48,50 @@ function describeErrors(errors: ErrorObject[] | null | undefined): string {
           : e.keyword === 'enum'
             ? ` (${((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')})`
             : '';
-      return `${e.instancePath || '/'} ${e.message ?? e.keyword}${extra}`;
+      return `${at + e.instancePath || '/'} ${e.message ?? e.keyword}${extra}`;
     })
     .join('; ');
+}
+
+/** What keeps a value from matching a schema, as describeErrors says it; '' when it matches. */
+export function schemaErrors(value: unknown, schema: JsonSchema, at = ''): string {
+  const validate = validatorFor(schema);
+  return validate(value) ? '' : describeErrors(validate.errors, at);
+}
+
+/** The keywords of a JSON Schema that limit a value rather than shape it: lengths, counts, ranges, patterns. */
+const LIMIT_KEYWORDS = new Set([
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+]);
+
+/** A schema without its limits, at every depth: what shapes the value (types, required keys, enums, no other keys) stays. */
+export function withoutLimits(schema: JsonSchema): JsonSchema {
+  const relax = (value: unknown): unknown =>
+    value && typeof value === 'object' && !Array.isArray(value) ? withoutLimits(value as JsonSchema) : value;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (LIMIT_KEYWORDS.has(key)) continue;
+    if (key === 'properties' || key === '$defs')
+      out[key] = Object.fromEntries(
+        Object.entries(value as JsonSchema).map(([name, sub]) => [name, relax(sub)]),
+      );
+    else if (key === 'anyOf' || key === 'oneOf' || key === 'allOf' || key === 'prefixItems')
+      out[key] = (value as unknown[]).map(relax);
+    else if (key === 'items' || key === 'additionalProperties' || key === 'not')
+      out[key] = Array.isArray(value) ? value.map(relax) : relax(value);
+    else out[key] = value;
+  }
+  return out;
 }
 
 /**
@@ -79,6 +121,24 @@ export function parseStructuredAnswer(text: string, schema: JsonSchema): ParsedA
 
 const DEFAULT_MAX_TOKENS = 2048;
 
+/**
+ * A failed request as a caller gets it that waited for another caller's request: what its calls cost went to the
+ * first caller the failure reached, so here it is a copy that costs nothing (`details.cached`, no tokens), as an
+ * answer shared that way is a cache hit. A failure that cost nothing (no answer was paid for) stays as it is.
+ */
+function sharedFailure(error: unknown): unknown {
+  if (!(error instanceof CpeError) || !('tokensIn' in error.details)) return error;
+  return Object.create(Object.getPrototypeOf(error), {
+    ...Object.getOwnPropertyDescriptors(error),
+    details: {
+      value: { ...error.details, tokensIn: 0, tokensOut: 0, answers: 0, cached: true },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    },
+  }) as CpeError;
+}
+
 interface SharedRequest {
   promise: Promise<GenerateResult<unknown>>;
   /** aborts the request, once no caller waits for it any more */
@@ -91,8 +151,9 @@ interface SharedRequest {
 /**
  * The LlmClient of cpe: cache lookup, then the provider call under the endpoint's limits, then validation,
  * then at most one repair call that shows the model its answer and the validation errors. An answer that is
- * still invalid fails with INVALID_ANSWER (permanent), the raw answer (truncated) in `details.raw`.
- * Identical requests in flight at the same time share one call.
+ * still invalid fails with INVALID_ANSWER (permanent), the raw answer (truncated) in `details.raw`. A failure after
+ * answers were paid for says what they cost in `details`: tokensIn, tokensOut and `answers` (1, or 2 with the
+ * repair's). Identical requests in flight at the same time share one call, its answer or its failure.
  */
 export class StructuredLlmClient implements LlmClient {
   /** requests being answered, by cache key: a second caller asking the same waits for the first one's answer */
@@ -126,8 +187,9 @@ export class StructuredLlmClient implements LlmClient {
       schema: request.schema,
       images: request.images,
     });
-    // requests alike but for their token limit are one answer in the cache, and two requests in flight
-    const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}`;
+    // requests alike but for their token limit (or who checks the limits) are one answer in the cache (checked again
+    // against each request's schema when found), and two requests in flight
+    const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}:${request.limits ?? 'client'}`;
     let own = this.inflight.get(flightKey);
     if (!own) {
       // the request runs until every caller waiting for it has given up, not until the first one does
@@ -147,8 +209,14 @@ export class StructuredLlmClient implements LlmClient {
       }
       return { ...result, tokensIn: 0, tokensOut: 0, cached: true } as GenerateResult<T>;
     };
+    // a failure alike: the first caller it reaches is billed for the calls it cost, the others get it as a cache hit
+    const fail = (error: unknown): never => {
+      if (own.billed) throw sharedFailure(error);
+      own.billed = true;
+      throw error;
+    };
     const signal = request.signal;
-    if (!signal) return own.promise.then(deliver);
+    if (!signal) return own.promise.then(deliver, fail);
     return new Promise<GenerateResult<T>>((resolve, reject) => {
       const giveUp = () => {
         if (--own.waiting === 0) own.controller.abort(signal.reason);
@@ -163,7 +231,12 @@ export class StructuredLlmClient implements LlmClient {
         },
         (error: unknown) => {
           signal.removeEventListener('abort', giveUp);
-          reject(error);
+          if (signal.aborted) return;
+          try {
+            fail(error);
+          } catch (delivered) {
+            reject(delivered);
+          }
         },
       );
     });
@@ -177,7 +250,7 @@ export class StructuredLlmClient implements LlmClient {
     request: GenerateRequest,
     answer: ChatAnswer,
     maxTokens: number,
-    spent: { tokensIn: number; tokensOut: number } = answer,
+    spent: { tokensIn: number; tokensOut: number; answers: number } = { ...answer, answers: 1 },
   ): void {
     if (!answer.stop) return;
     const who = `${this.backend.provider}/${this.backend.model}`;
@@ -194,14 +267,17 @@ export class StructuredLlmClient implements LlmClient {
         // what every call of this request cost (a repair's answer cut off: the first answer's tokens too)
         tokensIn: spent.tokensIn,
         tokensOut: spent.tokensOut,
+        answers: spent.answers,
       },
     });
   }
 
   private async generateUncoalesced(key: string, request: GenerateRequest): Promise<GenerateResult<unknown>> {
     const base = { model: this.backend.model, provider: this.backend.provider };
+    // what the answer is checked against; the provider is sent request.schema, limits and all
+    const accepted = request.limits === 'caller' ? withoutLimits(request.schema) : request.schema;
     const hit = await this.cache?.get(key);
-    if (hit && validatorFor(request.schema)(hit.value)) {
+    if (hit && validatorFor(accepted)(hit.value)) {
       return { ...base, value: hit.value, tokensIn: 0, tokensOut: 0, cached: true, repaired: hit.repaired };
     }
 
@@ -211,7 +287,7 @@ export class StructuredLlmClient implements LlmClient {
     this.refuseUnfinished(request, answer1, maxTokens);
     let tokensIn = answer1.tokensIn;
     let tokensOut = answer1.tokensOut;
-    let parsed = parseStructuredAnswer(answer1.text, request.schema);
+    let parsed = parseStructuredAnswer(answer1.text, accepted);
     let repaired = false;
     let lastRaw = answer1.text;
 
@@ -228,14 +304,14 @@ export class StructuredLlmClient implements LlmClient {
         maxTokens,
       ).catch((error: unknown) => {
         // the first answer was paid for: its tokens go with the repair call's error, for the step's bill
-        if (error instanceof CpeError) Object.assign(error.details, { tokensIn, tokensOut });
+        if (error instanceof CpeError) Object.assign(error.details, { tokensIn, tokensOut, answers: 1 });
         throw error;
       });
       tokensIn += answer2.tokensIn;
       tokensOut += answer2.tokensOut;
-      this.refuseUnfinished(request, answer2, maxTokens, { tokensIn, tokensOut });
+      this.refuseUnfinished(request, answer2, maxTokens, { tokensIn, tokensOut, answers: 2 });
       lastRaw = answer2.text;
-      parsed = parseStructuredAnswer(answer2.text, request.schema);
+      parsed = parseStructuredAnswer(answer2.text, accepted);
       if (!parsed.ok) {
         throw new CpeError(
           ErrorCodes.INVALID_ANSWER,
@@ -249,6 +325,7 @@ export class StructuredLlmClient implements LlmClient {
               raw: truncate(lastRaw),
               tokensIn,
               tokensOut,
+              answers: 2,
             },
           },
         );

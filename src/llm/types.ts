@@ -17,6 +17,14 @@ export interface GenerateRequest {
   images?: Uint8Array[];
   /** cap on the answer's tokens (default 2048) */
   maxTokens?: number;
+  /**
+   * 'caller': the answer is checked with the schema's limits relaxed (withoutLimits in structured.ts: its shape,
+   * types, enums and required keys are still checked), and the caller holds it to them item by item
+   * (knowledge/keep-items.ts: keepItems drops an item over a limit, cuts a list to its maxItems). The provider gets
+   * the whole schema all the same. Claude's API enforces few limits (the SDK moves maxItems, minLength, maximum,
+   * ... into descriptions): one item over one failed the whole answer, after a paid repair.
+   */
+  limits?: 'caller';
   signal?: AbortSignal;
 }
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
+import { ask, type LlmStepConfig, LlmTally, makeAsker } from '../../../src/knowledge/llm-step.js';
 import { AnthropicBackend } from '../../../src/llm/anthropic.js';
 import { RateLimiter } from '../../../src/llm/limiter.js';
 import { OllamaChatBackend } from '../../../src/llm/ollama-chat.js';
@@ -262,6 +263,35 @@ describe('LLM providers over HTTP (test servers)', () => {
       expect(second.value.entities[0]!.name).to.equal('Kammer');
       expect(second.tokensIn + third.tokensIn).to.equal(server.counters.tokensIn);
       expect([second.cached, third.cached].sort()).to.deep.equal([false, true]);
+    });
+
+    it('bills a failed request shared by two callers once: to one of them with its repair, to the other as a cache hit', async () => {
+      server.faults.alwaysInvalid = true; // the answer and its repair: invalid
+      server.faults.stallNext(1, 300); // both callers ask while the first answer is on its way
+      const { client } = clientOver(backend(1000));
+      const config = { max_tokens: 500 } as LlmStepConfig;
+      const tallies = [new LlmTally(), new LlmTally()];
+      const errors = await Promise.all(
+        tallies.map((tally) =>
+          ask(makeAsker(client, config, '', tally), {
+            prompt: prompt('Die Kammer prüft.'),
+            schema: ENTITY_SCHEMA,
+            schemaName: 'entities',
+          }).catch((e: unknown) => e as CpeError),
+        ),
+      );
+      expect(server.counters.answered).to.equal(2); // one request: the answer and its repair
+      expect(errors.map((e) => (e as CpeError).code)).to.deep.equal([
+        ErrorCodes.INVALID_ANSWER,
+        ErrorCodes.INVALID_ANSWER,
+      ]);
+      const counts = tallies.map((t) => t.counts());
+      expect(counts[0]!.tokensIn + counts[1]!.tokensIn).to.equal(server.counters.tokensIn);
+      expect(counts[0]!.tokensOut + counts[1]!.tokensOut).to.equal(server.counters.tokensOut);
+      expect(counts.map((c) => [c.llmCalls, c.llmRepaired, c.llmCached])).to.have.deep.members([
+        [1, 1, 0],
+        [0, 0, 1],
+      ]);
     });
 
     it('sends images as base64 image blocks', async () => {
