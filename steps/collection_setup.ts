@@ -37,11 +37,11 @@ const collectionSetup: StepPlugin<CollectionSetupConfig> = {
     const index = await ctx.providers.vectors();
     for (const name of ctx.config.collections) {
       ctx.signal.throwIfAborted();
-      await index.ensureCollection(name, {
-        size: embedder.dimensions,
-        distance: ctx.config.distance,
-        model: embedder.model,
-      });
+      await index.ensureCollection(
+        name,
+        { size: embedder.dimensions, distance: ctx.config.distance, model: embedder.model },
+        { log: ctx.log },
+      );
       ctx.log.info(`collection '${name}' ready`, {
         backend: index.kind,
         location: index.location,

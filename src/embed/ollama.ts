@@ -61,7 +61,9 @@ class BadVectorError extends Error {}
  * through one RequestPool (request-pool.ts): cut into requests bounded by input count and characters, spread
  * over the hosts with a bounded number in flight per host, retried with capped exponential backoff on
  * connection errors, timeouts, 429 and 5xx; a batch the server keeps rejecting is split in halves until the bad
- * inputs are found, so one bad chunk does not fail its document (the others come back in an EmbedInputError).
+ * inputs are found, so one bad chunk does not fail its document (the others come back in an EmbedInputError). A
+ * 500 blames an input only while the server answers other requests: during an outage nothing is blamed, and the
+ * callers get a retryable error.
  */
 export class OllamaEmbedder implements Embedder {
   readonly kind = 'ollama' as const;
@@ -207,7 +209,9 @@ export class OllamaEmbedder implements Embedder {
           ),
         };
       }
-      return { kind: 'input', retry: true, error: new ProviderError(message, { cause: error, status }) };
+      // 500 and the like: Ollama's answer when the model fails on an input (NaN), but also when it fails on its
+      // own (out of memory, the runner restarting): the pool tells these apart by its answers to other requests
+      return { kind: 'server', error: new ProviderError(message, { cause: error, status }) };
     }
     const cause = (error as { cause?: unknown }).cause;
     if (isTransientNodeError(error) || isTransientNodeError(cause)) {

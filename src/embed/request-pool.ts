@@ -10,8 +10,15 @@ export type RequestFailure =
    * retryAfterMs: the server's Retry-After, for which the host gets no request
    */
   | { kind: 'transient'; error: Error; hostDown?: boolean; retryAfterMs?: number }
-  /** the server rejected these inputs (400, 413, 422) or keeps failing on them (500): split the batch */
+  /** the server rejected these inputs (400, 413, 422) or answered for them with a bad vector: split the batch */
   | { kind: 'input'; error: Error; retry: boolean }
+  /**
+   * the server failed on the request (500 and the like): the server's fault or an input's, which only its answers
+   * to other requests can tell. Retried; then split to find a bad input only as far as the host shows that it
+   * works (it answers other requests meanwhile); while nothing shows that, the inputs are not blamed and their
+   * callers get this error, which is retryable
+   */
+  | { kind: 'server'; error: Error }
   /** nothing will help: unknown model, wrong dimension */
   | { kind: 'fatal'; error: Error };
 
@@ -41,7 +48,7 @@ export interface RequestPoolOptions {
    * host is not timed out as long as the host keeps answering the others
    */
   timeoutMs: number;
-  /** retries per request on transient failures and on failures of its inputs that may pass */
+  /** retries per request on transient failures, server failures and failures of its inputs that may pass */
   maxRetries: number;
   /** first backoff delay; doubles per retry, with jitter, capped at 8 s */
   retryDelayMs: number;
@@ -92,6 +99,18 @@ interface Batch {
   controller?: AbortController;
   /** the backoff before the next attempt */
   timer?: ReturnType<typeof setTimeout>;
+  /** when the current attempt was sent, and when its host had last answered with vectors then (performance.now()) */
+  sentAt: number;
+  answeredBefore: number;
+  /**
+   * since when an answer of the host shows that it works (performance.now()): the batch's first server failure, or
+   * for a half the failure of the batch it was split from. An answer before that shows nothing about these inputs.
+   */
+  since?: number;
+  /** split from a batch that failed: it is not halved again merely to find out whether the server works */
+  half: boolean;
+  /** waiting for the host to show that it works (see serverFailed), with the error it last failed with */
+  parked?: Error;
 }
 
 function cancelled(): CpeError {
@@ -111,7 +130,8 @@ function cancelled(): CpeError {
  *
  * A failed request is retried with capped exponential backoff (on any free host); a batch whose inputs the
  * server keeps rejecting is split in halves until the bad inputs are found, so that one bad input fails only
- * itself: its caller gets the others' vectors in an EmbedInputError. A request times out when its host has
+ * itself: its caller gets the others' vectors in an EmbedInputError. A server failure (500) blames an input only
+ * while the host answers other requests (see serverFailed): an outage fails the callers retryable instead. A request times out when its host has
  * answered nothing for timeoutMs, not merely because it waited long in a busy server's queue. A caller that
  * cancels gets CANCELLED at once; requests that serve no other caller are aborted.
  */
@@ -130,6 +150,10 @@ export class RequestPool {
   private pumpQueued = false;
   /** the pump's timer while every host with a free slot waits out a Retry-After */
   private wake: NodeJS.Timeout | undefined;
+  /** batches the server failed on, waiting for an answer to another request (see serverFailed) */
+  private readonly parked: Batch[] = [];
+  /** when any host last answered a request with vectors (performance.now()) */
+  private lastAnswer = 0;
 
   constructor(private readonly options: RequestPoolOptions) {
     this.hosts = options.hosts.map((url) => ({
@@ -247,7 +271,15 @@ export class RequestPool {
       host.starters--;
       limit = Math.min(limit, starterBatchSize(batchSize));
     }
-    const batch: Batch = { jobs: [], indexes: [], attempt: 0, maxRetries };
+    const batch: Batch = {
+      jobs: [],
+      indexes: [],
+      attempt: 0,
+      maxRetries,
+      sentAt: 0,
+      answeredBefore: 0,
+      half: false,
+    };
     let chars = 0;
     while (batch.indexes.length < limit && this.queue.length > 0) {
       const job = this.queue[0];
@@ -269,6 +301,8 @@ export class RequestPool {
     batch.controller = controller;
     const { timeoutMs } = this.options;
     const sent = performance.now();
+    batch.sentAt = sent;
+    batch.answeredBefore = host.lastAnswer;
     let timedOut = false;
     // times out when neither this request nor any other to the host was answered for timeoutMs
     const watch = () => {
@@ -287,6 +321,7 @@ export class RequestPool {
       const input = batch.indexes.map((index, k) => batch.jobs[k].texts[index]);
       vectors = await this.options.send(host.url, input, controller.signal);
       host.lastAnswer = performance.now();
+      this.lastAnswer = host.lastAnswer;
     } catch (error) {
       if (timedOut) failure = this.options.classify(host.url, new RequestTimeout(timeoutMs));
       else if (!controller.signal.aborted) failure = this.options.classify(host.url, error as Error);
@@ -300,7 +335,10 @@ export class RequestPool {
       if (vectors) this.deliver(batch, vectors);
       else if (failure) this.failed(host, batch, failure);
     }
+    // a host that answered shows the server works: the batches waiting for that are tried again
+    if (vectors) this.unpark();
     this.pump();
+    this.giveUpParked();
   }
 
   private deliver(batch: Batch, vectors: Float32Array[]): void {
@@ -313,6 +351,10 @@ export class RequestPool {
   }
 
   private failed(host: Host, batch: Batch, failure: RequestFailure): void {
+    if (failure.kind === 'server') {
+      this.serverFailed(batch, failure.error);
+      return;
+    }
     if (failure.kind === 'transient' && failure.hostDown) host.downUntil = Date.now() + HOST_COOLDOWN_MS;
     if (failure.kind === 'transient' && failure.retryAfterMs !== undefined)
       host.pausedUntil = Math.max(
@@ -323,6 +365,55 @@ export class RequestPool {
     if (failure.kind !== 'fatal' && retry && batch.attempt < batch.maxRetries) this.retryLater(batch);
     else if (failure.kind === 'input') this.split(batch, failure.error);
     else this.failBatch(batch, failure.error);
+  }
+
+  /**
+   * A server failure (500): retried with backoff like any failure. Then its inputs are blamed (the batch halved, a
+   * single input failed) only when its host answered another request after the batch first failed and before it
+   * was sent the last time: the host works, and keeps failing on these inputs. Until then a batch is halved once, so
+   * that its halves can show it (one half answered while the other keeps failing), and then waits for an answer to
+   * any request to be tried again; when nothing is left that could answer, its callers fail with the server's
+   * error, which is retryable. An outage is not a bad input: a document whose requests all fail is retried later,
+   * instead of some of its chunks being marked failed for good.
+   */
+  private serverFailed(batch: Batch, error: Error): void {
+    batch.since ??= performance.now();
+    if (batch.attempt < batch.maxRetries) this.retryLater(batch);
+    else if (batch.answeredBefore > batch.since || (!batch.half && batch.indexes.length > 1))
+      this.split(batch, error);
+    // an answer came in while this attempt was under way: one more attempt shows whether it was the inputs
+    else if (this.lastAnswer > batch.sentAt) this.retryNow(batch);
+    else {
+      batch.parked = error;
+      this.parked.push(batch);
+    }
+  }
+
+  /** One more attempt at once, for a batch whose retries are used up. */
+  private retryNow(batch: Batch): void {
+    batch.maxRetries = ++batch.attempt;
+    this.ready.push(batch);
+  }
+
+  /** A host answered: the batches waiting for that get one more attempt (sent by the pump). */
+  private unpark(): void {
+    for (const batch of this.parked.splice(0)) {
+      batch.parked = undefined;
+      this.retryNow(batch);
+    }
+  }
+
+  /**
+   * When nothing is in flight, waiting or queued that could show that the server works, the waiting batches fail:
+   * their callers get the server's error (retryable), not an input's.
+   */
+  private giveUpParked(): void {
+    if (this.parked.length === 0 || this.pending > 0 || this.live.size > this.parked.length) return;
+    for (const batch of this.parked.splice(0)) {
+      const error = batch.parked!;
+      batch.parked = undefined;
+      this.failBatch(batch, error);
+    }
   }
 
   private retryLater(batch: Batch): void {
@@ -349,16 +440,23 @@ export class RequestPool {
       return;
     }
     const half = Math.ceil(batch.indexes.length / 2);
+    const now = performance.now();
     const halves = [
       [0, half],
       [half, batch.indexes.length],
     ]
-      .map(([from, to]) => ({
-        jobs: batch.jobs.slice(from, to),
-        indexes: batch.indexes.slice(from, to),
-        attempt: 0,
-        maxRetries: 1,
-      }))
+      .map(
+        ([from, to]): Batch => ({
+          jobs: batch.jobs.slice(from, to),
+          indexes: batch.indexes.slice(from, to),
+          attempt: 0,
+          maxRetries: 1,
+          sentAt: 0,
+          answeredBefore: 0,
+          since: now,
+          half: true,
+        }),
+      )
       .filter((part) => part.jobs.some((job) => !job.settled));
     for (const part of halves) this.live.add(part);
     this.ready.unshift(...halves);
@@ -407,6 +505,10 @@ export class RequestPool {
       if (batch.timer) clearTimeout(batch.timer);
       const at = this.ready.indexOf(batch);
       if (at >= 0) this.ready.splice(at, 1);
+      const parkedAt = this.parked.indexOf(batch);
+      if (parkedAt >= 0) this.parked.splice(parkedAt, 1);
     }
+    // what is left waiting may now have nothing left that could show the server works
+    this.giveUpParked();
   }
 }

@@ -1,6 +1,7 @@
-import { embedChunks } from '../embed/embed-chunks.js';
+import { type ChunkRow, embedChunks } from '../embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../embed/prepare.js';
 import type { Logger } from '../engine/plugin.js';
+import { CpeError, describeError, ErrorCodes } from '../errors.js';
 import { type EntityRow, storeEntityPoints } from '../knowledge/entities.js';
 import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
@@ -50,11 +51,15 @@ export interface VerifyCounts {
   wrongSize: number;
   /** chunks whose qdrant_id does not name their point */
   wrongChunkRefs: number;
-  /** chunks the embedder rejected (status failed): reported, not counted as disagreement */
+  /**
+   * chunks the embedder rejected (status failed): reported, not counted as disagreement; repair embeds them again
+   * (an earlier cpe marked chunks failed on a server's outage, too)
+   */
   failedChunks: number;
   /**
-   * entities without a point while the index has an `entities` collection (entity embedding is on, and theirs
-   * failed: the step keeps entities in SQL and only warns)
+   * entities without a point in the `entities` collection while entity embedding is on (the collection exists, or
+   * entities name points in it): their embedding failed (the step keeps entities in SQL and only warns), or their
+   * points are gone from the index (the collection dropped or emptied behind cpe's back)
    */
   entitiesWithoutPoint: number;
 }
@@ -80,6 +85,8 @@ export interface VerifyReport {
     documentsRestored: number;
     chunksEmbedded: number;
     entitiesStored: number;
+    /** of the chunks marked failed, the ones the embedder gave a vector this time (status embedded now) */
+    failedChunksEmbedded: number;
   };
   /** the state after repair */
   after?: VerifyReport;
@@ -99,6 +106,15 @@ export async function verifyIndex(
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
   const collection = options.collection ?? 'documents';
+  if (collection === ENTITY_COLLECTION) {
+    // its points belong to no document: checked as chunks' points, every one would be an orphan, and repair would
+    // delete them all
+    throw new CpeError(
+      ErrorCodes.USAGE,
+      `collection '${ENTITY_COLLECTION}' holds entity points, not chunk points: it is verified and repaired along ` +
+        'with the documents collection (cpe verify, cpe verify --repair)',
+    );
+  }
   const [embedder, index] = await Promise.all([
     services.providers.embedder(embedderOptions(options.embedModel)),
     services.providers.vectors(),
@@ -188,12 +204,15 @@ export async function verifyIndex(
   );
   const expected = new Map<string, (typeof chunks)[number]>();
   const allChunkIds = new Set<string>();
+  /** current documents of the collection with chunks marked failed: repair tries those chunks again */
+  const withFailedChunks = new Set<number>();
   for (const chunk of chunks) {
     const id = chunkPointId(Number(chunk.document_id), Number(chunk.chunk_index));
     allChunkIds.add(id);
     if (!current.has(Number(chunk.document_id)) || !own(Number(chunk.document_id))) continue;
     if (chunk.status === 'failed') {
       report.counts.failedChunks++;
+      withFailedChunks.add(Number(chunk.document_id));
       continue;
     }
     expected.set(id, chunk);
@@ -277,20 +296,23 @@ export async function verifyIndex(
   if (wrongRefs.length > 0) {
     report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
   }
-  const unpointed =
-    collection === 'documents' && (await index.describeCollection(ENTITY_COLLECTION)).exists
-      ? await db.query<EntityRow>(
-          'SELECT id, name, normalized_name, type, description FROM entities WHERE qdrant_id IS NULL',
-        )
-      : [];
+  const unpointed = collection === 'documents' ? await entitiesWithoutPoint(services, index) : [];
   c.entitiesWithoutPoint = unpointed.length;
   if (unpointed.length > 0) {
+    const gone = unpointed.filter((e) => e.qdrant_id !== null).length;
+    const why = [
+      gone < unpointed.length ? `${unpointed.length - gone} whose embedding failed` : undefined,
+      gone > 0 ? `${gone} whose points are gone from the index` : undefined,
+    ]
+      .filter(Boolean)
+      .join(', ');
     report.problems.push(
-      `${unpointed.length} entities have no point in '${ENTITY_COLLECTION}' (their embedding failed); e.g. ${sample(unpointed.map((e) => e.name))}`,
+      `${unpointed.length} entities have no point in '${ENTITY_COLLECTION}' (${why}); e.g. ${sample(unpointed.map((e) => e.name))}`,
     );
   }
   report.ok = report.problems.length === 0;
-  if (report.ok || !options.repair) return report;
+  // chunks marked failed are no disagreement, but repair tries them again: the embedder may take them now
+  if (!options.repair || (report.ok && withFailedChunks.size === 0)) return report;
 
   // repair: remove what should not be there, then restore documents that lack points
   const doomed = [
@@ -312,29 +334,69 @@ export async function verifyIndex(
     const chunk = expected.get(id);
     if (chunk) toRestore.add(Number(chunk.document_id));
   }
+  // A collection cpe had made and finds missing is made again with a warning that asks for this repair: here it is
+  // made again for the repair, which restores its points, and that is worth a line, not the warning.
+  const remade = {
+    log: {
+      warn: (_message: string, context?: Record<string, unknown>) =>
+        options.log?.info('collection was missing: made again, its points are restored from SQL', context),
+    },
+  };
+  const toStore = new Set([...toRestore, ...withFailedChunks]);
+  if (toStore.size > 0) {
+    await index.ensureCollection(
+      collection,
+      { size: embedder.dimensions, distance: 'Cosine', model: embedder.model },
+      remade,
+    );
+  }
+  if (unpointed.length > 0) {
+    // the embedder storeEntityPoints embeds entities with: the configured default, not the pipeline's
+    const entityEmbedder = await services.providers.embedder();
+    await index.ensureCollection(
+      ENTITY_COLLECTION,
+      { size: entityEmbedder.dimensions, distance: 'Cosine', model: entityEmbedder.model },
+      remade,
+    );
+  }
+  const embedOptions = {
+    maxEmbedChars: options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS,
+    signal: options.signal,
+    log: options.log,
+  };
   let chunksEmbedded = 0;
-  for (const documentId of toRestore) {
+  let failedChunksEmbedded = 0;
+  for (const documentId of toStore) {
     options.signal?.throwIfAborted();
-    const docChunks = await db.query<{
-      id: number;
-      content: string;
-      status: string;
-      embedding_model: string | null;
-    }>(
-      `SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? AND status <> 'failed' ORDER BY chunk_index`,
-      [documentId],
-    );
-    const embedded = await embedChunks(
-      db,
-      embedder,
-      docChunks.map((row) => ({ ...row, id: Number(row.id) })),
-      {
-        maxEmbedChars: options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS,
-        signal: options.signal,
-        log: options.log,
-      },
-    );
-    chunksEmbedded += embedded.embedded + embedded.cached;
+    const docChunks = (
+      await db.query<{ id: number; content: string; status: string; embedding_model: string | null }>(
+        'SELECT id, content, status, embedding_model FROM chunks WHERE document_id = ? ORDER BY chunk_index',
+        [documentId],
+      )
+    ).map((row): ChunkRow => ({ ...row, id: Number(row.id) }));
+    const failed = docChunks.filter((chunk) => chunk.status === 'failed');
+    const rest = docChunks.filter((chunk) => chunk.status !== 'failed');
+    if (toRestore.has(documentId)) {
+      const embedded = await embedChunks(db, embedder, rest, embedOptions);
+      chunksEmbedded += embedded.embedded + embedded.cached;
+    }
+    if (failed.length > 0) {
+      // Chunks marked failed are embedded again: before cpe told a server's outage (Ollama answering 500 for a
+      // while) from a bad input, an outage left chunks marked failed for good. A chunk the embedder rejects again
+      // stays failed; the others get their points below.
+      try {
+        const again = await embedChunks(db, embedder, failed, embedOptions);
+        const taken = failed.length - again.failed.length;
+        failedChunksEmbedded += taken;
+        chunksEmbedded += taken;
+      } catch (error) {
+        options.signal?.throwIfAborted();
+        options.log?.warn(`chunks marked failed not embedded again: ${describeError(error, 300)}`, {
+          documentId,
+          chunks: failed.length,
+        });
+      }
+    }
     await storeDocumentPoints({ ...services, log: options.log }, documentId, {
       collection,
       model: embedder.model,
@@ -346,10 +408,30 @@ export async function verifyIndex(
     documentsRestored: toRestore.size,
     chunksEmbedded,
     entitiesStored,
+    failedChunksEmbedded,
   };
   report.after = await verifyIndex(services, { ...options, repair: false });
   report.ok = report.after.ok;
   return report;
+}
+
+/**
+ * Entities that should have a point in the `entities` collection and do not: entity embedding is on when the
+ * collection exists or an entity names a point in it (entities.qdrant_id; the collection may have been dropped
+ * behind cpe's back). An entity lacks its point when it names none (its embedding failed) or the one it names is
+ * not in the collection.
+ */
+async function entitiesWithoutPoint(
+  services: RetrievalServices,
+  index: Awaited<ReturnType<RetrievalServices['providers']['vectors']>>,
+): Promise<Array<EntityRow & { qdrant_id: string | null }>> {
+  const exists = (await index.describeCollection(ENTITY_COLLECTION)).exists;
+  const entities = await services.db.query<EntityRow & { qdrant_id: string | null }>(
+    'SELECT id, name, normalized_name, type, description, qdrant_id FROM entities',
+  );
+  if (!exists && entities.every((e) => e.qdrant_id === null)) return [];
+  const present = new Set(exists ? (await index.listPoints(ENTITY_COLLECTION)).map((p) => p.id) : []);
+  return entities.filter((e) => e.qdrant_id === null || !present.has(String(e.qdrant_id)));
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { QdrantVectorIndex } from './qdrant-vector-index.js';
 import { SqlVectorIndex } from './sql-vector-index.js';
-import type { VectorIndex } from './types.js';
+import type { IndexLog, VectorIndex } from './types.js';
 
 export interface VectorIndexSettings {
   /** CPE_QDRANT_URL; unset = vectors in ki_content (the embedded index) */
@@ -14,6 +14,8 @@ export interface VectorIndexSettings {
   dbLocation?: string;
   timeoutMs?: number;
   maxRetries?: number;
+  /** where the index's warnings go when a call brings no logger (default: standard error) */
+  log?: IndexLog;
 }
 
 export function createVectorIndex(settings: VectorIndexSettings): VectorIndex {
@@ -24,6 +26,7 @@ export function createVectorIndex(settings: VectorIndexSettings): VectorIndex {
       db: settings.db,
       timeoutMs: settings.timeoutMs,
       maxRetries: settings.maxRetries,
+      log: settings.log,
     });
   }
   return new SqlVectorIndex(settings.db, settings.dbLocation);

@@ -1,12 +1,23 @@
 import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
+import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../llm/provider-errors.js';
 import { clampCosine } from './clamp-cosine.js';
-import { checkStamp, collectionMismatch, deleteStamp, readStamp, writeStamp } from './collection-stamp.js';
+import {
+  type CollectionStamp,
+  checkStamp,
+  collectionMismatch,
+  deleteStamp,
+  readStamp,
+  writeStamp,
+} from './collection-stamp.js';
+import { retryAfterSeen, watchRetryAfter } from './retry-after-seen.js';
 import type {
   CollectionInfo,
   CollectionSpec,
+  EnsureCollectionOptions,
+  IndexLog,
   PointRef,
   VectorIndex,
   VectorPoint,
@@ -26,6 +37,8 @@ export interface QdrantIndexOptions {
   retryDelayMs?: number;
   /** points per upsert request (default 128) */
   upsertBatch?: number;
+  /** where warnings go when a call brings no logger of its own (default: standard error) */
+  log?: IndexLog;
 }
 
 /** Payload fields that get an index: the filters cpe uses (document_id) and what people filter by by hand. */
@@ -71,9 +84,13 @@ export class QdrantVectorIndex implements VectorIndex {
   private readonly timeoutMs: number;
   private readonly upsertBatch: number;
   private readonly ensured = new Map<string, string>();
+  private readonly url: string;
+  private readonly log: IndexLog;
 
   constructor(options: QdrantIndexOptions) {
     this.location = displayUrl(options.url);
+    this.url = options.url;
+    this.log = options.log ?? { warn: (message) => process.stderr.write(`cpe: warning: ${message}\n`) };
     this.db = options.db;
     this.maxRetries = options.maxRetries ?? 4;
     this.retryDelayMs = options.retryDelayMs ?? 250;
@@ -90,6 +107,8 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   private qdrant(): Promise<QdrantClient> {
+    // the client drops the Retry-After of a 429 (see retry-after-seen.ts): read as undici receives it
+    watchRetryAfter();
     this.client ??= import('@qdrant/js-client-rest').then(({ QdrantClient }) => {
       const originalWarn = console.warn;
       // the client warns on an API key over http (a local test setup); that warning is not for cpe's users
@@ -107,23 +126,28 @@ export class QdrantVectorIndex implements VectorIndex {
   private async call<T>(operation: string, fn: (client: QdrantClient) => Promise<T>): Promise<T> {
     const client = await this.qdrant();
     for (let attempt = 0; ; attempt++) {
+      const began = performance.now();
       try {
         return await fn(client);
       } catch (error) {
-        const status = (error as { status?: unknown }).status;
+        // a 429 with a Retry-After reaches cpe without its status: as the client's own error for it, or as its
+        // failure to read the header (an HTTP date)
+        const rateLimited = isRateLimited(error);
+        const status = rateLimited ? 429 : (error as { status?: unknown }).status;
         const cause = (error as { cause?: unknown }).cause;
         const name = (error as Error).name;
         const transient =
           (typeof status === 'number' && (status === 429 || status >= 500)) ||
           name === 'QdrantClientTimeoutError' ||
-          name === 'QdrantClientResourceExhaustedError' ||
           isTransientNodeError(error) ||
           isTransientNodeError(cause) ||
           (error instanceof TypeError && /fetch failed/i.test(error.message));
         const detail =
           name === 'QdrantClientTimeoutError'
             ? `no answer within ${this.timeoutMs / 1000} s (timed out)`
-            : describeQdrantError(error);
+            : rateLimited
+              ? 'HTTP 429: Too Many Requests'
+              : describeQdrantError(error);
         if (!transient) {
           throw new ProviderError(`Qdrant ${this.location}: ${operation} failed: ${detail}`, {
             cause: error,
@@ -137,18 +161,25 @@ export class QdrantVectorIndex implements VectorIndex {
             { cause: error, status: typeof status === 'number' ? status : undefined },
           );
         }
-        // a server that says when to come back (429, 503 with Retry-After) is taken at its word, up to a minute
-        // (the client turns a 429's Retry-After into retry_after, in seconds, reading only the header's first character)
-        const retryAfterSeconds = (error as { retry_after?: unknown }).retry_after;
-        const retryAfterMs =
-          typeof retryAfterSeconds === 'number' && Number.isFinite(retryAfterSeconds)
-            ? retryAfterSeconds * 1000
-            : parseRetryAfter((error as { headers?: Headers }).headers);
+        // a server that says when to come back (429, 503 with Retry-After) is taken at its word, up to a minute: the
+        // header as the answer carried it (a 503's is on the error; a 429's only as undici received it)
+        const retryAfterMs = rateLimited
+          ? retryAfterSeen(this.url, began)
+          : parseRetryAfter((error as { headers?: Headers }).headers);
         const cap = Math.min(8000, this.retryDelayMs * 2 ** attempt);
+        const backoff = cap / 2 + Math.random() * (cap / 2);
+        // the client's retry_after is the header's first character only ('20' is 2): never trusted as the wait,
+        // but a wait at least that long is never too short
+        const clientRetryAfter = (error as { retry_after?: unknown }).retry_after;
+        const atLeast =
+          typeof clientRetryAfter === 'number' && Number.isFinite(clientRetryAfter)
+            ? clientRetryAfter * 1000
+            : 0;
         await sleep(
-          retryAfterMs !== undefined
-            ? Math.min(MAX_RETRY_AFTER_MS, retryAfterMs)
-            : cap / 2 + Math.random() * (cap / 2),
+          Math.min(
+            MAX_RETRY_AFTER_MS,
+            retryAfterMs !== undefined ? retryAfterMs : Math.max(atLeast, backoff),
+          ),
         );
       }
     }
@@ -165,7 +196,11 @@ export class QdrantVectorIndex implements VectorIndex {
     return { size: vectors?.size, distance: vectors?.distance, points: Number(info.points_count ?? 0) };
   }
 
-  async ensureCollection(name: string, spec: CollectionSpec): Promise<void> {
+  async ensureCollection(
+    name: string,
+    spec: CollectionSpec,
+    options: EnsureCollectionOptions = {},
+  ): Promise<void> {
     const key = `${spec.model}|${spec.size}|${spec.distance}`;
     if (this.ensured.get(name) === key) return;
     const stamp = await readStamp(this.db, 'qdrant', name);
@@ -177,8 +212,10 @@ export class QdrantVectorIndex implements VectorIndex {
       } catch (error) {
         // another worker may have created it a moment ago
         if (!(await this.exists(name))) throw error;
-        return this.ensureCollection(name, spec);
+        return this.ensureCollection(name, spec, options);
       }
+      if (stamp)
+        (options.log ?? this.log).warn(recreatedMessage(name, stamp, this.location), { collection: name });
       await writeStamp(this.db, 'qdrant', name, this.location, spec);
       this.ensured.set(name, key);
       return;
@@ -226,13 +263,13 @@ export class QdrantVectorIndex implements VectorIndex {
           client.upsert(collection, { wait: true, points: slice }),
         );
       } catch (error) {
-        // the collection was dropped behind this process's back: ensure it again on the next attempt
-        if (statusOf(error) === 404 && this.ensured.delete(collection)) {
+        // the collection was dropped behind this process's back: ensure it again on the next attempt. Every caller
+        // that meets the 404 fails retryable, not only the first to forget it (documents store points concurrently)
+        if (statusOf(error) === 404) {
+          this.ensured.delete(collection);
           throw new ProviderError(
             `Qdrant ${this.location}: collection '${collection}' disappeared; it is created again on retry`,
-            {
-              cause: error,
-            },
+            { cause: error, retryable: true },
           );
         }
         throw error;
@@ -248,7 +285,8 @@ export class QdrantVectorIndex implements VectorIndex {
     const keep = options.keepIds ?? [];
     const filter: Record<string, unknown> = { must: [{ key: 'document_id', match: { value: documentId } }] };
     if (keep.length > 0) filter.must_not = [{ has_id: [...keep] }];
-    await ignoreMissingCollection(
+    await this.ignoreMissingCollection(
+      collection,
       this.call(`delete points of document ${documentId} from '${collection}'`, (client) =>
         client.delete(collection, { wait: true, filter: filter as any }),
       ),
@@ -259,7 +297,8 @@ export class QdrantVectorIndex implements VectorIndex {
     for (let start = 0; start < ids.length; start += DELETE_BATCH) {
       // Qdrant's ids are UUIDs or unsigned integers; listPoints gives both as text, an integer is sent as one
       const slice = ids.slice(start, start + DELETE_BATCH).map((id) => (/^\d+$/.test(id) ? Number(id) : id));
-      await ignoreMissingCollection(
+      await this.ignoreMissingCollection(
+        collection,
         this.call(`delete ${slice.length} points from '${collection}'`, (client) =>
           client.delete(collection, { wait: true, points: slice }),
         ),
@@ -345,23 +384,55 @@ export class QdrantVectorIndex implements VectorIndex {
     this.ensured.delete(name);
   }
 
+  /**
+   * Deleting from a collection that does not exist leaves nothing behind: not an error. The collection is forgotten
+   * as ensured, so that the next upsert makes it again.
+   */
+  private async ignoreMissingCollection(collection: string, operation: Promise<unknown>): Promise<void> {
+    try {
+      await operation;
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+      this.ensured.delete(collection);
+    }
+  }
+
   async close(): Promise<void> {}
+}
+
+/** A 429 with a Retry-After as the client throws it: its own error, or its failure to read an HTTP date. */
+function isRateLimited(error: unknown): boolean {
+  const name = (error as Error | null)?.name;
+  return (
+    name === 'QdrantClientResourceExhaustedError' ||
+    (error instanceof Error && error.message.startsWith('Invalid retryAfter value:'))
+  );
+}
+
+/**
+ * The warning for a collection cpe had made (its stamp is in SQL) found missing: made again, it is empty, so the
+ * points stored in it before are gone until `cpe verify --repair` restores them from SQL. Restoring them here would
+ * take what verify does (which documents are the collection's, their vectors, the entities), in the middle of
+ * another document's step: the warning names the command instead.
+ */
+function recreatedMessage(name: string, stamp: CollectionStamp, location: string): string {
+  const where = stamp.location === location ? '' : ` (cpe had made it at ${stamp.location})`;
+  // the entities collection is checked and repaired along with the documents collection, not as one of chunks
+  const repair =
+    name === ENTITY_COLLECTION
+      ? 'cpe verify --repair (it restores the entity points too)'
+      : `cpe verify --repair --collection=${name}`;
+  return (
+    `collection '${name}' was missing in Qdrant ${location} although cpe had made it${where}: it was deleted or ` +
+    `lost behind cpe's back. It is made again, empty: the points stored in it before are gone, and search does not ` +
+    `find their documents until they are restored from SQL: ${repair}`
+  );
 }
 
 /** The HTTP status behind a wrapped client error, if any. */
 function statusOf(error: unknown): number | undefined {
   const status = (error as { cause?: { status?: unknown } }).cause?.status;
   return typeof status === 'number' ? status : undefined;
-}
-
-/** Deleting from a collection that does not exist leaves nothing behind: not an error. */
-async function ignoreMissingCollection(operation: Promise<unknown>): Promise<void> {
-  try {
-    await operation;
-  } catch (error) {
-    if (statusOf(error) === 404) return;
-    throw error;
-  }
 }
 
 /** The server's own message when it sent one ({status:{error}}), else the client's. */

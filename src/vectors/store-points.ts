@@ -196,7 +196,11 @@ export async function storeDocumentPoints(
 
   const embedder = await services.providers.embedder(options.model ? { model: options.model } : undefined);
   const model = embedder.model;
-  await index.ensureCollection(options.collection, { size: embedder.dimensions, distance: 'Cosine', model });
+  await index.ensureCollection(
+    options.collection,
+    { size: embedder.dimensions, distance: 'Cosine', model },
+    { log: services.log },
+  );
 
   const knownContents = options.knownContents;
   const rows = await db.query<{

@@ -48,6 +48,19 @@ export interface PointRef {
   chunkId?: number;
 }
 
+/** Where an index sends a warning (a step's scoped logger fits). */
+export interface IndexLog {
+  warn(message: string, context?: Record<string, unknown>): void;
+}
+
+export interface EnsureCollectionOptions {
+  /**
+   * where a warning goes, e.g. that a collection cpe had made and filled was found missing and is made again
+   * empty (default: the index's own, standard error)
+   */
+  log?: IndexLog;
+}
+
 /**
  * The similarity index: never the truth (that is SQL), always rebuildable from it. Two implementations:
  * SqlVectorIndex (vectors in ki_content, exact search in process) and QdrantVectorIndex.
@@ -56,8 +69,11 @@ export interface VectorIndex {
   readonly kind: 'embedded' | 'qdrant';
   /** where the points live, without secrets ('sqlite:/x/ki_content.sqlite', 'http://qdrant:6333') */
   readonly location: string;
-  /** creates the collection or checks that it matches spec; a different model or size is a COLLECTION_MISMATCH */
-  ensureCollection(name: string, spec: CollectionSpec): Promise<void>;
+  /**
+   * creates the collection or checks that it matches spec; a different model or size is a COLLECTION_MISMATCH. A
+   * collection cpe had made (stamped) but found missing is made again with a warning naming `cpe verify --repair`.
+   */
+  ensureCollection(name: string, spec: CollectionSpec, options?: EnsureCollectionOptions): Promise<void>;
   describeCollection(name: string): Promise<CollectionInfo>;
   /** inserts or replaces points by id (idempotent) */
   upsert(collection: string, points: readonly VectorPoint[]): Promise<void>;

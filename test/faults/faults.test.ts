@@ -134,6 +134,30 @@ describe('fault injection: many workers on one MariaDB', () => {
     });
   });
 
+  it('3b. the Ollama test server answering 500 to every embed request for 4 seconds: no chunk failed for good', async () => {
+    await runCase('3b Ollama 500 for 4 s', async (c) => {
+      await Promise.all([c.startWorkers(3), c.scan()]);
+      await c.waitForDone(Math.floor(expected.byPath.size / 4));
+      c.ollama.resetCounters();
+      c.ollama.faults.pathFilter = /^\/api\/embed$/;
+      c.ollama.faults.failStatus = 500;
+      c.ollama.faults.failNext = 1_000_000;
+      await pause(4000);
+      c.ollama.faults.failNext = 0;
+      c.ollama.faults.pathFilter = undefined;
+      expect(c.ollama.counters.failed, 'embed requests answered 500').to.be.greaterThan(10);
+      const exits = await finish(c, new Map());
+      // an outage is not a bad input: the documents that met it were retried, none keeps chunks marked failed
+      // (before, a document could end done with chunks marked failed and without points: verify() counts them lost)
+      const [failed] = await c.engine.dbs.content.sql.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM chunks WHERE status = 'failed'",
+      );
+      expect(Number(failed!.n), 'chunks marked failed').to.equal(0);
+      console.log(`    failed step attempts during the outage: ${JSON.stringify(await c.failedSteps())}`);
+      return exits;
+    });
+  });
+
   it('4. MariaDB restarted mid-run: the workers reconnect and resume', async () => {
     await runCase('4 MariaDB restart', async (c) => {
       // workers start while the folder is scanned: they poll the queue until items appear

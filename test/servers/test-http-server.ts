@@ -40,8 +40,8 @@ export interface FaultState {
   failNext: number;
   failStatus: number;
   failMessage: string;
-  /** a Retry-After header (seconds, may be fractional) on those answers; unset: none */
-  failRetryAfter?: number;
+  /** a Retry-After header on those answers: seconds (may be fractional), or a text as is (an HTTP date); unset: none */
+  failRetryAfter?: number | string;
   /** every Nth request (1-based count of all requests) answers 500; 0 = off */
   failEvery: number;
   /** the next N requests have their connection destroyed without an answer */

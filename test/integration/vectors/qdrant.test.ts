@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
 import { CpeError } from '../../../src/errors.js';
+import { type EntityRow, storeEntityPoints } from '../../../src/knowledge/entities.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { createVectorIndex } from '../../../src/vectors/create-vector-index.js';
@@ -197,6 +198,135 @@ for (const backend of backends()) {
         expect(Date.now() - began, String(status)).to.be.at.least(990);
       }
       server.faults.failRetryAfter = undefined;
+    });
+
+    it("waits a 429's whole Retry-After, not its first character (the client reads '1.5' as 1 s)", async () => {
+      await index.ensureCollection('documents', { size: 4, distance: 'Cosine', model: 'm' });
+      server.resetCounters();
+      server.faults.failNext = 1;
+      server.faults.failStatus = 429;
+      server.faults.failRetryAfter = 1.5;
+      const began = Date.now();
+      expect(await index.count('documents')).to.equal(0);
+      expect(server.requests('POST /collections/:name/points/count')).to.equal(2);
+      expect(Date.now() - began).to.be.at.least(1490);
+    });
+
+    it('a 429 whose Retry-After is an HTTP date is retried after that date, not failed for good', async () => {
+      await index.ensureCollection('documents', { size: 4, distance: 'Cosine', model: 'm' });
+      server.resetCounters();
+      server.faults.failNext = 1;
+      server.faults.failStatus = 429;
+      // HTTP dates have whole seconds: this one is 1 to 2 s ahead
+      server.faults.failRetryAfter = new Date(Date.now() + 2000).toUTCString();
+      const began = Date.now();
+      expect(await index.count('documents')).to.equal(0);
+      expect(server.requests('POST /collections/:name/points/count')).to.equal(2);
+      expect(Date.now() - began).to.be.at.least(900);
+
+      // a 429 that lasts: after the retries, a retryable error saying it was rate limited (the queue retries)
+      const brief = createVectorIndex({ qdrantUrl: url, db: t.db, maxRetries: 1 }) as QdrantVectorIndex;
+      server.faults.failNext = 2;
+      server.faults.failRetryAfter = new Date(Date.now() - 60_000).toUTCString();
+      const error = (await brief.count('documents').catch((e: unknown) => e)) as CpeError;
+      expect(error).to.be.instanceOf(CpeError);
+      expect(error.retryable).to.equal(true);
+      expect(error.message).to.include('HTTP 429');
+      server.faults.failRetryAfter = undefined;
+    });
+
+    it('a collection dropped while documents store points: every one of them fails retryable, then stores', async () => {
+      const spec = { size: 4, distance: 'Cosine' as const, model: 'm' };
+      await index.ensureCollection('documents', spec);
+      server.collections.delete('documents');
+      const point = (documentId: number) => ({
+        id: chunkPointId(documentId, 0),
+        vector: Float32Array.from([1, 0, 0, 0]),
+        payload: { document_id: documentId, chunk_index: 0 },
+      });
+      const results = await Promise.allSettled([1, 2, 3].map((d) => index.upsert('documents', [point(d)])));
+      for (const result of results) {
+        expect(result.status).to.equal('rejected');
+        const error = (result as PromiseRejectedResult).reason as CpeError;
+        expect(error.retryable, error.message).to.equal(true);
+        expect(error.message).to.include("collection 'documents' disappeared");
+      }
+      // each document's retry: the collection is made again, the points stored
+      for (const d of [1, 2, 3]) {
+        await index.ensureCollection('documents', spec, { log: { warn: () => undefined } });
+        await index.upsert('documents', [point(d)]);
+      }
+      expect(server.points('documents')).to.have.length(3);
+    });
+
+    it('a collection cpe had made and filled, found missing, is made again with a warning naming verify --repair', async () => {
+      const spec = { size: 4, distance: 'Cosine' as const, model: 'm' };
+      const warnings: string[] = [];
+      const log = { warn: (message: string) => warnings.push(message) };
+      await index.ensureCollection('documents', spec, { log });
+      expect(warnings, 'made the first time: nothing to warn about').to.deep.equal([]);
+      server.collections.delete('documents');
+      // a later process (nothing ensured yet), whose index warns through the logger it was given
+      const later = createVectorIndex({ qdrantUrl: url, db: t.db, log });
+      await later.ensureCollection('documents', spec);
+      expect(server.collections.has('documents')).to.equal(true);
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.include("collection 'documents' was missing").and.include('cpe verify --repair');
+      // a step's own logger wins over the index's
+      server.collections.delete('documents');
+      const stepLog: string[] = [];
+      await createVectorIndex({ qdrantUrl: url, db: t.db, log }).ensureCollection('documents', spec, {
+        log: { warn: (message) => stepLog.push(message) },
+      });
+      expect(stepLog).to.have.length(1);
+      expect(warnings).to.have.length(1);
+    });
+
+    it('verify compares entity points with the entities collection; --repair restores points gone from it', async () => {
+      const providers = makeProviders(createLocalEmbedder(), index);
+      const services = { db: t.db, providers };
+      for (const [name, type] of [
+        ['Ausbildungsvertrag', 'CONCEPT'],
+        ['Kammer', 'ORGANIZATION'],
+      ]) {
+        await t.db.run('INSERT INTO entities (name, normalized_name, type) VALUES (?, ?, ?)', [
+          name,
+          name.toLowerCase(),
+          type,
+        ]);
+      }
+      const rows = await t.db.query<EntityRow>(
+        'SELECT id, name, normalized_name, type, description FROM entities ORDER BY id',
+      );
+      expect(await storeEntityPoints(services, rows)).to.equal(2);
+      expect((await verifyIndex(services)).counts.entitiesWithoutPoint).to.equal(0);
+
+      // the entities collection deleted behind cpe's back: the entities still name their points
+      server.collections.delete('entities');
+      const report = await verifyIndex(services);
+      expect(report.counts.entitiesWithoutPoint).to.equal(2);
+      expect(report.ok).to.equal(false);
+      expect(report.problems.join('\n'))
+        .to.include('2 entities have no point in')
+        .and.include('gone from the index');
+      const repaired = await verifyIndex(services, { repair: true });
+      expect(repaired.repaired?.entitiesStored).to.equal(2);
+      expect(repaired.ok).to.equal(true);
+      expect(server.points('entities')).to.have.length(2);
+
+      // one point deleted from the collection (it exists)
+      const [first] = server.points('entities');
+      server.collections.get('entities')!.points.delete(String(first!.id));
+      expect((await verifyIndex(services)).counts.entitiesWithoutPoint).to.equal(1);
+      expect((await verifyIndex(services, { repair: true })).ok).to.equal(true);
+      expect(server.points('entities')).to.have.length(2);
+
+      // the entities collection is not one of chunks: repairing it as one would delete every entity point
+      const refused = (await verifyIndex(services, { collection: 'entities', repair: true }).catch(
+        (e: unknown) => e,
+      )) as CpeError;
+      expect(refused.code).to.equal('USAGE');
+      expect(server.points('entities')).to.have.length(2);
     });
 
     it('sends the API key and never shows it in errors', async () => {

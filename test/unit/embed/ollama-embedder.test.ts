@@ -244,6 +244,68 @@ describe('Ollama embedder against a fake Ollama over HTTP', () => {
     expect(server.requests('POST /api/embed')).to.equal(1 + 2 + 2);
   });
 
+  it('a 500 outage blames no input: the caller gets a retryable error, never some inputs failed for good', async () => {
+    // the reviewer's case: 27 consecutive 500s on /api/embed, an 8-chunk document
+    server.faults.failNext = 27;
+    server.faults.failStatus = 500;
+    const input = texts(8);
+    const first = await embedder()
+      .embed(input)
+      .catch((e: unknown) => e);
+    expect(first, 'not some inputs failed for good').to.not.be.instanceOf(EmbedInputError);
+    expect(first).to.be.instanceOf(ProviderError);
+    expect((first as ProviderError).retryable).to.equal(true);
+    expect((first as Error).message).to.include('answered 500');
+    // the batch (5 attempts) and its two halves (2 each): not split down to single inputs during the outage
+    expect(server.requests('POST /api/embed')).to.equal(9);
+    // what a retry of the document sees: the same, until the outage is over; then every vector
+    let vectors: Float32Array[] | undefined;
+    for (let attempt = 0; attempt < 4 && !vectors; attempt++) {
+      vectors = await embedder()
+        .embed(input)
+        .catch((e: unknown) => {
+          expect(e).to.not.be.instanceOf(EmbedInputError);
+          return undefined;
+        });
+    }
+    expect(vectors).to.have.length(8);
+    vectors!.forEach((v, i) => {
+      expectVectorOf(v, input[i], 8);
+    });
+  });
+
+  it('a 500 outage of any length ending at any request never marks an input failed', async () => {
+    const input = texts(8);
+    for (let outage = 1; outage <= 40; outage++) {
+      server.resetCounters();
+      server.faults.failNext = outage;
+      server.faults.failStatus = 500;
+      for (let attempt = 0; ; attempt++) {
+        const result = await embedder({ retryDelayMs: 1 })
+          .embed(input)
+          .catch((e: unknown) => e);
+        expect(result, `outage of ${outage} requests`).to.not.be.instanceOf(EmbedInputError);
+        if (Array.isArray(result)) break;
+        expect((result as ProviderError).retryable, `outage of ${outage} requests`).to.equal(true);
+        expect(attempt, `outage of ${outage} requests`).to.be.below(10);
+      }
+    }
+  });
+
+  it('a 500 on one input is found while the others are answered, with requests in parallel', async () => {
+    server.badInput = 'KAPUTT';
+    const input = texts(16);
+    input[5] = 'Dieser Text ist KAPUTT';
+    const error = await embedder({ batchSize: 16 })
+      .embed(input)
+      .catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(EmbedInputError);
+    expect((error as EmbedInputError).failures.map((f) => f.index)).to.deep.equal([5]);
+    (error as EmbedInputError).vectors.forEach((v, i) => {
+      if (i !== 5) expectVectorOf(v!, input[i], 8);
+    });
+  });
+
   it('an unknown model fails at once with how to fix it', async () => {
     await server.close();
     server = new OllamaTestServer({ dimensions: 8, models: ['mxbai-embed-large'] });
