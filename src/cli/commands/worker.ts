@@ -1,5 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { classifyMysqlError } from '../../db/executor.js';
+import type { Engine } from '../../engine/engine.js';
+import { type Plan, planPipeline } from '../../engine/plan.js';
 import { planForRun } from '../../engine/plan-run.js';
 import { backoffMs } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
@@ -17,9 +19,38 @@ interface WorkerArgs extends GlobalArgs {
   concurrency?: number;
 }
 
+/** How often a worker looks whether its pipeline was edited. */
+const REPLAN_CHECK_MS = 5000;
+
+/**
+ * Aborts `signal` once the pipeline's rows plan to another version than `plan` (an SQL edit). An edit that makes
+ * the pipeline invalid is not taken: the worker goes on under its plan, and says so once.
+ */
+function watchPlan(engine: Engine, name: string | undefined, plan: Plan) {
+  const changed = new AbortController();
+  let warned = false;
+  const timer = setInterval(() => {
+    planPipeline(engine.dbs.content.sql, engine.registry, name ?? engine.config.pipeline).then(
+      (next) => {
+        if (next.versionHash !== plan.versionHash) changed.abort();
+      },
+      (error: unknown) => {
+        if (warned) return;
+        warned = true;
+        process.stderr.write(
+          `cpe worker: the pipeline as edited cannot be used (${describeError(error, 300)}); going on under the plan it started with\n`,
+        );
+      },
+    );
+  }, REPLAN_CHECK_MS);
+  timer.unref();
+  return { signal: changed.signal, stop: () => clearInterval(timer) };
+}
+
 /**
  * Claims and processes queue items until stopped. SIGTERM/SIGINT drain: no new claims, current items finish
- * or are released, then exit 0. Many workers on many machines share one MariaDB queue.
+ * or are released, then exit 0. A pipeline edited meanwhile is taken from the next item on (a new run). Many
+ * workers on many machines share one MariaDB queue.
  */
 export const workerModule: CommandModule<object, WorkerArgs> = {
   command: 'worker',
@@ -39,22 +70,30 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
         try {
           process.exitCode = await withEngine(args, { concurrency: args.concurrency }, async (engine) => {
             assertRegistryHealthy(engine.registry);
-            const plan = await planForRun(engine, args.pipeline, commandLine());
-            const progress = createProgress();
-            const summary = await runPipeline(engine, {
-              plan,
-              concurrency: engine.config.concurrency,
-              runPreSteps: false,
-              runPostSteps: false,
-              keepPolling: true,
-              // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts
-              drain: cancel.signal,
-              onEvent: progress.onEvent,
-              onLog: progress.onLog,
-            });
-            progress.finish();
-            printSummary(summary, false);
-            return EXIT_OK;
+            const command = commandLine();
+            // a run per plan: when the pipeline is edited with SQL, the items in flight finish under the plan
+            // they began with, and the worker goes on under the new one
+            for (let plan = await planForRun(engine, args.pipeline, command); ; ) {
+              const changed = watchPlan(engine, args.pipeline, plan);
+              const progress = createProgress();
+              const summary = await runPipeline(engine, {
+                plan,
+                concurrency: engine.config.concurrency,
+                runPreSteps: false,
+                runPostSteps: false,
+                keepPolling: true,
+                // Ctrl-C / SIGTERM: the documents in flight finish, nothing new starts; so when the plan changed
+                drain: AbortSignal.any([cancel.signal, changed.signal]),
+                onEvent: progress.onEvent,
+                onLog: progress.onLog,
+              });
+              changed.stop();
+              progress.finish();
+              printSummary(summary, false);
+              if (cancel.signal.aborted || !changed.signal.aborted) return EXIT_OK;
+              plan = await planForRun(engine, args.pipeline, command);
+              process.stderr.write(`pipeline '${plan.pipeline.name}' changed: planned again\n`);
+            }
           });
           return;
         } catch (error) {
