@@ -399,33 +399,6 @@ for (const backend of testBackends()) {
       expect(code).to.equal(0);
     });
 
-    it('worker goes on under the new plan after a pipeline edit, then stops on SIGINT with exit 0', async () => {
-      const child = spawnCli(['worker', '--pipeline=slow'], setup.env);
-      let stderr = '';
-      child.stderr.on('data', (d) => {
-        stderr += d;
-      });
-      const engine = await setup.open();
-      const sleepRow =
-        "step_type = 'sleep' AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'slow')";
-      try {
-        // planned and running under the pipeline as it is, then it is edited
-        await waitFor(async () => /run \d+: pipeline 'slow'/.test(stderr));
-        await engine.dbs.content.sql.run(`UPDATE pipeline_steps SET config = '{"ms": 20}' WHERE ${sleepRow}`);
-        await waitFor(async () => stderr.includes("pipeline 'slow' changed: planned again")).catch((e) => {
-          throw new Error(`${e.message}: ${stderr}`);
-        });
-      } finally {
-        await engine.dbs.content.sql.run(
-          `UPDATE pipeline_steps SET config = '{"ms": 400}' WHERE ${sleepRow}`,
-        );
-        await engine.close();
-      }
-      child.kill('SIGINT');
-      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-      expect(code, stderr).to.equal(0);
-    });
-
     it('prints status, runs, logs and a document report', async () => {
       const status = await runCli(['status', '--json'], setup.env);
       expect(status.code).to.equal(0);
@@ -458,6 +431,33 @@ for (const backend of testBackends()) {
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
       expect(stderr).to.not.contain('EPIPE');
       expect(code).to.equal(0);
+    });
+
+    it('worker goes on under the new plan after a pipeline edit, then stops on SIGINT with exit 0', async () => {
+      const child = spawnCli(['worker', '--pipeline=slow'], setup.env);
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      const engine = await setup.open();
+      const sleepRow =
+        "step_type = 'sleep' AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'slow')";
+      try {
+        // planned and running under the pipeline as it is, then it is edited
+        await waitFor(async () => /run \d+: pipeline 'slow'/.test(stderr));
+        await engine.dbs.content.sql.run(`UPDATE pipeline_steps SET config = '{"ms": 20}' WHERE ${sleepRow}`);
+        await waitFor(async () => stderr.includes("pipeline 'slow' changed: planned again")).catch((e) => {
+          throw new Error(`${e.message}: ${stderr}`);
+        });
+      } finally {
+        await engine.dbs.content.sql.run(
+          `UPDATE pipeline_steps SET config = '{"ms": 400}' WHERE ${sleepRow}`,
+        );
+        await engine.close();
+      }
+      child.kill('SIGINT');
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code, stderr).to.equal(0);
     });
   });
 }
