@@ -5,7 +5,7 @@ import { sqlTime } from '../util/time.js';
 import { type CheckpointRow, saveCheckpoints } from './checkpoints.js';
 import type { Providers } from './plugin.js';
 import { type FileOutcome, retireFailures } from './queue.js';
-import { retractDocument } from './retract.js';
+import { HAS_DERIVED_ROWS, retractDocument } from './retract.js';
 
 export interface DocumentCounts {
   pages: number;
@@ -249,10 +249,6 @@ async function replaceOlder(
   }
   return older.filter((r) => r.status !== 'processing').map((r) => Number(r.id));
 }
-
-/** A version `d` that still has what retraction takes away (its chunks, its extraction). */
-const HAS_DERIVED_ROWS = `(EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
-  OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`;
 
 /**
  * Retracts what is left of replaced versions: a version a newer done version of its file replaced, whose

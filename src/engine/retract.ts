@@ -18,6 +18,13 @@ async function chunkCollections(db: SqlExecutor, backend: 'embedded' | 'qdrant')
 }
 
 /**
+ * An SQL condition on a documents row aliased `d`: the version still has what retraction takes away (its chunks,
+ * its extraction), so a retraction that failed before (the vector index was down) is still to be done.
+ */
+export const HAS_DERIVED_ROWS = `(EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
+  OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`;
+
+/**
  * Removes what a document version contributed: its points (first: the index never points at missing rows),
  * its knowledge (entities no document mentions any more disappear), then its chunks, pages, sections,
  * segments, extract and checkpoints. The documents row and the archived bytes stay, so the version can be

@@ -50,6 +50,7 @@ import {
   retireFailures,
   undeferQueueItem,
 } from './queue.js';
+import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
 import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
 import { StepError } from './step-error.js';
@@ -632,9 +633,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       const ids = await markPathDeleted(db, item.path, item.document_id);
       // and the versions an earlier attempt marked deleted but could not retract (the vector index was down)
       const left = await db.query<{ id: number }>(
-        `SELECT d.id FROM documents d WHERE d.source_path = ? AND d.status = 'deleted'
-           AND (EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
-             OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`,
+        `SELECT d.id FROM documents d WHERE d.source_path = ? AND d.status = 'deleted' AND ${HAS_DERIVED_ROWS}`,
         [item.path],
       );
       for (const id of new Set([...ids, ...left.map((r) => Number(r.id))])) await engine.retract(id);
