@@ -354,6 +354,20 @@ export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: 
     );
 }
 
+/**
+ * Closes a failed (or dead) item that is history now: done, with the reason in last_error. False when it is no
+ * longer failed (a retry took it meanwhile).
+ */
+async function closeFailedItem(db: SqlExecutor, id: number, reason: string): Promise<boolean> {
+  const now = sqlTime();
+  const { affectedRows } = await db.run(
+    `UPDATE pipeline_queue SET status = 'done', next_attempt_at = NULL, last_error = ?, finished_at = ?, updated_at = ?
+     WHERE id = ? AND status IN ('failed', 'dead')`,
+    [reason, now, now, id],
+  );
+  return affectedRows > 0;
+}
+
 /** What makes a file's failures history: a newer version of it done, or its deletion. */
 export interface FileOutcome {
   path: string;
@@ -402,14 +416,8 @@ export async function retireFailures(db: SqlExecutor, outcomes: readonly FileOut
           : row.finished_at !== null &&
             parseSqlTime(row.finished_at)!.getTime() < parseSqlTime(outcome.before)!.getTime();
       if (!over) continue;
-      const now = sqlTime();
       const said = row.last_error ? `; it had failed: ${row.last_error}` : '';
-      const { affectedRows } = await db.run(
-        `UPDATE pipeline_queue SET status = 'done', next_attempt_at = NULL, last_error = ?, finished_at = ?, updated_at = ?
-         WHERE id = ? AND status IN ('failed', 'dead')`,
-        [`${outcome.reason}${said}`, now, now, row.id],
-      );
-      retired += affectedRows;
+      if (await closeFailedItem(db, Number(row.id), `${outcome.reason}${said}`)) retired++;
     }
   }
   return retired;
@@ -496,13 +504,7 @@ export async function closeUnreadableItems(
   for (const row of rows) {
     const reason = over(row.path);
     if (reason === undefined) continue;
-    const now = sqlTime();
-    const { affectedRows } = await db.run(
-      `UPDATE pipeline_queue SET status = 'done', next_attempt_at = NULL, last_error = ?, finished_at = ?, updated_at = ?
-       WHERE id = ? AND status IN ('failed', 'dead')`,
-      [reason, now, now, row.id],
-    );
-    closed += affectedRows;
+    if (await closeFailedItem(db, Number(row.id), reason)) closed++;
   }
   return closed;
 }
