@@ -1,4 +1,4 @@
-import { normalizeText } from './normalize.js';
+import { normalizeText, normalizeTitle } from './normalize.js';
 import type { Block, BlockType, DocumentFormat, ExtractedDocument, PageInfo } from './types.js';
 
 const SEPARATOR = '\n\n';
@@ -57,16 +57,29 @@ export class DocumentBuilder {
       if (page.end === page.start) page.start = page.end = Math.max(cursor, page.start);
       cursor = page.end;
     }
-    // a title is text like the blocks: NFC (a heading written in NFD is found by the same search as its text)
-    const title = metadata.title;
     return {
       format: this.format,
       text: this.text,
       blocks: this.blocks,
       pages: this.pages,
-      metadata: typeof title === 'string' ? { ...metadata, title: title.normalize('NFC') } : metadata,
+      metadata: withNormalizedTitle(metadata),
       ocrNeeded: this.ocrNeeded,
       warnings: this.warnings,
     };
   }
+}
+
+/**
+ * The metadata with its title normalised as the blocks' text is (NFC, no soft hyphen or invisible character, one
+ * line): it is stored as the document's title and embedded before every chunk, so a title written in NFD or with
+ * a soft hyphen ("Kündigungs\u00ADschutzgesetz" in front matter or core properties) must read as its text does.
+ * A title that is nothing once normalised is none.
+ */
+function withNormalizedTitle(metadata: Record<string, unknown>): Record<string, unknown> {
+  const title = metadata.title;
+  if (typeof title !== 'string') return metadata;
+  const normalized = normalizeTitle(title);
+  if (normalized !== '') return { ...metadata, title: normalized };
+  const { title: _none, ...rest } = metadata;
+  return rest;
 }

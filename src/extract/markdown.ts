@@ -18,7 +18,7 @@
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
 import { atxHeading, isTableDelimiter, withoutPandocAttributes } from './markdown-lines.js';
-import { normalizeText } from './normalize.js';
+import { joinSoftHyphenBreaks, normalizeText, normalizeTitle } from './normalize.js';
 import { decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
@@ -156,6 +156,8 @@ interface FrontMatter {
   data?: unknown;
   raw: string;
   error?: string;
+  /** the document's title from the front matter, as written (see frontMatterTitle) */
+  title?: string;
   /** number of lines the front matter takes, fences included */
   lines: number;
 }
@@ -189,8 +191,12 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
         // aliases capped: a "billion laughs" front matter must not expand
         const data = load(raw, { maxAliases: 100, maxDepth: 50 });
         if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+        const fields = lines.slice(1, i);
+        const title = frontMatterTitle(data as Record<string, unknown>, (key, value) =>
+          yamlNumberAsWritten(fields, key, value),
+        );
         // dates and other YAML types become their JSON form: metadata must survive JSON round trips
-        return { data: JSON.parse(JSON.stringify(data)), raw, lines: i + 1 };
+        return { data: JSON.parse(JSON.stringify(data)), raw, lines: i + 1, title };
       } catch (error) {
         // "---", "Stand: März 2024", a blank line, the page's text and a thematic break: no front matter
         if (!looksLikeYaml(lines.slice(1, i))) return undefined;
@@ -215,15 +221,20 @@ function readTomlFrontMatter(lines: string[]): FrontMatter | undefined {
   if (end < 0) return undefined;
   const raw = lines.slice(1, end).join('\n');
   const data: Record<string, unknown> = {};
+  const written = new Map<string, string>();
   for (const line of lines.slice(1, end)) {
     if (line.trim() === '' || line.trim().startsWith('#')) continue;
     const pair = TOML_PAIR.exec(line);
-    const value = pair ? tomlValue(withoutTomlComment(pair[2]!)) : undefined;
+    const text = pair ? withoutTomlComment(pair[2]!) : '';
+    const value = pair ? tomlValue(text) : undefined;
     if (!pair || value === undefined)
       return { raw, error: `TOML beyond simple pairs: ${line.trim().slice(0, 60)}`, lines: end + 1 };
-    data[pair[1]!.replace(/^"|"$/g, '')] = value;
+    const key = pair[1]!.replace(/^"|"$/g, '');
+    data[key] = value;
+    written.set(key, text);
   }
-  return { data, raw, lines: end + 1 };
+  const title = frontMatterTitle(data, (key) => written.get(key));
+  return { data, raw, lines: end + 1, title };
 }
 
 /**
@@ -304,11 +315,13 @@ export function extractMarkdown(
   if (warning) builder.warnings.push(warning);
   const pages = splitPages(text);
   let firstHeading: string | undefined;
+  let titleFromFrontMatter: string | undefined;
   pages.forEach((page, index) => {
     let lines = page.split('\n');
     if (index === 0) {
       const frontMatter = readFrontMatter(lines);
       if (frontMatter) {
+        titleFromFrontMatter = frontMatter.title;
         lines = lines.slice(frontMatter.lines);
         if (frontMatter.error !== undefined) {
           const kind = page.startsWith('+++') ? 'read as TOML' : 'valid YAML';
@@ -325,21 +338,67 @@ export function extractMarkdown(
     const heading = readBlocks(lines, builder);
     firstHeading ??= heading;
   });
-  const title = frontMatterTitle(metadata.frontMatter) ?? firstHeading;
+  const title = titleFromFrontMatter ?? firstHeading;
   if (title !== undefined) metadata.title = title;
   metadata.logicalPages = pages.length;
   return Promise.resolve(builder.build(metadata));
 }
 
-function frontMatterTitle(frontMatter: unknown): string | undefined {
-  if (frontMatter === null || typeof frontMatter !== 'object' || Array.isArray(frontMatter)) return undefined;
-  for (const [key, value] of Object.entries(frontMatter)) {
-    if (key.toLowerCase() === 'title' && typeof value === 'string' && value.trim() !== '') {
-      return value.replace(/\s+/g, ' ').trim();
+/**
+ * The title in front matter (its first `title` key in any case that has one), normalised as a heading is. A
+ * number is a title too (`title: 1984`, `title: 3.0`), as written: `writtenAs` gives its text in the source
+ * (YAML reads "3.0" as 3), else it is the number's own form. A boolean is none (`title: false` is a switch some
+ * site generators know, no document is named "true"), nor is an empty value, a list or a mapping. Dates need
+ * nothing: YAML 1.2 and readTomlFrontMatter keep them as the strings they are written as.
+ */
+function frontMatterTitle(
+  data: Record<string, unknown>,
+  writtenAs: (key: string, value: number) => string | undefined,
+): string | undefined {
+  for (const [key, value] of Object.entries(data)) {
+    if (key.toLowerCase() !== 'title') continue;
+    const title =
+      typeof value === 'string'
+        ? normalizeTitle(value)
+        : typeof value === 'number' && Number.isFinite(value)
+          ? normalizeTitle(writtenAs(key, value) ?? String(value))
+          : '';
+    if (title !== '') return title;
+  }
+  return undefined;
+}
+
+/** a top-level YAML value that is a plain number literal ("1984", "3.0", "-1e3", "0x1F"), a comment after it */
+const YAML_NUMBER_FIELD = /^[ \t]*:[ \t]+([-+.\w]+)(?:[ \t]+#.*)?[ \t]*$/;
+
+/**
+ * The text a YAML number `value` under the top-level `key` is written as in the front matter's lines, when it is
+ * a plain literal on the key's line that reads as that very number; undefined otherwise (an anchor, a tag, a
+ * flow mapping: then the number's own form is used).
+ */
+function yamlNumberAsWritten(lines: readonly string[], key: string, value: number): string | undefined {
+  for (const line of lines) {
+    if (!line.startsWith(key)) continue;
+    const literal = YAML_NUMBER_FIELD.exec(line.slice(key.length))?.[1];
+    if (literal === undefined) continue;
+    try {
+      if (Object.is(load(literal), value)) return literal;
+    } catch {
+      // not a YAML scalar on its own: not the number's text
     }
   }
   return undefined;
 }
+
+/** a soft hyphen at the end of a quote's line whose word the next quoted line (after its `>` marks) goes on with */
+const QUOTED_SOFT_HYPHEN_BREAK = /([\p{L}\p{M}])\u00AD[ \t]*\n[ \t]*(?:>[ \t]*)+(?=\p{L})/gu;
+
+/**
+ * A quote's lines with a word a soft hyphen breaks at a line end joined, as normalizeText joins it in other text:
+ * there the next line starts with its `>`, which goes with the line break ("> Kündigungs\u00AD" over "> schutz").
+ */
+const joinQuotedSoftHyphenBreaks = (quote: string): string =>
+  quote.includes('\u00AD') ? quote.replace(QUOTED_SOFT_HYPHEN_BREAK, '$1') : quote;
 
 /** Reads the blocks of one logical page into the builder; returns the text of the first level-1 heading. */
 function readBlocks(lines: string[], builder: DocumentBuilder): string | undefined {
@@ -397,7 +456,8 @@ class BlockReader {
   }
 
   private flushQuote(): void {
-    if (this.quote.length > 0) this.builder.add('paragraph', this.quote.join('\n'));
+    if (this.quote.length > 0)
+      this.builder.add('paragraph', joinQuotedSoftHyphenBreaks(this.quote.join('\n')));
     this.quote = [];
   }
 
@@ -532,7 +592,8 @@ class BlockReader {
 
   /** The open paragraph as a Setext heading, when it reads like one; false (nothing done) when not. */
   private setextHeading(underline: string): boolean {
-    const text = this.paragraph.map((l) => l.trim()).join(' ');
+    // one line, but a word a soft hyphen breaks at a line end is one word again
+    const text = joinSoftHyphenBreaks(this.paragraph.map((l) => l.trim()).join('\n')).replace(/\n/g, ' ');
     if (text.length > SETEXT_MAX_CHARS || text.endsWith('.')) return false;
     this.paragraph = [];
     this.heading(text, SETEXT_1.test(underline) ? 1 : 2);

@@ -1,6 +1,7 @@
 /**
  * Text normalisation shared by every extractor: line breaks unified, Unicode NFC, control characters and
- * soft hyphens removed. Nothing else is removed, summarised or interpreted.
+ * soft hyphens removed (a soft hyphen at a line end with the line break: it joins a word's halves). Nothing else
+ * is removed, summarised or interpreted.
  */
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/g;
 const LINE_BREAKS = /\r\n?|\u2028|\u2029|\u0085/g;
@@ -11,8 +12,25 @@ const TRAILING_SPACE = /(?<![ \t])[ \t]+$/gm;
 const LINE_BREAK_OR_CONTROL =
   /[\r\u2028\u2029\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uFEFF\u200B\u00AD]/;
 
+/**
+ * a soft hyphen at a line end, between letters (the one before may be a combining mark: text in NFD); spaces and
+ * tabs around the line break go with it
+ */
+const SOFT_HYPHEN_AT_LINE_END = /([\p{L}\p{M}])\u00AD[ \t]*\n[ \t]*(?=\p{L})/gu;
+
+/**
+ * Joins a word a soft hyphen (U+00AD) breaks at a line end ("Kündigungs\u00AD\nschutz" -> "Kündigungsschutz"):
+ * a soft hyphen only ever marks a break inside a word, so the line break after it is none between words.
+ */
+export function joinSoftHyphenBreaks(text: string): string {
+  return text.includes('\u00AD') ? text.replace(SOFT_HYPHEN_AT_LINE_END, '$1') : text;
+}
+
 export function normalizeText(raw: string): string {
-  const cleaned = LINE_BREAK_OR_CONTROL.test(raw) ? raw.replace(LINE_BREAKS, '\n').replace(CONTROL, '') : raw;
+  // soft hyphens at line ends joined before the rest are removed: removed first, they left the word in halves
+  const cleaned = LINE_BREAK_OR_CONTROL.test(raw)
+    ? joinSoftHyphenBreaks(raw.replace(LINE_BREAKS, '\n')).replace(CONTROL, '')
+    : raw;
   const text = cleaned.normalize('NFC');
   // after the line breaks are unified, only "\n" ends a line: a block with no space or tab before one (or at the
   // end) is left as it is, without the multiline expression's match attempt at every space of the text
@@ -43,12 +61,19 @@ const SUSPENDED_HYPHEN_FOLLOWERS = new Set([
  */
 export function joinLineEndHyphenation(text: string): string {
   return (
-    text
-      .replace(/(\p{L})\u00AD[ \t]*\n[ \t]*(?=\p{L})/gu, '$1')
+    joinSoftHyphenBreaks(text)
       // the next line's word is looked at, not taken: it may end in a hyphen of its own ("Mess-\ngeräte-\nhersteller")
       .replace(/(\p{Ll})[-\u2010]\n[ \t]*(?=(\p{Ll}+))/gu, (match, before: string, after: string) =>
         SUSPENDED_HYPHEN_FOLLOWERS.has(after) ? match : before,
       )
       .replace(/(\p{L})[-\u2010]\n[ \t]*(\p{Lu})/gu, '$1-$2')
   );
+}
+
+/**
+ * A title as stored and shown: normalised as text is (a soft hyphen or an invisible character in it would keep
+ * a search for the word from finding it), on one line, trimmed.
+ */
+export function normalizeTitle(raw: string): string {
+  return normalizeText(raw).replace(/\s+/g, ' ').trim();
 }

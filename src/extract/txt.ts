@@ -280,7 +280,7 @@ export function extractTxt(
   pages.forEach((page, index) => {
     builder.startPage(index + 1);
     // normalised first: a line of only a no-break space or a control character, or two paragraph separators
-    // (U+2029), is a blank line too
+    // (U+2029), is a blank line too, and a word a soft hyphen breaks at a line end is one word again
     for (const paragraph of normalizeText(page).split(/\n[^\S\n]*\n/)) builder.add('paragraph', paragraph);
   });
   if (warning) builder.warnings.push(warning);

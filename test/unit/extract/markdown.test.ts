@@ -327,6 +327,68 @@ describe('extract/markdown', () => {
     expect(blocks(invisible)).to.deep.equal([['paragraph', 'Text']]);
   });
 
+  it('normalises a front-matter title as a heading is: no soft hyphen, nothing invisible, NFC', async () => {
+    const yaml = await md('---\ntitle: "Kündigungs\\u00ADschutz\\u00ADgesetz\\u200B"\n---\n\n# Einleitung\n');
+    expect(yaml.metadata.title).to.equal('Kündigungsschutzgesetz');
+    const toml = await md('+++\ntitle = "Kündigungs\\u00ADschutz\\u200Bgesetz"\n+++\n\n# Einleitung\n');
+    expect(toml.metadata.title).to.equal('Kündigungsschutzgesetz');
+    const decomposed = await md('---\ntitle: Prüfung Größe\n---\nText\n'.normalize('NFD'));
+    expect(decomposed.metadata.title).to.equal('Prüfung Größe'.normalize('NFC'));
+    // nothing but a soft hyphen: no title, the heading is
+    const empty = await md('---\ntitle: "\\u00AD"\n---\n\n# Einleitung\n');
+    expect(empty.metadata.title).to.equal('Einleitung');
+  });
+
+  it('takes a front-matter title YAML or TOML reads as a number as written; a boolean is none', async () => {
+    const titleOf = async (text: string) => (await md(`${text}\n\nText.\n`)).metadata.title;
+    expect(await titleOf('---\ntitle: 1984\n---')).to.equal('1984');
+    // YAML reads 3.0 as 3, -0 as 0: the text is taken as written
+    expect(await titleOf('---\ntitle: 3.0 # Version\n---')).to.equal('3.0');
+    expect(await titleOf('---\nTitle: -0\n---')).to.equal('-0');
+    expect(await titleOf('+++\ntitle = 1984\n+++')).to.equal('1984');
+    expect(await titleOf('+++\ntitle = 3.0 # Version\n+++')).to.equal('3.0');
+    // where the text is not a plain literal on the key's line, the number's own form
+    expect(await titleOf('---\ntitle: &nummer 3.0\n---')).to.equal('3');
+    // a date stays as written (YAML 1.2 has no date type)
+    expect(await titleOf('---\ntitle: 2024-03-01\n---')).to.equal('2024-03-01');
+    // a boolean is a switch, not a name: the heading (or the file name) is the title
+    expect((await md('---\ntitle: false\n---\n\n# Einleitung\n')).metadata.title).to.equal('Einleitung');
+    expect(await titleOf('---\ntitle: .inf\n---')).to.equal(undefined);
+    const doc = await md('---\ntitle: 1984\n---\n\nText.\n');
+    expect(doc.metadata.frontMatter).to.deep.equal({ title: 1984 });
+  });
+
+  it('joins a word a soft hyphen breaks at a line end (paragraph, list item, quote, heading); a hyphen stays', async () => {
+    const doc = await md(
+      [
+        'Kündigungs\u00AD',
+        'schutz',
+        '===',
+        '',
+        'Das Kündigungs\u00AD  ',
+        '   schutzgesetz gilt. Ein Qualitäts-',
+        'handbuch bleibt.',
+        '',
+        '- Kündigungs\u00AD',
+        '  schutz im Kleinbetrieb',
+        '',
+        '> Kündigungs\u00AD',
+        '> > schutz zitiert',
+        '',
+        '## Ende',
+      ].join('\n'),
+    );
+    expect(blocks(doc)).to.deep.equal([
+      ['heading', 'Kündigungsschutz', 1],
+      ['paragraph', 'Das Kündigungsschutzgesetz gilt. Ein Qualitäts-\nhandbuch bleibt.'],
+      ['list_item', '- Kündigungsschutz im Kleinbetrieb', 0],
+      ['paragraph', '> Kündigungsschutz zitiert'],
+      ['heading', 'Ende', 2],
+    ]);
+    expect(doc.metadata.title).to.equal('Kündigungsschutz');
+    expect(doc.pages.map((p) => doc.text.slice(p.start, p.end))).to.deep.equal([doc.text]);
+  });
+
   it('decodes Latin-1 Markdown', async () => {
     const bytes = new Uint8Array([
       0x23, 0x23, 0x20, 0x6b, 0xf6, 0x6e, 0x6e, 0x65, 0x6e, 0x0a, 0x0a, 0xe4, 0xf6, 0xfc, 0xdf, 0x0a,

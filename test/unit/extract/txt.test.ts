@@ -177,6 +177,27 @@ describe('extract/txt extractTxt', () => {
     expect(doc.text).to.equal('Prüfung mittel ok');
   });
 
+  it('joins a word a soft hyphen breaks at a line end, with exact offsets; an ordinary hyphen there stays', async () => {
+    const doc = await extractTxt(
+      new TextEncoder().encode(
+        'Merkblatt\n\nDas Kündigungs\u00AD\r\nschutzgesetz gilt. Ein Qualitäts-\nhandbuch\fSeite zwei: Kündigungs\u00AD \n  schutz',
+      ),
+      's.txt',
+    );
+    expect(doc.text).to.equal(
+      'Merkblatt\n\nDas Kündigungsschutzgesetz gilt. Ein Qualitäts-\nhandbuch\n\nSeite zwei: Kündigungsschutz',
+    );
+    expect(doc.blocks.map((b) => [doc.text.slice(b.start, b.end), b.page])).to.deep.equal([
+      ['Merkblatt', 1],
+      ['Das Kündigungsschutzgesetz gilt. Ein Qualitäts-\nhandbuch', 1],
+      ['Seite zwei: Kündigungsschutz', 2],
+    ]);
+    expect(doc.pages.map((p) => doc.text.slice(p.start, p.end))).to.deep.equal([
+      'Merkblatt\n\nDas Kündigungsschutzgesetz gilt. Ein Qualitäts-\nhandbuch',
+      'Seite zwei: Kündigungsschutz',
+    ]);
+  });
+
   it('keeps a damaged UTF-16 file and records what was wrong as a warning', async () => {
     const doc = await extractTxt(new Uint8Array([0xff, 0xfe, 0x41, 0, 0x42]), 'u.txt');
     expect(doc.text).to.equal('A\uFFFD');
