@@ -247,11 +247,19 @@ const SHARED_MAX_UNITS = 1 << 16;
 const splitsPair = (codes: Uint16Array, p: number): boolean =>
   ((codes[p - 1] as number) & 0xfc00) === 0xd800 && ((codes[p] as number) & 0xfc00) === 0xdc00;
 
+/** Room the headings right before a span take in its first piece: characters and weight (thirds). */
+interface HeadingRoom {
+  chars: number;
+  thirds: number;
+}
+
+const NO_HEADING_ROOM: HeadingRoom = { chars: 0, thirds: 0 };
+
 /**
  * Splits an oversized span at line breaks (tables, code) or word boundaries so every piece fits both limits (the
  * last one too: a span under the characters but over the tokens is split as well); the first piece leaves room for
- * `reserved` characters and tokens before it (the heading it follows). When the rest would fit two pieces but leave
- * the second a scrap, it is cut near its middle instead.
+ * the `reserved` characters and weight before it (the headings it follows). When the rest would fit two pieces but
+ * leave the second a scrap, it is cut near its middle instead.
  */
 function splitOversized(
   text: string,
@@ -261,24 +269,36 @@ function splitOversized(
   maxChars: number,
   maxTokens: number,
   preferLines: boolean,
-  reserved = { chars: 0, tokens: 0 },
+  reserved: HeadingRoom = NO_HEADING_ROOM,
 ): number[] {
   const pieces: number[] = []; // start, end, start, end, ...
   let s = start;
   while (s < end) {
     const first = s === start;
     const charLimit = first ? maxChars - reserved.chars : maxChars;
-    const tokenLimit = first ? maxTokens - reserved.tokens : maxTokens;
+    // a piece's tokens are its weight rounded, while the packer adds the weights of headings and piece: a third
+    // more than the headings' weight keeps that sum within the budget whatever the rounding
+    const tokenLimit = first && reserved.chars > 0 ? maxTokens - (reserved.thirds + 1) / 3 : maxTokens;
     let limit = Math.min(end, s + charLimit);
     // two pieces would do, but greedily the second would be a scrap (under a quarter of a chunk): halves
     if (limit < end && end - s <= 2 * charLimit && end - limit < maxChars / 4)
       limit = s + Math.ceil((end - s) / 2);
     // shrink until the token budget holds as well (token-dense text: numbers, symbols, emoji)
+    const byChars = limit;
     let tokens = thirdsToTokens(weightThirds(codes, s, limit));
     while (tokens > tokenLimit && limit - s > 20) {
       limit = s + Math.max(20, Math.floor(((limit - s) * tokenLimit) / tokens));
       tokens = thirdsToTokens(weightThirds(codes, s, limit));
     }
+    // beside headings the token budget can leave a scrap as well (a sentence just over it with them): halves
+    if (
+      first &&
+      reserved.chars > 0 &&
+      limit < byChars &&
+      end - limit < maxChars / 4 &&
+      end - s <= 2 * (limit - s)
+    )
+      limit = s + Math.ceil((end - s) / 2);
     if (limit >= end) {
       pieces.push(s, end);
       break;
@@ -439,14 +459,14 @@ class UnitBuilder implements BlockVisitor {
   }
 
   /**
-   * The room the heading units right before `ps` take (characters from the first of them, and tokens): its own
-   * heading and the headings right above it with no text between ("# Handbuch" over "## Einleitung"). An
-   * oversized block that follows them directly leaves them that much in its first piece, so that headings and
-   * piece fit one chunk (the headings alone would be a chunk of their own). Nothing when the headings would take
-   * more than half a chunk.
+   * The room the heading units right before `ps` take (characters from the first of them, and weight with the
+   * white space up to `ps`): its own heading and the headings right above it with no text between ("# Handbuch"
+   * over "## Einleitung"). The first piece of a span that follows them directly leaves them that much, so that
+   * headings and piece fit one chunk (the headings alone would be a chunk of their own). Nothing when there are
+   * no such headings or they would take more than half a chunk.
    */
-  private headingRoom(ps: number): { chars: number; tokens: number } {
-    const { units } = this;
+  private headingRoom(ps: number): HeadingRoom {
+    const { units, config } = this;
     let k = units.count - 1;
     let from = ps;
     while (k >= 0 && (units.headingLevel[k] as number) >= 0) {
@@ -454,14 +474,24 @@ class UnitBuilder implements BlockVisitor {
       k--;
     }
     const chars = ps - from;
-    if (chars === 0 || chars > this.config.maxChars / 2) return { chars: 0, tokens: 0 };
-    return { chars, tokens: thirdsToTokens(weightThirds(this.codes, from, ps)) };
+    if (chars === 0 || chars > config.maxChars / 2) return NO_HEADING_ROOM;
+    return { chars, thirds: weightThirds(this.codes, from, ps) };
   }
 
-  /** A sentence or block: one unit, or pieces cut at line breaks or word boundaries when it is oversized. */
+  /**
+   * A sentence or block: one unit, or pieces cut at line breaks or word boundaries when it is oversized. The first
+   * unit of a heading's body is cut as well when it fits a chunk alone but not beside its headings: whole, it
+   * would leave them a chunk without text.
+   */
   span(ps: number, pe: number, weight: number, preferLines: boolean): void {
     const config = this.config;
-    if (pe - ps <= config.maxChars && weight <= config.targetTokens * 3) {
+    const maxThirds = config.targetTokens * 3;
+    const fits = pe - ps <= config.maxChars && weight <= maxThirds;
+    const units = this.units;
+    const afterHeading =
+      this.headingLevel < 0 && units.count > 0 && (units.headingLevel[units.count - 1] as number) >= 0;
+    const room = afterHeading || !fits ? this.headingRoom(ps) : NO_HEADING_ROOM;
+    if (fits && pe - ps + room.chars <= config.maxChars && weight + room.thirds <= maxThirds) {
       this.unit(ps, pe, weight, false);
       return;
     }
@@ -473,7 +503,7 @@ class UnitBuilder implements BlockVisitor {
       config.maxChars,
       config.targetTokens,
       preferLines,
-      this.headingRoom(ps),
+      room,
     );
     for (let k = 0; k < pieces.length; k += 2)
       this.unit(pieces[k] as number, pieces[k + 1] as number, -1, k > 0);
@@ -748,11 +778,12 @@ function attachVision(
 
 /**
  * Cuts a document into chunks: sentences and blocks are packed up to max_chars and target_tokens, cuts
- * fall only between sentences, list items, blocks or sections (a sentence longer than a chunk is cut at a
- * word boundary, a table or code block at a line break), a heading is never the last thing in a chunk
- * when its body follows, chunks never span two top-level sections unless both are tiny, and a chunk that
- * continues a section starts with the last sentence(s) of the previous chunk (overlap). Every chunk
- * carries exact offsets, the heading path of the text it starts in, its page range and its token count.
+ * fall only between sentences, list items, blocks or sections (a sentence longer than a chunk, or than the
+ * room its headings leave it, is cut at a word boundary, a table or code block at a line break), a heading
+ * is never the last thing in a chunk when its body follows, chunks never span two top-level sections unless
+ * both are tiny, and a chunk that continues a section starts with the last sentence(s) of the previous chunk
+ * (overlap). Every chunk carries exact offsets, the heading path of the text it starts in, its page range
+ * and its token count.
  */
 export function chunkDocument(doc: ChunkInput, opts: ChunkOptions = {}): ChunkDraft[] {
   const config: ChunkConfig = { ...defaultChunkConfig, ...opts.config };

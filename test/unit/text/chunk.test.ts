@@ -297,6 +297,71 @@ describe('chunkDocument', () => {
     for (const c of halves) expect(c.content.length, c.content.slice(0, 20)).to.be.above(500);
   });
 
+  it('keeps headings with the start of a first sentence that fits a chunk alone but not beside them', () => {
+    const law =
+      '(1) Der Arbeitgeber hat durch eine Beurteilung der für die Beschäftigten mit ihrer Arbeit verbundenen ' +
+      'Gefährdung zu ermitteln, welche Maßnahmen des Arbeitsschutzes erforderlich sind, wobei er insbesondere die ' +
+      'Gestaltung und die Einrichtung der Arbeitsstätte und des Arbeitsplatzes, physikalische, chemische und ' +
+      'biologische Einwirkungen, die Gestaltung, die Auswahl und den Einsatz von Arbeitsmitteln sowie die ' +
+      'Gestaltung von Arbeits- und Fertigungsverfahren zu berücksichtigen hat.';
+    const words = Array.from({ length: 400 }, (_, i) => `Wort${i}`).join(' ');
+    const long = `${words.slice(0, words.lastIndexOf(' ', 1985))}.`; // fits 2,000 characters alone
+    const cases = [
+      {
+        md: `# Arbeitsschutzgesetz\n\n## § 5 Beurteilung der Arbeitsbedingungen\n\n${law}\n\n## § 6 Dokumentation\n\n${paragraph(2)}`,
+        config: { maxChars: 500 },
+        body: law,
+        start: 'Arbeitsschutzgesetz\n\n§ 5 Beurteilung der Arbeitsbedingungen\n\n(1) Der Arbeitgeber',
+      },
+      {
+        md: `# Kapitel Eins\n\n## Abschnitt mit langem Satz\n\n${long}\n\n## Zwei\n\n${paragraph(3)}`,
+        config: {},
+        body: long,
+        start: 'Kapitel Eins\n\nAbschnitt mit langem Satz\n\nWort0 Wort1',
+      },
+      {
+        // within max_chars together, but over target_tokens: the token budget splits the sentence
+        md: `## Arbeitsbedingungen im Betrieb\n\n${law}\n\n## Zwei\n\n${paragraph(3)}`,
+        config: { targetTokens: countTokens(law) + 2, maxChars: 1000 },
+        body: law,
+        start: 'Arbeitsbedingungen im Betrieb\n\n(1) Der Arbeitgeber',
+      },
+    ];
+    for (const { md, config, body, start } of cases) {
+      const doc = markdownDocument(md);
+      const sections = buildSections(doc);
+      const chunks = chunkDocument(doc, { config, sections });
+      const full = { ...defaultChunkConfig, ...config };
+      const { maxChars, targetTokens } = full;
+      expectExact(doc.text, chunks);
+      expect(chunks[0]?.content.startsWith(start), chunks[0]?.content).to.equal(true);
+      expect(chunks[0]?.metadata.cut).to.equal('word');
+      for (const c of chunks) {
+        expect(c.end - c.start).to.be.at.most(maxChars);
+        expect(c.tokenCount).to.be.at.most(targetTokens);
+      }
+      // the sentence is cut in two, neither piece a scrap
+      const at = doc.text.indexOf(body);
+      const [head, rest] = [chunks[0]!, chunks[1]!];
+      expect(doc.text.slice(head.end, rest.start)).to.equal(' ');
+      expect(head.end - at).to.be.at.least(tinyChunkChars(full));
+      expect(at + body.length - rest.start).to.be.at.least(tinyChunkChars(full));
+      const q = chunkQuality(doc.text, chunks, { maxChars, tinyChars: 0, blocks: doc.blocks });
+      expect(q.headingAtEnd, start).to.equal(0);
+      expect(q.midWordEnd).to.equal(0);
+      const segments = segmentDocument(doc, sections);
+      expect(chunkDocument(doc, { config, sections, segments })).to.deep.equal(chunks);
+    }
+  });
+
+  it('keeps a first sentence whole when it fits a chunk beside its headings, to the last character and token', () => {
+    const words = Array.from({ length: 400 }, (_, i) => `Wort${i}`).join(' ');
+    const sentence = `${words.slice(0, words.lastIndexOf(' ', 1900))}.`;
+    const doc = markdownDocument(`# Handbuch\n\n## Abschnitt\n\n${sentence}`);
+    const config = { maxChars: doc.text.length, targetTokens: countTokens(doc.text) };
+    expect(chunkDocument(doc, { config }).map((c) => c.content)).to.deep.equal([doc.text]);
+  });
+
   it('returns no chunks for an empty document', () => {
     expect(chunkDocument({ text: '', blocks: [], pages: [] })).to.deep.equal([]);
   });
