@@ -468,3 +468,12 @@ ALTER TABLE pipeline_queue MODIFY path TEXT CHARACTER SET utf8mb4 COLLATE utf8mb
 ALTER TABLE source_files MODIFY path TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL;
 ALTER TABLE pipeline_configs MODIFY source_path VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL;
 ALTER TABLE document_archive MODIFY storage_path VARCHAR(1024) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL;
+
+-- ---------------------------------------------------------------------------
+-- migration 0009_queue_forced
+-- ---------------------------------------------------------------------------
+
+-- A queue item that is to run every step again, checkpoints ignored (`cpe reprocess`, `cpe run --force`): 1. The
+-- request travels with the item, so whichever process claims it (a `cpe worker` as well as the command that queued
+-- it) runs every step; a requeue or a retry of a forced item keeps the flag.
+ALTER TABLE pipeline_queue ADD COLUMN forced TINYINT(1) NOT NULL DEFAULT 0 AFTER file_size;

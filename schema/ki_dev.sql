@@ -70,3 +70,14 @@ CREATE TABLE pipeline_log (
   created_at    DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   KEY ix_pipeline_log_run (run_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+-- ---------------------------------------------------------------------------
+-- migration 0002_run_heartbeat
+-- ---------------------------------------------------------------------------
+
+-- A live run's heartbeat: its process sets heartbeat_at every few seconds while it runs. A run still 'running'
+-- whose heartbeat stopped long ago is dead (killed, crashed, cut off), whichever machine ran it: a MariaDB ki_dev is
+-- shared by machines, whose process ids another machine cannot check. Runs from before this migration have none
+-- (their start stands in for it).
+ALTER TABLE pipeline_runs ADD COLUMN heartbeat_at DATETIME(3) NULL AFTER started_at;
+ALTER TABLE pipeline_runs ADD KEY ix_pipeline_runs_status (status);

@@ -111,8 +111,16 @@ export function isCpeError(error: unknown): error is CpeError {
   );
 }
 
-export const isRetryable = (error: unknown): boolean =>
-  isCpeError(error) ? error.retryable : isTransientNodeError(error);
+/**
+ * Whether trying again may succeed: a cpe error says so itself; any other thrown value may say so with a boolean
+ * `retryable` (a plugin outside this project cannot import ProviderError, and the README tells it to set the flag),
+ * and without one, a transient socket error is retryable.
+ */
+export function isRetryable(error: unknown): boolean {
+  if (isCpeError(error)) return error.retryable;
+  const { retryable } = (typeof error === 'object' && error !== null ? error : {}) as { retryable?: unknown };
+  return typeof retryable === 'boolean' ? retryable : isTransientNodeError(error);
+}
 
 /** Node socket errors that mean "try again later". */
 export function isTransientNodeError(error: unknown): boolean {

@@ -74,12 +74,13 @@ export async function open(options: OpenEngineOptions = {}): Promise<Cpe> {
       call(async () => {
         const source = runOptions.source ?? engine.config.source;
         assertRegistryHealthy(engine.registry);
-        // as `cpe run`: a refused run is recorded in ki_dev, a source folder that is not there is a usage error
-        const plan = await planForRun(engine, runOptions.pipeline, 'api');
-        const sourceDir = source ? sourceFolder(path.resolve(cwd, source)) : undefined;
+        // registered before planning: a close() meanwhile cancels this run too, instead of waiting for all of it
         const cancel = new AbortController();
         runs.add(cancel);
         try {
+          // as `cpe run`: a refused run is recorded in ki_dev, a source folder that is not there is a usage error
+          const plan = await planForRun(engine, runOptions.pipeline, 'api');
+          const sourceDir = source ? sourceFolder(path.resolve(cwd, source)) : undefined;
           return await runPipeline(engine, {
             plan,
             sourceDir,

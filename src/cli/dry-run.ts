@@ -5,6 +5,7 @@ import { scanSource, storedSourceRoot } from '../engine/scan.js';
 import { extractIsolated } from '../extract/isolate.js';
 import type { Estimate, LlmStepPlugin } from '../knowledge/estimate.js';
 import { chunkConfigFromJson, chunkDocument } from '../text/chunk.js';
+import { printable } from '../util/printable.js';
 import { formatTable } from './table.js';
 
 interface DryRunFile {
@@ -64,7 +65,7 @@ async function estimateLlm(
     try {
       input = await chunkTokens(engine, plan, file);
     } catch (error) {
-      problems.push(`${file.path}: ${(error as Error).message}`);
+      problems.push(`${printable(file.path)}: ${(error as Error).message}`);
       continue;
     }
     for (const step of needed) {
@@ -138,7 +139,7 @@ export async function printDryRun(
     process.stdout.write(`  before documents: ${run.name}\n`);
   for (const file of files) {
     const what = file.steps.length ? file.steps.join(' -> ') : 'nothing (up to date)';
-    process.stdout.write(`${file.decision.padEnd(9)} ${file.path}\n          ${what}\n`);
+    process.stdout.write(`${file.decision.padEnd(9)} ${printable(file.path)}\n          ${what}\n`);
   }
   if (queued.length) process.stdout.write(`${queued.length} item(s) already queued would be processed too\n`);
   for (const run of plan.steps.filter((s) => s.phase === 'post'))

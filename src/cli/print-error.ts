@@ -1,8 +1,12 @@
 import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { redactCredentials } from '../util/credentials.js';
+import { printableLines } from '../util/printable.js';
 import { EXIT_FAILURES, EXIT_USAGE } from './exit-codes.js';
 
-/** The one error printer: the message and its cause chain, and the exit code that goes with it. */
+/**
+ * The one error printer: the message and its cause chain, and the exit code that goes with it. A message naming a
+ * file shows its name's control characters rather than sending them to the terminal (printableLines).
+ */
 export function printError(
   error: unknown,
   write: (text: string) => void = (t) => process.stderr.write(t),
@@ -11,7 +15,9 @@ export function printError(
   let current: unknown = error;
   for (let depth = 0; current && depth < 6; depth++) {
     // a message may quote a configured URL with its password, or an echoed API key
-    const message = redactCredentials(current instanceof Error ? current.message : String(current));
+    const message = printableLines(
+      redactCredentials(current instanceof Error ? current.message : String(current)),
+    );
     if (!lines.some((l) => l.includes(message)))
       lines.push(depth === 0 ? `cpe: ${message}` : `  caused by: ${message}`);
     current = current instanceof Error ? current.cause : undefined;

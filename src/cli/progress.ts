@@ -1,6 +1,7 @@
 import type { QueueItem } from '../engine/queue.js';
 import type { LogLevel } from '../engine/run-log.js';
 import type { RunEvent } from '../engine/runner.js';
+import { printable, printableLines } from '../util/printable.js';
 
 /**
  * Why an item is processed, as its line shows it: the queue's action (new, update, delete), or "again" for a
@@ -13,7 +14,8 @@ const why = (item: QueueItem): string =>
 /**
  * Shows a run: on a terminal one line that updates in place; otherwise (pipes, CI, logs) plain lines, one
  * per finished document. Failures always get their own line, and so do the run's warnings and errors (`onLog`,
- * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them.
+ * shown with `quiet` too): on a terminal the status line is cleared first and drawn again below them. Paths and
+ * messages go through printable: a file name's control characters are shown, not sent to the terminal.
  */
 export function createProgress(stream: NodeJS.WriteStream = process.stderr, quiet = false) {
   const tty = Boolean(stream.isTTY) && !process.env.CI;
@@ -35,8 +37,9 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
       if (quiet) return;
       switch (event.type) {
         case 'run-started':
-          line(`run ${event.runId}: pipeline '${event.pipeline}'`);
-          for (const [part, where] of Object.entries(event.profile)) line(`  ${part.padEnd(10)} ${where}`);
+          line(`run ${event.runId}: pipeline '${printable(event.pipeline)}'`);
+          for (const [part, where] of Object.entries(event.profile))
+            line(`  ${part.padEnd(10)} ${printable(where)}`);
           break;
         case 'document-started':
           started++;
@@ -47,23 +50,24 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
           else if (event.status === 'failed') failed++;
           else skipped++;
           if (tty) {
-            if (event.status === 'failed') stream.write(`\r\x1b[2Kfailed: ${event.item.path}\n`);
+            if (event.status === 'failed') stream.write(`\r\x1b[2Kfailed: ${printable(event.item.path)}\n`);
             status();
           } else if (event.status !== 'released') {
-            line(`${event.status.padEnd(7)} ${why(event.item).padEnd(6)} ${event.item.path}`);
+            line(`${event.status.padEnd(7)} ${why(event.item).padEnd(6)} ${printable(event.item.path)}`);
           }
           break;
         case 'step-finished':
           // a document's failed step is the document's failure: its error line (onLog) and its "failed" line show it
           if (event.status === 'failed' && event.documentId === null) {
-            const text = `  step ${event.step} failed: ${event.reason}`;
+            const text = `  step ${printable(event.step)} failed: ${printableLines(event.reason)}`;
             if (tty) stream.write(`\r\x1b[2K${text}\n`);
             else line(text);
           }
           break;
       }
     },
-    onLog(_level: LogLevel, text: string) {
+    onLog(_level: LogLevel, message: string) {
+      const text = printableLines(message);
       if (tty && !quiet) {
         stream.write(`\r\x1b[2K${text}\n`);
         status();

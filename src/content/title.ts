@@ -14,7 +14,11 @@ function metadataTitle(value: unknown): string | undefined {
   return title === '' ? undefined : title;
 }
 
-/** A document's title: its metadata, then the first title/H1 (slide 1's title for decks), then the file name. */
+/**
+ * A document's title: its metadata, then the first title/H1 (slide 1's title for decks), then the file name. Each
+ * is normalised as text is, on one line: a file name may hold control characters (`rot\x1b[31m.txt`,
+ * `zeile\nzwei.txt`) that went into the title raw, and from there into `[Quelle N: title]` and the terminal.
+ */
 export function chooseTitle(
   doc: Pick<ExtractedDocument, 'text' | 'blocks' | 'metadata'>,
   filename: string,
@@ -28,5 +32,6 @@ export function chooseTitle(
     doc.blocks.find((b) => b.type === 'heading' && (b.level ?? 1) === 1) ??
     doc.blocks.find((b) => b.type === 'heading');
   if (heading) return cutText(doc.text.slice(heading.start, heading.end).trim(), 300);
-  return filename.replace(/\.[^.]+$/, '').normalize('NFC'); // a macOS file name comes decomposed (NFD)
+  // NFC too: a macOS file name comes decomposed (NFD); a name of control characters only keeps its extension
+  return normalizeTitle(filename.replace(/\.[^.]+$/, '')) || normalizeTitle(filename);
 }

@@ -74,7 +74,11 @@ async function ensureMysqlDatabase(url: string): Promise<void> {
   }
 }
 
-async function openOne(
+/**
+ * Connects to one database (creating a MariaDB database or a SQLite file on first use) without migrating it:
+ * openDatabases migrates once both are reachable. Its `applied` is empty until then.
+ */
+async function connectOne(
   role: DatabaseRole,
   settings: DatabaseSettings,
   url: string | undefined,
@@ -110,13 +114,18 @@ async function openOne(
       timezone: 'Z',
       charset: 'utf8mb4_unicode_ci',
       poolSize: 10,
-      extra: { connectTimeout: 10000 },
+      // numbers as SQLite gives them: BIGINT ids, sizes, tokens and COUNT(*) as numbers (TypeORM's default sends
+      // them as strings, and --json printed "1" on MariaDB where SQLite printed 1); a value past 2^53 still comes
+      // as a string rather than rounded (supportBigNumbers). decimalNumbers: SUM() and AVG() answer DECIMAL, and
+      // no column is DECIMAL, so only those sums are read as numbers.
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      extra: { connectTimeout: 10000, decimalNumbers: true },
     } as any);
     await dataSource.initialize().catch((e) => Promise.reject(unreachable(e)));
     return closedOnFailure(dataSource, async () => {
       const sql = new MysqlExecutor(dataSource, { insertReturning: await mysqlServerReturns(dataSource) });
-      const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
-      return { role, sql, dataSource, location: maskUrl(url), applied };
+      return { role, sql, dataSource, location: maskUrl(url), applied: [] };
     });
   }
 
@@ -175,24 +184,14 @@ async function openOne(
     throw error;
   }
   const sql = new SqliteExecutor(dataSource, role === 'content' ? new WalCheckpointer(file) : undefined);
-  return closedOnFailure(
+  return {
+    role,
+    sql,
     dataSource,
-    async () => {
-      const applied = settings.migrate !== false ? await migrate(sql, dataSource, role) : [];
-      return {
-        role,
-        sql,
-        dataSource,
-        location: `sqlite:${file}`,
-        applied,
-        release: () => openSqliteFiles.delete(key),
-      };
-    },
-    async () => {
-      openSqliteFiles.delete(key);
-      await sql.stopBackgroundWork();
-    },
-  );
+    location: `sqlite:${file}`,
+    applied: [],
+    release: () => openSqliteFiles.delete(key),
+  };
 }
 
 /**
@@ -203,18 +202,13 @@ async function openOne(
 const openSqliteFiles = new Set<string>();
 
 /**
- * What follows opening a connection, with the connection closed when it fails (a migration refused, a server
- * that stops answering): an open MariaDB pool would keep the command from exiting after it printed the error.
+ * What follows opening a connection, with the connection closed when it fails (a server that stops answering):
+ * an open MariaDB pool would keep the command from exiting after it printed the error.
  */
-async function closedOnFailure<T>(
-  dataSource: DataSource,
-  then: () => Promise<T>,
-  stop: () => Promise<void> = async () => {},
-): Promise<T> {
+async function closedOnFailure<T>(dataSource: DataSource, then: () => Promise<T>): Promise<T> {
   try {
     return await then();
   } catch (error) {
-    await stop().catch(() => undefined);
     await dataSource.destroy().catch(() => undefined);
     throw error;
   }
@@ -223,6 +217,11 @@ async function closedOnFailure<T>(
 /**
  * Opens ki_content and ki_dev. With no URLs: SQLite files in the data folder, created and migrated on first
  * use. With CPE_DB_URL only, ki_dev goes to the same server, database `ki_dev`.
+ *
+ * Both are connected to before either is migrated, and ki_dev is migrated first: a new ki_content gets its seeded
+ * pipelines when its first migration runs (openEngine), so it is migrated only once nothing else can stop the
+ * opening. A first start whose ki_dev could not be opened (CPE_LOG_DB_URL forgotten: access denied to `ki_dev`)
+ * migrated ki_content and stopped before seeding; the next start found it migrated and never seeded it.
  */
 export async function openDatabases(settings: DatabaseSettings): Promise<Databases> {
   let logUrl = settings.logDbUrl;
@@ -244,13 +243,23 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
         `ki_content and ki_dev are one database (${maskUrl(settings.dbUrl)}): give each its own (CPE_DB_URL, CPE_LOG_DB_URL)`,
       );
   }
-  const content = await openOne('content', settings, settings.dbUrl);
+  const content = await connectOne('content', settings, settings.dbUrl);
   let log: OpenDatabase;
   try {
-    log = await openOne('log', settings, logUrl);
+    log = await connectOne('log', settings, logUrl);
   } catch (error) {
     await closeDatabase(content);
     throw error;
+  }
+  if (settings.migrate !== false) {
+    try {
+      log.applied = await migrate(log.sql, log.dataSource, 'log');
+      content.applied = await migrate(content.sql, content.dataSource, 'content');
+    } catch (error) {
+      // an open MariaDB pool would keep the command from exiting after it printed the error
+      await Promise.allSettled([closeDatabase(content), closeDatabase(log)]);
+      throw error;
+    }
   }
   return {
     content,

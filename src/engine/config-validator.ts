@@ -16,20 +16,32 @@ export const configValidator = (schema: object): ValidateFunction => schemaValid
 /**
  * What is wrong with a step's config schema ('configSchema is not valid JSON Schema: ...', 'configSchema does not
  * compile: ...'), or undefined. `againstMetaSchema: false` only compiles it (for the built-in steps' schemas).
+ * The meta-schema is that of the JSON Schema version the schema names with `$schema` (draft-07, 2019-09, 2020-12;
+ * draft-07 when it names none); naming another is a problem of the schema like any other, not a crash of the
+ * command that met it.
  */
 export function configSchemaProblem(
   schema: object,
   { againstMetaSchema = true }: { againstMetaSchema?: boolean } = {},
 ): string | undefined {
   if (againstMetaSchema) {
-    const ajv = ajvFor('stepConfig');
-    if (!ajv.validateSchema(schema))
-      return `configSchema is not valid JSON Schema: ${ajv.errorsText(ajv.errors)}`;
+    const problem = metaSchemaProblem(schema);
+    if (problem) return `configSchema is not valid JSON Schema: ${problem}`;
   }
   try {
     configValidator(schema);
     return undefined;
   } catch (error) {
     return `configSchema does not compile: ${(error as Error).message}`;
+  }
+}
+
+/** What keeps a schema from matching its version's meta-schema; ajv throws for a `$schema` it does not know. */
+function metaSchemaProblem(schema: object): string | undefined {
+  try {
+    const ajv = ajvFor('stepConfig', schema);
+    return ajv.validateSchema(schema) ? undefined : ajv.errorsText(ajv.errors);
+  } catch (error) {
+    return (error as Error).message;
   }
 }

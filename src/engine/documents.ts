@@ -59,7 +59,8 @@ export async function supersededReason(db: SqlExecutor, doc: DocumentRow): Promi
 /**
  * Creates the row of a new document version and links the queue item to it, in one transaction (with the
  * archive row of its bytes). The version becomes `is_latest` only when it is done, so searches keep answering
- * from the previous version until the new one is complete.
+ * from the previous version until the new one is complete. Throws ContentAlreadyVersioned when the file's newest
+ * version has this content already.
  */
 export async function createDocumentVersion(
   db: SqlExecutor,
@@ -81,9 +82,10 @@ const PATHS_PER_STATEMENT = 200;
  * their files are read in one statement, the rows inserted (in one statement where the files differ and the
  * database returns inserted rows, else one per item), and the items linked to their rows in one statement (each
  * statement is a round trip to MariaDB). Per item the new row, or the error its insert ended with (the item is
- * then left to processItem, which reports it). A failing lookup throws before any row goes in; a failing link
- * takes the inserted rows out again before it throws, so that a caller going on with its transaction keeps no
- * row without its item (processItem would create the same version a second time).
+ * then left to processItem, which reports it), or ContentAlreadyVersioned when the newest version of its file (one
+ * made earlier in the batch too) has its content, and no row is made. A failing lookup throws before any row goes
+ * in; a failing link takes the inserted rows out again before it throws, so that a caller going on with its
+ * transaction keeps no row without its item (processItem would create the same version a second time).
  */
 export async function createDocumentVersions(
   tx: SqlExecutor,
@@ -139,6 +141,45 @@ interface NewestVersion {
   top: number;
   /** the newest version not deleted: the one a new version follows */
   previous: number | null;
+  /** the version numbered `top` when it is not deleted: a file's content it has needs no other version */
+  current: ExistingVersion | null;
+}
+
+/** A version of a file, as ContentAlreadyVersioned names it. */
+export interface ExistingVersion {
+  id: number;
+  version: number;
+  status: string;
+  contentHash: string;
+}
+
+/**
+ * No version is made of an item's content: the file's newest version (done, or on its way) has this content already.
+ * Two items can hold one content of a file: a scan that ran while the first was queued, before it had a version,
+ * queued the content `new` again, and one after its version was done queues it as an `update`. One content of a
+ * file is one version: the second item has nothing to do.
+ */
+export class ContentAlreadyVersioned extends Error {
+  constructor(
+    readonly sourcePath: string,
+    readonly existing: ExistingVersion,
+  ) {
+    super(
+      `version ${existing.version} of ${sourcePath} (document ${existing.id}, ${existing.status}) has this content already`,
+    );
+    this.name = 'ContentAlreadyVersioned';
+  }
+}
+
+/** ContentAlreadyVersioned for `file` when the newest version of its path has its content, else undefined. */
+function alreadyVersioned(
+  file: ArchivedFile & { sourcePath: string },
+  newest: NewestVersion | undefined,
+): ContentAlreadyVersioned | undefined {
+  const current = newest?.current;
+  return current && current.contentHash === file.hash
+    ? new ContentAlreadyVersioned(file.sourcePath, current)
+    : undefined;
 }
 
 /** Per path its NewestVersion, a statement per slice of paths. */
@@ -148,15 +189,30 @@ async function newestVersions(
 ): Promise<Map<string, NewestVersion>> {
   const newest = new Map<string, NewestVersion>();
   for (const list of inLists(paths, PATHS_PER_STATEMENT)) {
-    const rows = await tx.query<{ id: number; source_path: string; version: number; status: string }>(
-      `SELECT id, source_path, version, status FROM documents WHERE source_path IN (${list.marks})
+    const rows = await tx.query<{
+      id: number;
+      source_path: string;
+      version: number;
+      status: string;
+      content_hash: string;
+    }>(
+      `SELECT id, source_path, version, status, content_hash FROM documents WHERE source_path IN (${list.marks})
        ORDER BY version`,
       list.values,
     );
     for (const row of rows) {
-      const state = newest.get(row.source_path) ?? { top: 0, previous: null };
+      const state = newest.get(row.source_path) ?? { top: 0, previous: null, current: null };
       state.top = Math.max(state.top, Number(row.version));
       if (row.status !== 'deleted') state.previous = Number(row.id);
+      state.current =
+        row.status === 'deleted'
+          ? null
+          : {
+              id: Number(row.id),
+              version: Number(row.version),
+              status: row.status,
+              contentHash: row.content_hash,
+            };
       newest.set(row.source_path, state);
     }
   }
@@ -217,6 +273,11 @@ async function insertEach(
 ): Promise<Array<DocumentRow | Error>> {
   const out: Array<DocumentRow | Error> = [];
   for (const file of files) {
+    const versioned = alreadyVersioned(file, newest.get(file.sourcePath));
+    if (versioned) {
+      out.push(versioned);
+      continue;
+    }
     const { row, values } = versionRow(file, newest.get(file.sourcePath), now);
     try {
       const { insertId } = await tx.run(
@@ -228,7 +289,11 @@ async function insertEach(
       out.push(error instanceof Error ? error : new Error(String(error)));
       continue;
     }
-    newest.set(file.sourcePath, { top: row.version, previous: row.id });
+    newest.set(file.sourcePath, {
+      top: row.version,
+      previous: row.id,
+      current: { id: row.id, version: row.version, status: row.status, contentHash: row.content_hash },
+    });
     out.push(row);
   }
   return out;
@@ -237,7 +302,8 @@ async function insertEach(
 /**
  * The rows of files that all differ in one INSERT ... RETURNING per slice (SQLite, MariaDB). A slice whose
  * statement fails inserted nothing (a statement is undone as a whole): its items get the error and are left to
- * processItem, which inserts each row alone and reports its own error; the other slices' rows stand.
+ * processItem, which inserts each row alone and reports its own error; the other slices' rows stand. A file whose
+ * newest version has its content gets ContentAlreadyVersioned, and no row.
  */
 async function insertAll(
   tx: SqlExecutor,
@@ -245,9 +311,15 @@ async function insertAll(
   newest: ReadonlyMap<string, NewestVersion>,
   now: string,
 ): Promise<Array<DocumentRow | Error>> {
-  const out: Array<DocumentRow | Error> = [];
-  for (const sliceFiles of rowSlices(tx.dialect, files, PATHS_PER_STATEMENT)) {
-    const slice = sliceFiles.map((file) => versionRow(file, newest.get(file.sourcePath), now));
+  const out: Array<DocumentRow | Error | undefined> = files.map((file) =>
+    alreadyVersioned(file, newest.get(file.sourcePath)),
+  );
+  const toInsert = files.flatMap((file, index) => (out[index] ? [] : [{ file, index }]));
+  for (const sliceFiles of rowSlices(tx.dialect, toInsert, PATHS_PER_STATEMENT)) {
+    const slice = sliceFiles.map(({ file, index }) => ({
+      index,
+      ...versionRow(file, newest.get(file.sourcePath), now),
+    }));
     const groups = slice.map(({ values }) => `(${marks(values.length)})`).join(', ');
     let returned: Array<{ id: number; source_path: string }>;
     try {
@@ -257,7 +329,7 @@ async function insertAll(
       );
     } catch (error) {
       const failed = error instanceof Error ? error : new Error(String(error));
-      out.push(...slice.map(() => failed));
+      for (const { index } of slice) out[index] = failed;
       continue;
     }
     // the order of returned rows is not defined (SQLite): they are matched by path, unique in the batch
@@ -271,15 +343,15 @@ async function insertAll(
         returned.map((r) => Number(r.id)),
       );
       const failed = new Error(`the insert returned no row for ${unmatched.row.source_path}`);
-      out.push(...slice.map(() => failed));
+      for (const { index } of slice) out[index] = failed;
       continue;
     }
-    for (const { row } of slice) {
+    for (const { row, index } of slice) {
       row.id = ids.get(row.source_path)!;
-      out.push(row);
+      out[index] = row;
     }
   }
-  return out;
+  return out as Array<DocumentRow | Error>;
 }
 
 export async function setDocumentStatus(
@@ -295,18 +367,17 @@ export async function setDocumentStatus(
   );
 }
 
-/** A file gone from the source: every version of it is marked deleted. Returns the ids to retract. */
-export async function markPathDeleted(
-  db: SqlExecutor,
-  sourcePath: string,
-  upToId?: number | null,
-): Promise<number[]> {
+/**
+ * A file gone from the source: every version of it is marked deleted. Returns the ids to retract. Every version, not
+ * only those up to the one the scan knew when it decided the deletion: a version made after that from content queued
+ * before it (the file changed, then went) is of the file that went too. Whether the file is there again is for the
+ * caller to find out first (the delete item skips a file that is back).
+ */
+export async function markPathDeleted(db: SqlExecutor, sourcePath: string): Promise<number[]> {
   return db.transaction(async (tx) => {
-    // the versions the deletion was decided against (up to the one the scan knew): a newer version, made when the
-    // file came back after the scan, is not this deletion's
     const rows = await tx.query<{ id: number }>(
-      `SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted'${upToId ? ' AND id <= ?' : ''}`,
-      upToId ? [sourcePath, upToId] : [sourcePath],
+      "SELECT id FROM documents WHERE source_path = ? AND status <> 'deleted'",
+      [sourcePath],
     );
     const ids = rows.map((r) => Number(r.id));
     if (ids.length) {

@@ -70,7 +70,8 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
     migrate: options.migrate,
   });
   try {
-    // a new ki_content gets the seeded pipelines right away, so the first `cpe run` just works
+    // a new ki_content gets the seeded pipelines right away, so the first `cpe run` just works (openDatabases
+    // migrates it last, once both databases are open: a start that fails in between would leave it unseeded)
     if (dbs.content.applied.includes(1)) await seedDatabase(dbs.content.sql);
     const registry =
       options.stepPlugins === false ? withoutPlugins : await loadPluginRegistry(config.plugins);
@@ -156,6 +157,8 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
             documentId: Number(doc.id),
             fileSize: Number(doc.file_size),
             maxAttempts: config.maxAttempts,
+            // the request travels with the item: a worker that claims it runs every step again as well
+            forced: force,
           })),
         );
         return requeued.length;

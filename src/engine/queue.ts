@@ -21,6 +21,11 @@ export interface QueueItem {
   last_error: string | null;
   document_id: number | null;
   file_size: number | null;
+  /**
+   * every step runs again, checkpoints ignored (`cpe reprocess`, `cpe run --force`): whichever process claims the
+   * item, not only the one that queued it
+   */
+  forced: boolean;
   /** MariaDB/MySQL: the worker whose expired lease this claim took the item over from */
   takenFrom?: string;
 }
@@ -32,6 +37,7 @@ const numeric = (item: QueueItem): QueueItem => ({
   max_attempts: Number(item.max_attempts),
   document_id: item.document_id === null ? null : Number(item.document_id),
   file_size: item.file_size === null ? null : Number(item.file_size),
+  forced: Number(item.forced) === 1,
 });
 
 export interface EnqueueItem {
@@ -41,13 +47,18 @@ export interface EnqueueItem {
   documentId?: number | null;
   fileSize?: number;
   maxAttempts: number;
+  /** every step runs again, whoever processes it (see QueueItem.forced) */
+  forced?: boolean;
 }
 
 /**
  * Puts a file on the queue. The same (path, hash, action) is one row: enqueueing it again re-opens a
- * finished row instead of adding a duplicate, and leaves a pending or processing row alone. A re-opened row takes
- * the document given now: none from a scan (the content is back after another version, A -> B -> A: a new version
- * follows the newest, the old row's document is history), the document itself from a rerun of it.
+ * finished row instead of adding a duplicate, and leaves a pending or processing row as it is (but for a forced
+ * request). A re-opened row takes the document given now: none from a scan (the content is back after another
+ * version, A -> B -> A: a new version follows the newest, the old row's document is history), the document itself
+ * from a rerun of it. A forced request is not lost: a row that is open or failed keeps its flag and takes a new one
+ * (one in flight for its retries: its attempt now runs as it was claimed); only a done row, re-opened, starts from
+ * the flag given now.
  */
 export async function enqueue(db: SqlExecutor, item: EnqueueItem): Promise<void> {
   await enqueueMany(db, [item]);
@@ -57,7 +68,7 @@ export async function enqueue(db: SqlExecutor, item: EnqueueItem): Promise<void>
 export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]): Promise<void> {
   const now = sqlTime();
   for (const slice of rowSlices(db.dialect, items, 100)) {
-    const rows = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const rows = slice.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
     const values = slice.flatMap((item) => [
       item.path,
       sha256(item.path),
@@ -66,16 +77,20 @@ export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]
       item.maxAttempts,
       item.documentId ?? null,
       item.fileSize ?? null,
+      item.forced ? 1 : 0,
       now,
       now,
     ]);
+    const columns =
+      'path, path_hash, hash, action, max_attempts, document_id, file_size, forced, created_at, updated_at';
+    const open = `status IN ('pending', 'processing')`;
     if (db.dialect === 'mysql') {
       // MySQL evaluates these assignments left to right and later ones see earlier results: status goes last.
-      const open = `status IN ('pending', 'processing')`;
       await db.run(
-        `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+        `INSERT INTO pipeline_queue (${columns})
          VALUES ${rows}
          ON DUPLICATE KEY UPDATE
+           forced = IF(status = 'done', VALUES(forced), GREATEST(forced, VALUES(forced))),
            document_id = IF(${open}, document_id, VALUES(document_id)),
            max_attempts = VALUES(max_attempts),
            attempts = IF(${open}, attempts, 0),
@@ -87,14 +102,25 @@ export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]
         values,
       );
     } else {
+      // every assignment sees the row as it was; an open row is written only to take a forced request
+      const reopened = (column: string, value: string) =>
+        `CASE WHEN ${open} THEN ${column} ELSE ${value} END`;
       await db.run(
-        `INSERT INTO pipeline_queue (path, path_hash, hash, action, max_attempts, document_id, file_size, created_at, updated_at)
+        `INSERT INTO pipeline_queue (${columns})
          VALUES ${rows}
          ON CONFLICT (path_hash, hash, action) DO UPDATE SET
-           document_id = excluded.document_id, max_attempts = excluded.max_attempts,
-           updated_at = excluded.updated_at, status = 'pending', attempts = 0, next_attempt_at = NULL,
-           last_error = NULL, finished_at = NULL, locked_by = NULL, locked_until = NULL
-         WHERE status NOT IN ('pending', 'processing')`,
+           forced = CASE WHEN status = 'done' THEN excluded.forced ELSE MAX(forced, excluded.forced) END,
+           document_id = ${reopened('document_id', 'excluded.document_id')},
+           max_attempts = ${reopened('max_attempts', 'excluded.max_attempts')},
+           updated_at = ${reopened('updated_at', 'excluded.updated_at')},
+           status = ${reopened('status', "'pending'")},
+           attempts = ${reopened('attempts', '0')},
+           next_attempt_at = ${reopened('next_attempt_at', 'NULL')},
+           last_error = ${reopened('last_error', 'NULL')},
+           finished_at = ${reopened('finished_at', 'NULL')},
+           locked_by = ${reopened('locked_by', 'NULL')},
+           locked_until = ${reopened('locked_until', 'NULL')}
+         WHERE NOT (${open}) OR excluded.forced > forced`,
         values,
       );
     }
@@ -325,6 +351,26 @@ export async function undeferQueueItem(db: SqlExecutor, itemId: number): Promise
   return affectedRows > 0;
 }
 
+/** The queue item of this file, content and action (one row each, see enqueue), or undefined. */
+export async function findQueueItem(
+  db: SqlExecutor,
+  path: string,
+  hash: string,
+  action: QueueAction,
+): Promise<QueueItem | undefined> {
+  const [row] = await db.query<QueueItem>(
+    'SELECT * FROM pipeline_queue WHERE path_hash = ? AND hash = ? AND action = ?',
+    [sha256(path), hash, action],
+  );
+  return row && numeric(row);
+}
+
+/** Whether an item is claimed and its lease still runs: a process works on it now. */
+export const inFlight = (item: Pick<QueueItem, 'status' | 'locked_until'>): boolean =>
+  item.status === 'processing' &&
+  item.locked_until !== null &&
+  parseSqlTime(item.locked_until)!.getTime() > Date.now();
+
 /** Whether another queue item of this file is being processed now (claimed, its lease running). */
 export async function fileInFlight(db: SqlExecutor, path: string, exceptItemId: number): Promise<boolean> {
   const rows = await db.query<{ id: number }>(
@@ -333,6 +379,23 @@ export async function fileInFlight(db: SqlExecutor, path: string, exceptItemId: 
     [sha256(path), exceptItemId, sqlTime()],
   );
   return rows.length > 0;
+}
+
+/**
+ * Closes the items that would still make a version of a file found gone (a delete item's work): pending ones, and
+ * ones whose process ended holding them (lease run out). Their content went with the file; made from the bytes the
+ * scan archived, such a version would be the current document of a file that is not there. An item being processed
+ * now is not touched (the deletion waits for it: fileInFlight); failed ones are retireFailures'. Returns how many.
+ */
+export async function closeItemsOfGoneFile(db: SqlExecutor, path: string, reason: string): Promise<number> {
+  const now = sqlTime();
+  const { affectedRows } = await db.run(
+    `UPDATE pipeline_queue SET status = 'done', last_error = ?, locked_by = NULL, locked_until = NULL,
+       next_attempt_at = NULL, finished_at = ?, updated_at = ?
+     WHERE path_hash = ? AND action <> 'delete' AND (status = 'pending' OR (status = 'processing' AND locked_until < ?))`,
+    [reason, now, now, sha256(path), now],
+  );
+  return affectedRows;
 }
 
 /** Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. */
@@ -509,7 +572,10 @@ export async function closeUnreadableItems(
   return closed;
 }
 
-/** `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. */
+/**
+ * `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. A forced item stays
+ * forced: its failed attempt may have run only some of its steps again, and the others' checkpoints are the old ones.
+ */
 export async function retryFailedItems(db: SqlExecutor): Promise<number> {
   const result = await db.run(
     `UPDATE pipeline_queue SET status = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = ?

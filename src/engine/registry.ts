@@ -1,7 +1,7 @@
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, ErrorCodes } from '../errors.js';
+import { ConfigError, CpeError, ErrorCodes, messageOf } from '../errors.js';
 import { builtinStepsDir } from '../paths.js';
 import { configSchemaProblem } from './config-validator.js';
 import type { StepPlugin } from './plugin.js';
@@ -59,18 +59,62 @@ export function checkContract(candidate: unknown): string[] {
   return problems;
 }
 
-function listModules(dir: string): string[] {
-  return readdirSync(dir)
+/**
+ * The plugin modules of a folder, sorted. An entry that cannot be read (a link to a file that is gone) is a problem
+ * of that file: the folder's other plugins still load.
+ */
+function listModules(dir: string): { files: string[]; problems: string[] } {
+  const files: string[] = [];
+  const problems: string[] = [];
+  for (const name of readdirSync(dir)
     .filter((f) => MODULE_FILE.test(f))
-    .sort()
-    .map((f) => path.join(dir, f))
-    .filter((f) => statSync(f).isFile());
+    .sort()) {
+    const file = path.join(dir, name);
+    try {
+      if (statSync(file).isFile()) files.push(file);
+    } catch (error) {
+      problems.push(`step plugin ${file}: ${unreadableEntry(file, error)}`);
+    }
+  }
+  return { files, problems };
+}
+
+function unreadableEntry(file: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  try {
+    if (code === 'ENOENT' && lstatSync(file).isSymbolicLink())
+      return `is a link to ${readlinkSync(file)}, which does not exist`;
+  } catch {
+    // gone meanwhile: the plain reason below
+  }
+  return `cannot be read (${code ?? messageOf(error)})`;
+}
+
+/**
+ * What a loader's message says is wrong. esbuild (a .ts plugin) heads its message "Transform failed with 1 error:"
+ * and puts the position and the reason on the next line: heading lines (ending with ':') are kept together with the
+ * first line that says something, the rest (more errors, a code frame) is left out.
+ */
+export function loadFailure(error: unknown): string {
+  const lines = messageOf(error)
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const said = lines.findIndex((line) => !line.endsWith(':'));
+  return lines.slice(0, said === -1 ? lines.length : said + 1).join(' ');
 }
 
 async function loadModule(file: string): Promise<{ plugin?: StepPlugin; problems: string[] }> {
   try {
     await ensureTypeScriptLoader(file);
-    const mod = await import(pathToFileURL(file).href);
+    const mod = await watchPluginCall(
+      import(pathToFileURL(file).href),
+      `step plugin ${file} (loading its module)`,
+      () =>
+        new Error(
+          'its module never finished loading: its top-level code awaits a promise that nothing left in the process can settle',
+        ),
+    );
     // a module compiled to CommonJS (a .ts file in a folder that is not "type": "module") comes back as
     // { default: module.exports }, its own default export one level down
     const inner = mod.default as { default?: unknown; type?: unknown } | undefined;
@@ -79,7 +123,7 @@ async function loadModule(file: string): Promise<{ plugin?: StepPlugin; problems
     const problems = checkContract(exported);
     return problems.length ? { problems } : { plugin: exported as StepPlugin, problems };
   } catch (error) {
-    return { problems: [`cannot be loaded: ${(error as Error).message.split('\n')[0]}`] };
+    return { problems: [`cannot be loaded: ${loadFailure(error)}`] };
   }
 }
 
@@ -91,7 +135,9 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
   const byType = new Map<string, RegisteredPlugin>();
   const problems: string[] = [];
 
-  for (const file of listModules(builtinStepsDir)) {
+  const builtin = listModules(builtinStepsDir);
+  problems.push(...builtin.problems);
+  for (const file of builtin.files) {
     const { plugin, problems: wrong } = await loadModule(file);
     const expected = path.basename(file).replace(/\.(ts|mts|js|mjs)$/, '');
     if (!plugin) {
@@ -118,7 +164,9 @@ export async function loadPluginRegistry(pluginDirs: readonly string[] = []): Pr
     seenDirs.add(real);
     let files: string[];
     try {
-      files = listModules(dir);
+      const listed = listModules(dir);
+      problems.push(...listed.problems);
+      files = listed.files;
     } catch (error) {
       problems.push(
         `plugin folder ${dir}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
@@ -173,4 +221,76 @@ export function assertRegistryHealthy(registry: PluginRegistry): void {
       },
     );
   }
+}
+
+/** A call into plugin code that has not settled: what it is, and how to give up on it. */
+interface PluginCall {
+  what: string;
+  abandon(): void;
+}
+
+const pluginCallsInFlight = new Set<PluginCall>();
+
+/**
+ * `work` (what a plugin's run() returned, or the import of its module) as a promise, watched while it is pending:
+ * abandonStalledPluginCalls rejects it with `neverFinished()`. A plain value (a run() that is not async) is taken as
+ * it is.
+ */
+export function watchPluginCall<T>(
+  work: T | PromiseLike<T>,
+  what: string,
+  neverFinished: () => Error,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const call: PluginCall = {
+      what,
+      abandon: () => {
+        pluginCallsInFlight.delete(call);
+        reject(neverFinished());
+      },
+    };
+    pluginCallsInFlight.add(call);
+    Promise.resolve(work).then(
+      (value) => {
+        pluginCallsInFlight.delete(call);
+        resolve(value);
+      },
+      (error) => {
+        pluginCallsInFlight.delete(call);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A step's run() watched by watchPluginCall, named by the step, its plugin's file and the document. */
+export function watchStepRun<T>(
+  work: T | PromiseLike<T>,
+  registry: PluginRegistry,
+  step: { name: string; type: string },
+  documentId: number | null,
+): Promise<T> {
+  const source = registry.get(step.type)?.source ?? 'builtin';
+  const plugin = source === 'builtin' ? `the built-in step ${step.type}` : `plugin ${source}`;
+  return watchPluginCall(
+    work,
+    `step '${step.name}' (${plugin})${documentId === null ? '' : ` on document ${documentId}`}`,
+    () =>
+      new CpeError(
+        ErrorCodes.STEP_FAILED,
+        `run() of ${plugin} never finished: nothing left in the process could settle the promise it returned (one that is never resolved nor rejected, or one that waits for an operation that waits for the step, e.g. a statement through ctx.db inside its own ctx.db.transaction() instead of through tx)`,
+      ),
+  );
+}
+
+/**
+ * Gives up on every plugin call still pending, each rejected with what says it never finished; returns what they
+ * were. For the moment the process has nothing left to wait for (Node's 'beforeExit', cli/main.ts): then nothing can
+ * settle them any more, and rejecting them lets the command record each as failed and go on, instead of ending with
+ * the run left running.
+ */
+export function abandonStalledPluginCalls(): string[] {
+  const calls = [...pluginCallsInFlight];
+  for (const call of calls) call.abandon();
+  return calls.map((call) => call.what);
 }

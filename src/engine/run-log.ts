@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { SqlExecutor } from '../db/sql.js';
-import { marks, rowSlices } from '../db/statement-shapes.js';
+import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { describeError, isRetryable } from '../errors.js';
 import { redactCredentials } from '../util/credentials.js';
 import { processAlive } from '../util/process-alive.js';
@@ -48,6 +48,40 @@ export const noTotals = (): RunTotals => ({
   tokensOut: 0,
 });
 
+/** What a run's records say of it so far (a run writes its totals when it ends; a dead one never does). */
+export interface RunProgress {
+  /** the documents it has worked on (with a step record) */
+  docs: number;
+  done: number;
+  failed: number;
+  stepsOk: number;
+  stepsFailed: number;
+  stepsSkipped: number;
+  tokensIn: number;
+  tokensOut: number;
+}
+
+export interface RunLogOptions {
+  /**
+   * ki_content (it may be another database, on another server): a run's document counts as done there when its
+   * queue item is done, that is when its completion committed. Its step records cannot say so: a killed run's last
+   * documents have all of theirs and still wait for the commit, which never comes (the next run does them again).
+   * Without it, the step records decide (documentsSoFar).
+   */
+  content?: SqlExecutor;
+  /** how often a live run writes its heartbeat (RUN_HEARTBEAT_MS) */
+  heartbeatMs?: number;
+}
+
+/** How often a live run sets its heartbeat_at in ki_dev: one UPDATE per run. */
+export const RUN_HEARTBEAT_MS = 10_000;
+/**
+ * A run still marked running whose heartbeat is older than this is dead (killed, crashed, cut off from ki_dev), on
+ * whichever machine it ran: six beats missed. A live run closed by mistake (ki_dev out of its reach for that long)
+ * is running again with its next heartbeat, and writes its own outcome when it ends.
+ */
+export const RUN_DEAD_AFTER_MS = 60_000;
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -66,11 +100,16 @@ export class RunLog {
   private logRows: unknown[][] = [];
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  /** whether the onLog callback has failed once (said on stderr the first time only) */
+  private echoFailed = false;
+  /** the heartbeats of this log's live runs, by run id, with the beat last sent */
+  private readonly heartbeats = new Map<number, { timer: NodeJS.Timeout; last: Promise<void> }>();
 
   constructor(
     private readonly db: SqlExecutor,
     private readonly minLevel: LogLevel = 'info',
     private readonly echo?: (level: LogLevel, line: string) => void,
+    private readonly options: RunLogOptions = {},
   ) {}
 
   async startRun(run: {
@@ -80,9 +119,11 @@ export class RunLog {
     command: string;
     profile: unknown;
   }) {
+    const now = sqlTime();
     const { insertId } = await this.db.run(
-      `INSERT INTO pipeline_runs (pipeline_id, pipeline_name, version_hash, command, host, pid, status, profile, started_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)`,
+      `INSERT INTO pipeline_runs (pipeline_id, pipeline_name, version_hash, command, host, pid, status, profile, started_at,
+         heartbeat_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)`,
       [
         run.pipelineId,
         run.pipelineName,
@@ -91,10 +132,51 @@ export class RunLog {
         os.hostname(),
         process.pid,
         JSON.stringify(run.profile),
-        sqlTime(),
+        now,
+        now,
       ],
     );
+    this.startHeartbeat(insertId);
     return insertId;
+  }
+
+  /**
+   * Sets the run's heartbeat_at every few seconds until finishRun: how a run that is gone is known on any machine
+   * (closeRunsOfGoneProcesses). The timer does not keep the process alive.
+   */
+  private startHeartbeat(runId: number): void {
+    const timer = setInterval(() => {
+      const entry = this.heartbeats.get(runId);
+      if (entry) entry.last = this.beat(runId);
+    }, this.options.heartbeatMs ?? RUN_HEARTBEAT_MS);
+    timer.unref();
+    this.heartbeats.set(runId, { timer, last: Promise.resolve() });
+  }
+
+  /**
+   * One heartbeat. A run another process closed as dead while it lived (its beats could not reach ki_dev) is
+   * running again: only a closer marks a live run failed, as the run's own end comes after its last beat. A beat
+   * that fails is not reported: the buffered rows' flush says on stderr that ki_dev cannot be written.
+   */
+  private async beat(runId: number): Promise<void> {
+    try {
+      await this.db.run(
+        `UPDATE pipeline_runs SET heartbeat_at = ?, status = 'running', error = NULL, finished_at = NULL, duration_ms = NULL
+         WHERE id = ? AND status IN ('running', 'failed')`,
+        [sqlTime(), runId],
+      );
+    } catch {
+      // not reported: see above
+    }
+  }
+
+  /** Ends the run's heartbeat, once the beat in flight is written (it must not come after the run's outcome). */
+  private async stopHeartbeat(runId: number): Promise<void> {
+    const entry = this.heartbeats.get(runId);
+    if (!entry) return;
+    clearInterval(entry.timer);
+    this.heartbeats.delete(runId);
+    await entry.last;
   }
 
   /**
@@ -116,6 +198,7 @@ export class RunLog {
     startedAt: number,
     error?: string,
   ) {
+    await this.stopHeartbeat(runId);
     await this.flush();
     const finished = Date.now();
     await this.db.run(
@@ -142,24 +225,45 @@ export class RunLog {
   }
 
   /**
-   * Runs of this machine still marked running whose process is gone (killed, crashed): failed, with the reason.
-   * Returns their ids. A pid that runs again (reused by another process) is left alone: not sure, not touched.
-   * SQLite only, like releaseLeasesOfGoneProcesses: a MariaDB ki_dev is shared by machines, and two of them may
-   * carry the same host name.
+   * Runs still marked running whose process is gone (killed, crashed): failed, with the reason. Returns their ids.
+   * Two signs of it: a process of this machine that no longer runs (SQLite only, like releaseLeasesOfGoneProcesses:
+   * a MariaDB ki_dev is shared by machines, and two of them may carry the same host name; a pid that runs again,
+   * reused by another process, is left alone), and on either database, whatever machine ran it, a heartbeat older
+   * than RUN_DEAD_AFTER_MS (a worker killed while it held no lease: no claim ever takes one over from it).
    */
   async closeRunsOfGoneProcesses(): Promise<number[]> {
-    if (this.db.dialect !== 'sqlite') return [];
-    const rows = await this.db.query<{ id: number; pid: number }>(
-      `SELECT id, pid FROM pipeline_runs WHERE status = 'running' AND host = ?`,
-      [os.hostname()],
-    );
-    const gone = rows.filter((r) => Number(r.pid) !== process.pid && !processAlive(Number(r.pid)));
-    for (const { id, pid } of gone)
-      await this.closeDeadRun(
-        Number(id),
-        `process ${pid} ended without finishing the run (killed or crashed); its queue items were taken over`,
+    const closed: number[] = [];
+    if (this.db.dialect === 'sqlite') {
+      const rows = await this.db.query<{ id: number; pid: number }>(
+        `SELECT id, pid FROM pipeline_runs WHERE status = 'running' AND host = ?`,
+        [os.hostname()],
       );
-    return gone.map((r) => Number(r.id));
+      const gone = rows.filter((r) => Number(r.pid) !== process.pid && !processAlive(Number(r.pid)));
+      for (const { id, pid } of gone) {
+        const reason = `process ${pid} ended without finishing the run (killed or crashed); its queue items were taken over`;
+        if (await this.closeDeadRun(Number(id), reason)) closed.push(Number(id));
+      }
+    }
+    return [...closed, ...(await this.closeSilentRuns())];
+  }
+
+  /** Runs marked running whose heartbeat stopped RUN_DEAD_AFTER_MS ago (from their start, for runs without one). */
+  private async closeSilentRuns(): Promise<number[]> {
+    const before = sqlTime(Date.now() - RUN_DEAD_AFTER_MS);
+    const rows = await this.db.query<{ id: number; host: string; pid: number; seen: unknown }>(
+      `SELECT id, host, pid, COALESCE(heartbeat_at, started_at) AS seen FROM pipeline_runs
+       WHERE status = 'running' AND COALESCE(heartbeat_at, started_at) < ?`,
+      [before],
+    );
+    const closed: number[] = [];
+    for (const row of rows) {
+      // this process's own runs are alive, however late their beat (an event loop held up)
+      if (row.host === os.hostname() && Number(row.pid) === process.pid) continue;
+      const seen = parseSqlTime(row.seen);
+      const reason = `no heartbeat from process ${row.pid} on ${row.host} since ${seen ? sqlTime(seen) : '?'} (killed, crashed or cut off from ki_dev): the run did not finish`;
+      if (await this.closeDeadRun(Number(row.id), reason, before)) closed.push(Number(row.id));
+    }
+    return closed;
   }
 
   /**
@@ -178,79 +282,131 @@ export class RunLog {
         [Number(run), host, Number(pid)],
       );
       if (!row) continue;
-      await this.closeDeadRun(
-        Number(row.id),
-        `worker ${worker} ended without finishing the run (killed, crashed or cut off); its queue items were taken over after their leases expired`,
-      );
-      closed.push(Number(row.id));
+      const reason = `worker ${worker} ended without finishing the run (killed, crashed or cut off); its queue items were taken over after their leases expired`;
+      if (await this.closeDeadRun(Number(row.id), reason)) closed.push(Number(row.id));
     }
     return closed;
   }
 
-  /** A run whose process is gone: failed, ended now, with the counts its step records say (it wrote none itself). */
-  private async closeDeadRun(id: number, reason: string): Promise<void> {
+  /**
+   * A run whose process is gone: failed, ended now, with the counts its records say (it wrote none itself). With
+   * `silentSince`, only while its heartbeat is still older than that (a beat that came meanwhile keeps it running).
+   * False when it was not running any more.
+   */
+  private async closeDeadRun(id: number, reason: string, silentSince?: string): Promise<boolean> {
+    const progress = await this.progressSoFar(id);
+    const [run] = await this.db.query<{ started_at: unknown }>(
+      'SELECT started_at FROM pipeline_runs WHERE id = ?',
+      [id],
+    );
+    const started = parseSqlTime(run?.started_at);
+    // until now: its real end came earlier, unseen
+    const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
+    const { affectedRows } = await this.db.run(
+      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, docs_done = ?, docs_failed = ?,
+         steps_ok = ?, steps_failed = ?, steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?,
+         duration_ms = ?
+       WHERE id = ? AND status = 'running'${silentSince ? ' AND COALESCE(heartbeat_at, started_at) < ?' : ''}`,
+      [
+        reason,
+        progress.docs,
+        progress.done,
+        progress.failed,
+        progress.stepsOk,
+        progress.stepsFailed,
+        progress.stepsSkipped,
+        progress.tokensIn,
+        progress.tokensOut,
+        sqlTime(),
+        duration,
+        id,
+        ...(silentSince ? [silentSince] : []),
+      ],
+    );
+    return affectedRows > 0;
+  }
+
+  /**
+   * What a run's records say of it so far: the documents it worked on, done and failed (documentsSoFar), its
+   * steps and tokens. For a run that has not ended (`cpe status`, `cpe runs`) and one that never will (closeDeadRun).
+   */
+  async progressSoFar(id: number): Promise<RunProgress> {
     const [counts] = await this.db.query<Record<string, unknown>>(
       `SELECT COUNT(DISTINCT document_id) AS docs,
          SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS ok,
          SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
          SUM(CASE WHEN status = 'skipped' THEN 1 ELSE 0 END) AS skipped,
-         SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out,
-         (SELECT started_at FROM pipeline_runs WHERE id = ?) AS started_at
+         SUM(tokens_in) AS tokens_in, SUM(tokens_out) AS tokens_out
        FROM pipeline_step_runs WHERE run_id = ?`,
-      [id, id],
+      [id],
     );
     const n = (key: string) => Number(counts?.[key] ?? 0);
     const documents = await this.documentsSoFar(id);
-    const started = parseSqlTime(counts?.started_at);
-    // until now: its real end came earlier, unseen
-    const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
-    await this.db.run(
-      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, docs_done = ?, docs_failed = ?,
-         steps_ok = ?, steps_failed = ?, steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?,
-         duration_ms = ?
-       WHERE id = ? AND status = 'running'`,
-      [
-        reason,
-        n('docs'),
-        documents.done,
-        documents.failed,
-        n('ok'),
-        n('failed'),
-        n('skipped'),
-        n('tokens_in'),
-        n('tokens_out'),
-        sqlTime(),
-        duration,
-        id,
-      ],
-    );
+    return {
+      docs: n('docs'),
+      done: documents.done,
+      failed: documents.failed,
+      stepsOk: n('ok'),
+      stepsFailed: n('failed'),
+      stepsSkipped: n('skipped'),
+      tokensIn: n('tokens_in'),
+      tokensOut: n('tokens_out'),
+    };
   }
 
   /**
-   * What a run's step records say of its documents so far (a run writes its totals when it ends; a dead one never
-   * does): failed, when a step's last attempt failed; done, when none did and every step the run's documents went
-   * through has a record (a document in flight has fewer).
+   * What a run's records say of its documents so far. Done: with ki_content (RunLogOptions.content), a document
+   * whose queue item is done there (its completion committed); otherwise, and for step records without a queue
+   * item, one where every step the run's documents went through has a record and none failed (a document in flight
+   * has fewer). Failed: not done, and a step's last attempt failed.
    */
   async documentsSoFar(id: number): Promise<{ done: number; failed: number }> {
-    const rows = await this.db.query<{ document_id: number; step_name: string; status: string }>(
-      'SELECT document_id, step_name, status FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL ORDER BY id',
+    const rows = await this.db.query<{
+      document_id: number;
+      queue_id: number | null;
+      step_name: string;
+      status: string;
+    }>(
+      'SELECT document_id, queue_id, step_name, status FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL ORDER BY id',
       [id],
     );
-    const byDocument = new Map<number, Map<string, string>>();
+    const byDocument = new Map<number, { steps: Map<string, string>; items: Set<number> }>();
     for (const row of rows) {
-      const steps = byDocument.get(Number(row.document_id)) ?? new Map<string, string>();
-      byDocument.set(Number(row.document_id), steps);
-      steps.set(row.step_name, row.status); // in order: the last attempt's status stays
+      const document = byDocument.get(Number(row.document_id)) ?? { steps: new Map(), items: new Set() };
+      byDocument.set(Number(row.document_id), document);
+      document.steps.set(row.step_name, row.status); // in order: the last attempt's status stays
+      if (row.queue_id !== null) document.items.add(Number(row.queue_id));
     }
+    const completed = await this.completedItems([
+      ...new Set([...byDocument.values()].flatMap((d) => [...d.items])),
+    ]);
     let most = 0;
-    for (const steps of byDocument.values()) most = Math.max(most, steps.size);
+    for (const { steps } of byDocument.values()) most = Math.max(most, steps.size);
     let done = 0;
     let failed = 0;
-    for (const steps of byDocument.values()) {
-      if ([...steps.values()].includes('failed')) failed++;
-      else if (steps.size === most) done++;
+    for (const { steps, items } of byDocument.values()) {
+      const committed =
+        completed && items.size > 0 ? [...items].some((item) => completed.has(item)) : undefined;
+      if (committed) done++;
+      else if ([...steps.values()].includes('failed')) failed++;
+      else if (committed === undefined && steps.size === most) done++;
     }
     return { done, failed };
+  }
+
+  /** The queue items among `ids` that ki_content says are done; undefined without ki_content. */
+  private async completedItems(ids: readonly number[]): Promise<Set<number> | undefined> {
+    const content = this.options.content;
+    if (!content) return undefined;
+    const done = new Set<number>();
+    for (const list of inLists(ids)) {
+      const rows = await content.query<{ id: number }>(
+        `SELECT id FROM pipeline_queue WHERE status = 'done' AND id IN (${list.marks})`,
+        list.values,
+      );
+      for (const row of rows) done.add(Number(row.id));
+    }
+    return done;
   }
 
   recordStep(r: StepRunRecord): void {
@@ -305,11 +461,33 @@ export class RunLog {
         const where = [scope.stepName, scope.documentId ? `doc ${scope.documentId}` : null]
           .filter(Boolean)
           .join(' ');
-        this.echo(level, `${level}${where ? ` [${where}]` : ''}: ${shown}`);
+        this.echoSafely(level, `${level}${where ? ` [${where}]` : ''}: ${shown}`);
       }
       this.schedule();
     };
     return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+  }
+
+  /**
+   * The caller's onLog with a line. Its failure is its own, never a document's, a run's or the process's: a callback
+   * that throws (or an async one that rejects) inside a step's error handler failed that document and then ended the
+   * process with an unhandled rejection. It is said once on stderr (not through the callback) and the line stays in
+   * ki_dev.
+   */
+  private echoSafely(level: LogLevel, line: string): void {
+    const told = (error: unknown) => {
+      if (this.echoFailed) return;
+      this.echoFailed = true;
+      process.stderr.write(
+        `cpe: the onLog callback failed (${describeError(error)}); ignored, its lines are in ki_dev\n`,
+      );
+    };
+    try {
+      const result: unknown = this.echo?.(level, line);
+      if (result instanceof Promise) result.catch(told);
+    } catch (error) {
+      told(error);
+    }
   }
 
   private schedule(): void {

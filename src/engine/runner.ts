@@ -25,6 +25,7 @@ import {
   stepsToRun,
 } from './checkpoints.js';
 import {
+  ContentAlreadyVersioned,
   createDocumentVersion,
   createDocumentVersions,
   getDocument,
@@ -39,6 +40,7 @@ import type { DocumentRef, RunInfo, RunStepContext, StepContext, StepCounts, Ste
 import {
   backoffMs,
   claimQueueItems,
+  closeItemsOfGoneFile,
   completeQueueItem,
   deferQueueItem,
   failQueueItem,
@@ -50,6 +52,7 @@ import {
   retireFailures,
   undeferQueueItem,
 } from './queue.js';
+import { watchStepRun } from './registry.js';
 import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
 import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
@@ -216,6 +219,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     engine.dbs.log.sql,
     engine.config.logLevel,
     options.onLog ?? ((_level, line) => process.stderr.write(`${line}\n`)),
+    // a dead run's documents count as done once their queue items are: what committed, not what was begun
+    { content: db },
   );
   const startedAt = Date.now();
   const runId = await runLog.startRun({
@@ -362,8 +367,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       let result: { status: 'ok' | 'skipped'; reason?: string } | { status: 'failed'; error: StepError };
       try {
         if (signal.aborted) throw new CpeError(ErrorCodes.CANCELLED, 'cancelled');
+        // watched: a run() whose promise can never settle is failed, naming its plugin, when nothing else is left
         const outcome = await untilAborted(
-          step.plugin.run(makeContext(counts, signal) as StepContext),
+          watchStepRun(
+            step.plugin.run(makeContext(counts, signal) as StepContext),
+            engine.registry,
+            step,
+            documentId,
+          ),
           signal,
         );
         result = stepResult(outcome);
@@ -565,6 +576,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
 
   /** the document each item in flight works on (a new file's is made while it is processed), by queue item id */
   const documentOf = new Map<number, number>();
+  /**
+   * Items this process is closing (done, failed, deferred, handed back) or has closed, until they leave `active`: no
+   * longer held in the queue once closed, they are not lost leases to the heartbeat, nor leases to fence. The
+   * completion of a document, say, commits before its item settles (the replaced versions are retracted in between).
+   */
+  const closingItems = new Set<number>();
   /** items this run deferred (deletions waiting for a version of their file in flight), by id, with their path */
   const deferred = new Map<number, string>();
   /**
@@ -591,6 +608,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     // the scope is read when a line is written: a new file's document id goes in once its version exists
     const scope = { runId, documentId: item.document_id };
     const log = runLog.logger(scope);
+    /** said before each statement that closes the item (see closingItems) */
+    const closing = () => closingItems.add(item.id);
     if (itemSignal.aborted) {
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
       await releaseQueueItem(db, item.id, worker);
@@ -600,6 +619,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead
     if (item.attempts > item.max_attempts) {
       const reason = `given up: the process working on it ended ${item.attempts - 1} times before it was done (crashed or killed)`;
+      closing();
       await failQueueItem(db, item, worker, reason, false);
       if (item.document_id) await setDocumentStatus(db, item.document_id, 'failed', reason);
       log.error(`${item.path}: ${reason}`);
@@ -607,6 +627,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       return 'failed';
     }
     if (item.action === 'delete') {
+      // a deletion runs no steps: a lease lost now stops nothing (its completion says whether it held the item)
+      closing();
       // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
       // checked against the run's folder when the item is from it (items other scans queued are checked alone)
       const fromSource =
@@ -630,22 +652,33 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         log.info(`deletion of ${item.path} waits: a version of it is being processed`);
         return 'released';
       }
-      const ids = await markPathDeleted(db, item.path, item.document_id);
+      // Every version of the file goes, and nothing queued before may make another: a version made after the scan
+      // from content queued before the deletion (the file changed, then went) is of the file that went, and a
+      // pending item's version would be the current document of a file that is not there. So are the file's
+      // failures over; in one transaction, before the retraction, which may fail and be tried again.
+      const ids = await db.transaction(async (tx) => {
+        const marked = await markPathDeleted(tx, item.path);
+        await closeItemsOfGoneFile(
+          tx,
+          item.path,
+          `superseded: ${item.path} was deleted before it was processed`,
+        );
+        await retireFailures(tx, [
+          {
+            path: item.path,
+            upToDocumentId: null,
+            before: sqlTime(),
+            reason: `superseded: ${item.path} was deleted`,
+          },
+        ]);
+        return marked;
+      });
       // and the versions an earlier attempt marked deleted but could not retract (the vector index was down)
       const left = await db.query<{ id: number }>(
         `SELECT d.id FROM documents d WHERE d.source_path = ? AND d.status = 'deleted' AND ${HAS_DERIVED_ROWS}`,
         [item.path],
       );
       for (const id of new Set([...ids, ...left.map((r) => Number(r.id))])) await engine.retract(id);
-      // the file's failures up to the version the deletion was decided against are over with it
-      await retireFailures(db, [
-        {
-          path: item.path,
-          upToDocumentId: item.document_id,
-          before: sqlTime(),
-          reason: `superseded: ${item.path} was deleted`,
-        },
-      ]);
       await completeQueueItem(db, item.id, worker);
       log.info(`deleted ${item.path}: ${ids.length} version(s) retracted`, { documentIds: ids });
       return 'done';
@@ -667,6 +700,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         // what an earlier attempt left of it (a version in flight is not retracted when a newer one completes);
         // never the version searched now
         if (Number(doc.is_latest) !== 1) await engine.retract(doc.id);
+        closing();
         await completeQueueItem(db, item.id, worker, `${superseded}; not processed`);
         log.info(`${superseded}; not processed`);
         return 'skipped';
@@ -686,12 +720,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         archived ??= await storeInArchive(db, engine.archiveDir, item.path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+          closing();
           await completeQueueItem(db, item.id, worker, 'source file vanished before it was processed');
           return 'skipped';
         }
         throw error;
       }
       if (archived.hash !== item.hash) {
+        closing();
         await completeQueueItem(
           db,
           item.id,
@@ -700,11 +736,20 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         );
         return 'skipped';
       }
-      doc = await createDocumentVersion(
-        db,
-        { ...archived, sourcePath: item.path },
-        { itemId: item.id, worker },
-      );
+      try {
+        doc = await createDocumentVersion(
+          db,
+          { ...archived, sourcePath: item.path },
+          { itemId: item.id, worker },
+        );
+      } catch (error) {
+        if (!(error instanceof ContentAlreadyVersioned)) throw error;
+        // one content of a file is one version: this item's content has its version already
+        closing();
+        await completeQueueItem(db, item.id, worker, `${error.message}; no other version made`);
+        log.info(`${error.message}; no other version made`);
+        return 'skipped';
+      }
       bytes = archived.bytes;
     } else if (doc.status !== 'processing') {
       await setDocumentStatus(db, doc.id, 'processing');
@@ -732,7 +777,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     };
     // a new version has no checkpoints; a document processed before may have some, of this pipeline and others
     const stored = item.document_id ? await loadCheckpoints(db, doc.id, plan.pipeline.id) : undefined;
-    const checkpoints = options.force || !stored ? new Map<string, string>() : stored.done;
+    // forced by this run, or by whoever queued the item (`cpe reprocess`, `cpe run --force` with a worker claiming)
+    const checkpoints = options.force || item.forced || !stored ? new Map<string, string>() : stored.done;
     // a document's data is one set whichever pipeline wrote it: what runs here makes other pipelines' checkpoints
     // of the same data stale
     const supersedes = stored?.othersHave ? supersededTypes() : undefined;
@@ -803,6 +849,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       tryStart();
     });
 
+    // the steps are over: what follows closes the item
+    closing();
     if (itemSignal.aborted) {
       // cancelled run or lost lease: whatever failed failed because of the abort. Give the item back untouched
       // (a lost lease means another worker owns it now; releaseQueueItem only touches items we still hold).
@@ -940,7 +988,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
             }
             for (const id of lost) {
               const entry = active.get(id);
-              if (!entry) continue;
+              // closed by this process since the beat was sent: not lost
+              if (!entry || closingItems.has(id)) continue;
               runLog
                 .logger({ runId })
                 .warn(`lease lost on queue item ${id} (${entry.item.path}); stopping work on it`);
@@ -957,7 +1006,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     const fenceMarginMs = Math.min(2000, leaseMs / 4);
     const fence = setInterval(() => {
       for (const [id, entry] of active) {
-        if (entry.controller.signal.aborted || Date.now() < entry.heldUntil - fenceMarginMs) continue;
+        if (
+          entry.controller.signal.aborted ||
+          closingItems.has(id) ||
+          Date.now() < entry.heldUntil - fenceMarginMs
+        )
+          continue;
         runLogger.warn(
           `lease on queue item ${id} (${entry.item.path}) could not be renewed; stopping work on it`,
         );
@@ -1026,6 +1080,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
             totals.docsFailed++;
             runLogger.error(`queue item ${item.id} (${item.path}) failed: ${message}`);
             if (isRetryable(error)) backpressure.failed();
+            closingItems.add(item.id);
             await failQueueItem(db, item, worker, message, true).catch(() => undefined);
             emit({
               type: 'document-finished',
@@ -1039,6 +1094,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         .finally(() => {
           releaseSlot();
           active.delete(item.id);
+          closingItems.delete(item.id);
           wake?.();
         });
     };

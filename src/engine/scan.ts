@@ -406,6 +406,7 @@ export async function scanSource(
       });
     }
   }
+  const queued = await queuedContent(db, root);
 
   const entries: ScanEntry[] = new Array(files.length);
   let changeReported = false;
@@ -502,7 +503,33 @@ export async function scanSource(
       result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
     }
   }
+  // a file gone before the item queued for it made a version: deleted too, or that item would make one of it from
+  // the bytes the scan archived, the current document of a file that is not there
+  for (const [sourcePath, hash] of queued) {
+    if (!known.has(sourcePath) && !seen.has(sourcePath) && !underUnlisted(sourcePath)) {
+      changed();
+      result.push({ path: sourcePath, decision: 'delete', hash, size: 0, documentId: null });
+    }
+  }
   return { entries: result, leftChanging, ignored: ignored.n, unreadable };
+}
+
+/**
+ * The files under `root` with a queue item that is still to make a version of them (pending, in flight, or failed
+ * with a next attempt due by itself, and no version made yet), each with the newest such item's content hash. An
+ * item with a version has its file among the documents (or finds its version deleted, and makes nothing); items of
+ * files that could not be read (UNREADABLE_HASH) make none.
+ */
+async function queuedContent(db: SqlExecutor, root: string): Promise<Map<string, string>> {
+  const under = pathsUnder(db.dialect, 'path', root);
+  const rows = await db.query<{ path: string; hash: string }>(
+    `SELECT path, hash FROM pipeline_queue
+     WHERE status IN ('pending', 'processing', 'failed') AND action <> 'delete' AND document_id IS NULL AND hash <> ?
+       AND (status <> 'failed' OR next_attempt_at IS NOT NULL) AND ${under.sql}
+     ORDER BY id`,
+    [UNREADABLE_HASH, ...under.params],
+  );
+  return new Map(rows.map((row) => [row.path, row.hash]));
 }
 
 /**

@@ -4,7 +4,8 @@ import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import type { Engine } from './engine.js';
 import { releaseLeasesOfGoneProcesses } from './queue.js';
-import { RunLog } from './run-log.js';
+import { RunLog, type RunProgress } from './run-log.js';
+import { storedFilePath } from './scan.js';
 
 const countBy = async (db: SqlExecutor, sql: string): Promise<Record<string, number>> => {
   const rows = await db.query<{ k: string; n: number }>(sql);
@@ -28,16 +29,28 @@ export interface StatusReport {
   runs: Array<Record<string, unknown>>;
 }
 
+/** The columns of `cpe status`'s runs (`cpe runs` shows them all). */
+const STATUS_RUN_COLUMNS = [
+  'id',
+  'pipeline_name',
+  'status',
+  'docs_total',
+  'docs_done',
+  'docs_failed',
+  'duration_ms',
+  'started_at',
+  'tokens_in',
+  'tokens_out',
+] as const;
+
 /**
- * Everything `cpe status` shows, as data. A run or a lease of a process of this machine that is gone (killed,
- * crashed; SQLite files only) is first closed as the next run would close it: status would otherwise show it
- * running, with the dead process holding its items, until then. A running run's document counts come from its
- * step records (it writes its totals when it ends).
+ * Everything `cpe status` shows, as data. A lease of a process of this machine that is gone (killed, crashed;
+ * SQLite files only) is first ended as the next run would end it: status would otherwise show the dead process
+ * holding its items until then. Its runs are those of `cpe runs` (lastRuns).
  */
-export async function statusReport(engine: Engine, lastRuns = 5): Promise<StatusReport> {
+export async function statusReport(engine: Engine, runCount = 5): Promise<StatusReport> {
   const db = engine.dbs.content.sql;
-  const runLog = new RunLog(engine.dbs.log.sql);
-  await runLog.closeRunsOfGoneProcesses();
+  const runs = await lastRuns(engine, runCount);
   await releaseLeasesOfGoneProcesses(db, os.hostname());
   const now = sqlTime();
   const chunkCounts = await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM chunks GROUP BY status');
@@ -63,10 +76,6 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
     last_error: string | null;
   }>(
     "SELECT id, path, status, attempts, last_error FROM pipeline_queue WHERE status IN ('failed', 'dead') ORDER BY updated_at DESC LIMIT 10",
-  );
-  const runs = await engine.dbs.log.sql.query<Record<string, unknown>>(
-    `SELECT id, pipeline_name, status, docs_total, docs_done, docs_failed, duration_ms, started_at, tokens_in, tokens_out
-     FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(lastRuns))}`,
   );
   return {
     profile: engine.profile,
@@ -99,20 +108,45 @@ export async function statusReport(engine: Engine, lastRuns = 5): Promise<Status
       attempts: Number(f.attempts),
       lastError: f.last_error,
     })),
-    runs: await Promise.all(
-      runs.map(async (r) =>
-        r.status === 'running'
-          ? { ...r, id: Number(r.id), ...(await runningCounts(runLog, Number(r.id))) }
-          : { ...r, id: Number(r.id) },
-      ),
-    ),
+    runs: runs.map((r) => Object.fromEntries(STATUS_RUN_COLUMNS.map((column) => [column, r[column]]))),
   };
 }
 
-async function runningCounts(runLog: RunLog, id: number): Promise<Record<string, number>> {
-  const { done, failed } = await runLog.documentsSoFar(id);
-  return { docs_done: done, docs_failed: failed };
+/**
+ * The last `count` runs in ki_dev, newest first, as `cpe status` and `cpe runs` both show them. A run whose process
+ * is gone is first closed as the next run would close it (RunLog.closeRunsOfGoneProcesses): it would show running
+ * for ever otherwise. A running run writes its totals only when it ends: its documents (the ones it has worked on
+ * so far), done (completion committed in ki_content), failed, steps and tokens are what its records say now.
+ */
+export async function lastRuns(engine: Engine, count: number): Promise<Array<Record<string, unknown>>> {
+  const runLog = new RunLog(engine.dbs.log.sql, 'info', undefined, { content: engine.dbs.content.sql });
+  await runLog.closeRunsOfGoneProcesses();
+  const runs = await engine.dbs.log.sql.query<Record<string, unknown>>(
+    `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(count))}`,
+  );
+  const shown: Array<Record<string, unknown>> = [];
+  for (const run of runs) {
+    const id = Number(run.id);
+    shown.push(
+      run.status === 'running'
+        ? { ...run, id, ...progressColumns(await runLog.progressSoFar(id)) }
+        : { ...run, id },
+    );
+  }
+  return shown;
 }
+
+/** A run's progress as the pipeline_runs columns its end would write. */
+const progressColumns = (progress: RunProgress): Record<string, number> => ({
+  docs_total: progress.docs,
+  docs_done: progress.done,
+  docs_failed: progress.failed,
+  steps_ok: progress.stepsOk,
+  steps_failed: progress.stepsFailed,
+  steps_skipped: progress.stepsSkipped,
+  tokens_in: progress.tokensIn,
+  tokens_out: progress.tokensOut,
+});
 
 export interface DocumentStatus {
   document: Record<string, unknown>;
@@ -133,14 +167,18 @@ export interface DocumentStatus {
   pages: number;
 }
 
-/** `cpe status --doc=ID|PATH`: one document and the state of each of its steps. */
+/**
+ * `cpe status --doc=ID|PATH`: one document and the state of each of its steps. A path is looked up as the scan
+ * stores it (storedFilePath): through a link to the source folder (`--source=link`), documents are stored under
+ * the folder's real path, and the path the user ran cpe with found none; a file gone since is found as well.
+ */
 export async function documentStatus(engine: Engine, idOrPath: string): Promise<DocumentStatus | undefined> {
   const db = engine.dbs.content.sql;
   const rows = /^\d+$/.test(idOrPath)
     ? await db.query<Record<string, any>>('SELECT * FROM documents WHERE id = ?', [Number(idOrPath)])
     : await db.query<Record<string, any>>(
         'SELECT * FROM documents WHERE source_path = ? ORDER BY version DESC LIMIT 1',
-        [(await import('node:path')).resolve(idOrPath)],
+        [await storedFilePath(db, idOrPath)],
       );
   const doc = rows[0];
   if (!doc) return undefined;

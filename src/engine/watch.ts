@@ -1,4 +1,4 @@
-import { type FSWatcher, statSync, watch } from 'node:fs';
+import { type FSWatcher, type Stats, statSync, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ignoredName } from './scan.js';
@@ -24,6 +24,13 @@ const signature = async (file: string) => {
   const info = await stat(file).catch(() => undefined);
   return info ? `${info.size}:${info.mtimeMs}` : 'gone';
 };
+
+/**
+ * Whether `now` is the folder `before` was: the same inode and, where the file system keeps one, the same birth time.
+ * The inode alone is not enough: a folder removed and made again under its name often gets the number that was freed.
+ */
+export const sameFolder = (before: Stats, now: Stats): boolean =>
+  now.ino === before.ino && (before.birthtimeMs === 0 || now.birthtimeMs === before.birthtimeMs);
 
 /**
  * Watches a folder recursively and calls onBatch with settled changes. Hidden files are ignored. Resolves when
@@ -62,12 +69,14 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
   return new Promise((resolve, reject) => {
     let stopped = false;
     // the folder renamed or removed (the recursive watcher may go on watching it where it went, or end quietly):
-    // checked by its inode
-    const root = statSync(folder).ino;
+    // checked by its inode and its birth time. A folder removed and made again under its name may get the inode
+    // number that was freed (ext4 often hands it out again), and Linux's recursive watcher says nothing when its
+    // root goes: the watch went on quietly, watching nothing, while files were put into the new folder
+    const root = statSync(folder);
     const rootCheck = setInterval(() => {
       void stat(folder).then(
         (info) => {
-          if (info.ino !== root) stop(gone());
+          if (!sameFolder(root, info)) stop(gone());
         },
         () => stop(gone()),
       );

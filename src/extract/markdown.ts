@@ -17,7 +17,14 @@
  */
 import { load } from 'js-yaml';
 import { DocumentBuilder } from './document-builder.js';
-import { atxHeading, isTableDelimiter, withoutPandocAttributes } from './markdown-lines.js';
+import {
+  atxHeading,
+  isColumnDashes,
+  isDashRow,
+  isTableDelimiter,
+  isThematicBreak,
+  withoutPandocAttributes,
+} from './markdown-lines.js';
 import { joinSoftHyphenBreaks, normalizeText, normalizeTitle } from './normalize.js';
 import { decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
@@ -26,7 +33,6 @@ const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
 const DIV_FENCE = /^ {0,3}:{3,}/;
 /** the title attribute of a pandoc/Quarto div fence */
 const DIV_TITLE = /\btitle="([^"]*)"/;
-const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const SETEXT_1 = /^ {0,3}=+[ \t]*$/;
 const SETEXT_2 = /^ {0,3}-+[ \t]*$/;
 const LIST_ITEM = /^([ \t]*)([-+*]|\d{1,9}[.)])([ \t]+|$)/;
@@ -34,10 +40,6 @@ const GRID_TABLE = /^ {0,3}\+(?=[-=:+]*[-=])[-=:+]+\+[ \t]*$/;
 const BLOCKQUOTE = /^ {0,3}>/;
 /** an HTML comment opening a line (CommonMark HTML block, type 2): it runs to the line holding `-->` */
 const HTML_COMMENT = /^ {0,3}<!--/;
-/** a pandoc table border: a row of dashes, or dash groups per column ("----- -------") */
-const DASH_ROW = /^ {0,3}-{3,}(?:[ \t]+-{2,})*[ \t]*$/;
-/** a pandoc simple-table header underline: at least two dash groups separated by spaces */
-const COLUMN_DASHES = /^ {0,3}-{2,}(?:[ \t]+-{2,})+[ \t]*$/;
 /** a pandoc table caption right below the table: ": Caption" or "Table: Caption" */
 const TABLE_CAPTION = /^ {0,3}(?::|Table:)[ \t]/;
 /** text with a gap of two or more spaces: columns aligned by spaces */
@@ -72,7 +74,7 @@ const startsOtherBlock = (line: string): boolean =>
   FENCE.test(line) ||
   BLOCKQUOTE.test(line) ||
   HTML_COMMENT.test(line) ||
-  (!line.includes('|') && (LIST_ITEM.test(line) || THEMATIC_BREAK.test(line)));
+  (!line.includes('|') && (LIST_ITEM.test(line) || isThematicBreak(line)));
 
 /** The cells of a pipe table row: split at pipes that are not escaped, without the pipes at its ends. */
 function pipeCells(row: string): number {
@@ -109,53 +111,95 @@ function isTableStart(lines: string[], i: number): boolean {
 }
 
 /**
- * Index after the last line of a pandoc table that starts at line i, or undefined when none starts there.
- * Multiline and headerless tables open with a dash row directly followed by text and close with a dash row
- * followed by a blank line (or the end, or a caption); simple tables are a header line over column dashes and
- * run to the next blank line. Columns must be visible (a dash-group underline or text with wide gaps), so two
- * thematic breaks around a line of text stay what they are.
+ * Pandoc tables (see endAt) on one page's lines. A table that opens with a dash row is sought by looking ahead to
+ * the dash row that closes it, up to PANDOC_TABLE_MAX_LINES lines; what the look-ahead has read is kept, so that the
+ * next dash row in the same stretch continues it instead of reading those lines again: each line is read once. A
+ * page of `---` lines, each opening a look-ahead of 500 lines, took 33 s per 2 MB with a fresh look-ahead each.
  */
-function pandocTableEnd(lines: string[], i: number): number | undefined {
-  const line = lines[i]!;
-  const next = lines[i + 1];
-  if (next === undefined || isBlank(next)) return undefined;
-  if (!DASH_ROW.test(line)) {
-    if (!COLUMN_DASHES.test(next) || atxHeading(line) || LIST_ITEM.test(line)) return undefined;
-    let end = i + 2;
-    while (end < lines.length && !isBlank(lines[end]!)) end++;
+class PandocTables {
+  /** the dash row the kept look-ahead started from; it has read the lines after it up to `to` (exclusive) */
+  private from = -1;
+  private to = 0;
+  /** the first line read that ends every table opening before it: a heading or a fence, or a closing dash row */
+  private stop: { at: number; closes: boolean } | undefined;
+  /** the last line read of each kind: a dash-group row (not closing), text with wide gaps, text at the margin */
+  private lastColumnDashes = -1;
+  private lastGapRow = -1;
+  private lastPlainRow = -1;
+
+  constructor(private readonly lines: readonly string[]) {}
+
+  /**
+   * Index after the last line of a pandoc table that starts at line i, or undefined when none starts there.
+   * Multiline and headerless tables open with a dash row directly followed by text and close with a dash row
+   * followed by a blank line (or the end, or a caption); simple tables are a header line over column dashes and
+   * run to the next blank line. Columns must be visible (a dash-group underline or text with wide gaps), so two
+   * thematic breaks around a line of text stay what they are. Lines are asked for in order (i only grows).
+   */
+  endAt(i: number): number | undefined {
+    const lines = this.lines;
+    const line = lines[i]!;
+    const next = lines[i + 1];
+    if (next === undefined || isBlank(next)) return undefined;
+    if (!isDashRow(line)) {
+      if (!isColumnDashes(next) || atxHeading(line) || LIST_ITEM.test(line)) return undefined;
+      return this.captionEnd(i + 2);
+    }
+    const stop = this.lookAhead(i);
+    if (!stop?.closes) return undefined;
+    // columns are seen in dash groups, or in rows with wide gaps: then every row that starts at the margin has a
+    // gap (a sentence with two spaces after a colon, between "---" and a Setext heading, is no table)
+    const dashColumns = isColumnDashes(line) || this.lastColumnDashes > i;
+    if (!dashColumns && (this.lastGapRow < i || this.lastPlainRow > i)) return undefined;
+    return this.captionEnd(stop.at + 1);
+  }
+
+  /** Index of the next blank line from `from` on (or the end): a simple table's rows, or a table's caption lines. */
+  private captionEnd(from: number): number {
+    let end = from;
+    while (end < this.lines.length && !isBlank(this.lines[end]!)) end++;
     return end;
   }
-  // columns are seen in dash groups, or in rows with wide gaps: then every row that starts at the margin has a
-  // gap (a sentence with two spaces after a colon, between "---" and a Setext heading, is no table)
-  let dashColumns = COLUMN_DASHES.test(line);
-  let gapRows = 0;
-  let plainRows = 0;
-  const limit = Math.min(lines.length, i + PANDOC_TABLE_MAX_LINES);
-  for (let j = i + 1; j < limit; j++) {
-    const row = lines[j]!;
-    if (atxHeading(row) || FENCE.test(row)) return undefined;
-    if (DASH_ROW.test(row) || COLUMN_DASHES.test(row)) {
-      const after = lines[j + 1];
-      if (after === undefined || isBlank(after) || TABLE_CAPTION.test(after)) {
-        if (!dashColumns && (gapRows === 0 || plainRows > 0)) return undefined;
-        let end = j + 1;
-        while (end < lines.length && !isBlank(lines[end]!)) end++; // caption lines
-        return end;
-      }
-      dashColumns ||= COLUMN_DASHES.test(row);
+
+  /**
+   * The first line within PANDOC_TABLE_MAX_LINES after the dash row at i that ends a table opening there, or
+   * undefined when none does; the look-ahead kept from an earlier dash row is continued when i lies in it.
+   */
+  private lookAhead(i: number): { at: number; closes: boolean } | undefined {
+    if (i <= this.from || i >= (this.stop?.at ?? this.to)) {
+      this.from = i;
+      this.to = i + 1;
+      this.stop = undefined;
+      this.lastColumnDashes = this.lastGapRow = this.lastPlainRow = -1;
+    }
+    const limit = Math.min(this.lines.length, i + PANDOC_TABLE_MAX_LINES);
+    while (this.stop === undefined && this.to < limit) this.read(this.to++);
+    return this.stop !== undefined && this.stop.at < limit ? this.stop : undefined;
+  }
+
+  /** Reads line j of the look-ahead. */
+  private read(j: number): void {
+    const row = this.lines[j]!;
+    if (atxHeading(row) || FENCE.test(row)) {
+      this.stop = { at: j, closes: false };
+    } else if (isDashRow(row) || isColumnDashes(row)) {
+      const after = this.lines[j + 1];
+      if (after === undefined || isBlank(after) || TABLE_CAPTION.test(after))
+        this.stop = { at: j, closes: true };
+      else if (isColumnDashes(row)) this.lastColumnDashes = j;
     } else if (COLUMN_GAP.test(row.trim())) {
-      gapRows++;
+      this.lastGapRow = j;
     } else if (!isBlank(row) && indentOf(row) === 0) {
-      plainRows++;
+      this.lastPlainRow = j;
     }
   }
-  return undefined;
 }
 
 interface FrontMatter {
   data?: unknown;
   raw: string;
-  error?: string;
+  /** why the front matter is not read: "not valid YAML (…)", "not read as TOML (…)", … */
+  problem?: string;
   /** the document's title from the front matter, as written (see frontMatterTitle) */
   title?: string;
   /** number of lines the front matter takes, fences included */
@@ -188,9 +232,15 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
       const raw = lines.slice(1, i).join('\n');
       if (raw.trim() === '') return { data: {}, raw, lines: i + 1 };
       try {
-        // aliases capped: a "billion laughs" front matter must not expand
+        // aliases capped, but that alone does not keep them from expanding (see expandsWithin)
         const data = load(raw, { maxAliases: 100, maxDepth: 50 });
         if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+        const budget = 2 * raw.length + FRONT_MATTER_GROWTH;
+        // an alias is written with a `*`: without one, no value is reached twice
+        if (raw.includes('*') && !expandsWithin(data, budget)) {
+          const problem = `too large with its aliases expanded (more than ${budget} values and characters)`;
+          return { raw, problem, lines: i + 1 };
+        }
         const fields = lines.slice(1, i);
         const title = frontMatterTitle(data as Record<string, unknown>, (key, value) =>
           yamlNumberAsWritten(fields, key, value),
@@ -201,11 +251,46 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
         // "---", "Stand: März 2024", a blank line, the page's text and a thematic break: no front matter
         if (!looksLikeYaml(lines.slice(1, i))) return undefined;
         const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-        return { raw, error: reason, lines: i + 1 };
+        return { raw, problem: `not valid YAML (${reason})`, lines: i + 1 };
       }
     }
   }
   return undefined; // no closing fence: a thematic break, not front matter
+}
+
+/**
+ * How much larger than twice its text the data of YAML front matter may be, its aliases expanded (expandsWithin
+ * counts each value as one, a string or a key as its length): room for a few anchors used more than once. Data
+ * without aliases, counted so, is about as large as its text.
+ */
+const FRONT_MATTER_GROWTH = 100_000;
+
+/**
+ * Whether YAML data stays within `budget` once its aliases are expanded, as JSON.stringify expands them. js-yaml
+ * keeps an alias as a reference to the anchor's value, which costs nothing, but JSON writes it out each time:
+ * twelve levels of eight aliases (96, under maxAliases) are 8^12 values, and stringifying them hung the process
+ * for good. Each value counts one, a string or a key its length, every time it is reached; the walk stops at the
+ * budget, so it takes no longer than that (a cycle, which js-yaml allows, included) and needs no stack.
+ */
+function expandsWithin(data: unknown, budget: number): boolean {
+  const pending: unknown[] = [data];
+  let size = 1;
+  while (pending.length > 0 && size <= budget) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      size += value.length;
+    } else if (Array.isArray(value)) {
+      size += value.length;
+      if (size <= budget) for (const item of value) pending.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      // keys, not entries: a mapping of many keys is a dictionary, whose entries take three times as long
+      for (const key of Object.keys(value)) {
+        size += 1 + key.length;
+        pending.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return size <= budget;
 }
 
 /** `key = value` in TOML: a bare or quoted key, then the value (with white space and a comment after it) */
@@ -227,8 +312,10 @@ function readTomlFrontMatter(lines: string[]): FrontMatter | undefined {
     const pair = TOML_PAIR.exec(line);
     const text = pair ? withoutTomlComment(pair[2]!) : '';
     const value = pair ? tomlValue(text) : undefined;
-    if (!pair || value === undefined)
-      return { raw, error: `TOML beyond simple pairs: ${line.trim().slice(0, 60)}`, lines: end + 1 };
+    if (!pair || value === undefined) {
+      const problem = `not read as TOML (TOML beyond simple pairs: ${line.trim().slice(0, 60)})`;
+      return { raw, problem, lines: end + 1 };
+    }
     const key = pair[1]!.replace(/^"|"$/g, '');
     data[key] = value;
     written.set(key, text);
@@ -282,8 +369,28 @@ function tomlItems(text: string): string[] {
   return items.filter((item) => item !== '');
 }
 
-/** A TOML value of the simple kinds (see readTomlFrontMatter), or undefined. */
+/**
+ * A TOML value of the simple kinds (see readTomlFrontMatter), or undefined. An array holds scalars only: read
+ * as a value again, each level of `[[[…]]]` took a pass over the rest, and its depth overflowed the stack.
+ */
 function tomlValue(value: string): unknown {
+  if (value.startsWith('[') && value.endsWith(']')) {
+    const items = value.slice(1, -1).trim();
+    if (items === '') return [];
+    const values = tomlItems(items).map(tomlScalar);
+    return values.every((v) => v !== undefined) ? values : undefined;
+  }
+  return tomlScalar(value);
+}
+
+/**
+ * a TOML number: digits, a fraction, underscores among the digits; that each stands between two digits is a
+ * second test (`\d+(?:_\d+)*` kept a backtrack entry per group and threw on a few million of them)
+ */
+const TOML_NUMBER = /^[+-]?\d[\d_]*(?:\.\d[\d_]*)?$/;
+
+/** A TOML string, number, boolean or date, or undefined. */
+function tomlScalar(value: string): unknown {
   if (/^"(?:[^"\\]|\\.)*"$/.test(value)) {
     try {
       return JSON.parse(value);
@@ -293,27 +400,21 @@ function tomlValue(value: string): unknown {
   }
   if (/^'[^']*'$/.test(value)) return value.slice(1, -1);
   if (value === 'true' || value === 'false') return value === 'true';
-  if (/^[+-]?\d+(?:_\d+)*(?:\.\d+(?:_\d+)*)?$/.test(value)) return Number(value.replace(/_/g, ''));
+  if (TOML_NUMBER.test(value) && !/_(?!\d)/.test(value)) return Number(value.split('_').join(''));
   if (/^\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:\d{2})?)?$/.test(value)) return value;
-  if (value.startsWith('[') && value.endsWith(']')) {
-    const items = value.slice(1, -1).trim();
-    if (items === '') return [];
-    const values = tomlItems(items).map(tomlValue);
-    return values.every((v) => v !== undefined && typeof v !== 'object') ? values : undefined;
-  }
   return undefined;
 }
 
 export function extractMarkdown(
   bytes: Uint8Array,
   _file: string,
-  _options?: ExtractOptions,
+  options?: ExtractOptions,
 ): Promise<ExtractedDocument> {
   const { text, encoding, warning } = decodeText(bytes);
   const builder = new DocumentBuilder('md');
   const metadata: Record<string, unknown> = { encoding };
   if (warning) builder.warnings.push(warning);
-  const pages = splitPages(text);
+  const pages = splitPages(text, options?.maxPages, builder.warnings);
   let firstHeading: string | undefined;
   let titleFromFrontMatter: string | undefined;
   pages.forEach((page, index) => {
@@ -323,10 +424,9 @@ export function extractMarkdown(
       if (frontMatter) {
         titleFromFrontMatter = frontMatter.title;
         lines = lines.slice(frontMatter.lines);
-        if (frontMatter.error !== undefined) {
-          const kind = page.startsWith('+++') ? 'read as TOML' : 'valid YAML';
+        if (frontMatter.problem !== undefined) {
           builder.warnings.push(
-            `front matter is not ${kind} (${frontMatter.error}); kept as raw text in the metadata (frontMatterRaw)`,
+            `front matter is ${frontMatter.problem}; kept as raw text in the metadata (frontMatterRaw)`,
           );
           metadata.frontMatterRaw = frontMatter.raw;
         } else {
@@ -355,8 +455,10 @@ function frontMatterTitle(
   data: Record<string, unknown>,
   writtenAs: (key: string, value: number) => string | undefined,
 ): string | undefined {
-  for (const [key, value] of Object.entries(data)) {
+  // keys, not entries: front matter of many keys is a dictionary, whose entries take three times as long
+  for (const key of Object.keys(data)) {
     if (key.toLowerCase() !== 'title') continue;
+    const value = data[key];
     const title =
       typeof value === 'string'
         ? normalizeTitle(value)
@@ -390,8 +492,11 @@ function yamlNumberAsWritten(lines: readonly string[], key: string, value: numbe
   return undefined;
 }
 
-/** a soft hyphen at the end of a quote's line whose word the next quoted line (after its `>` marks) goes on with */
-const QUOTED_SOFT_HYPHEN_BREAK = /([\p{L}\p{M}])\u00AD[ \t]*\n[ \t]*(?:>[ \t]*)+(?=\p{L})/gu;
+/**
+ * a soft hyphen at the end of a quote's line whose word the next quoted line (after its `>` marks) goes on with;
+ * the marks as one class (`(?:>[ \t]*)+` kept a backtrack entry per mark and threw on millions of them)
+ */
+const QUOTED_SOFT_HYPHEN_BREAK = /([\p{L}\p{M}])\u00AD[ \t]*\n[ \t]*>[> \t]*(?=\p{L})/gu;
 
 /**
  * A quote's lines with a word a soft hyphen breaks at a line end joined, as normalizeText joins it in other text:
@@ -399,6 +504,21 @@ const QUOTED_SOFT_HYPHEN_BREAK = /([\p{L}\p{M}])\u00AD[ \t]*\n[ \t]*(?:>[ \t]*)+
  */
 const joinQuotedSoftHyphenBreaks = (quote: string): string =>
   quote.includes('\u00AD') ? quote.replace(QUOTED_SOFT_HYPHEN_BREAK, '$1') : quote;
+
+/**
+ * Whether a paragraph's lines may make a Setext heading by their length, counted only as far as the limit: each line
+ * keeps at least one character in the heading, and all of its text but a soft hyphen at its end. An underline that
+ * makes no heading becomes a line of the paragraph; joining all its lines for each of thousands of `===` lines took
+ * quadratic time.
+ */
+function mayBeSetextHeading(paragraph: readonly string[]): boolean {
+  let length = 0;
+  for (const line of paragraph) {
+    length += Math.max(1, line.trim().length - 1);
+    if (length > SETEXT_MAX_CHARS) return false;
+  }
+  return true;
+}
 
 /** Reads the blocks of one logical page into the builder; returns the text of the first level-1 heading. */
 function readBlocks(lines: string[], builder: DocumentBuilder): string | undefined {
@@ -427,11 +547,14 @@ class BlockReader {
   private listIndents: number[] = [];
   private blankBefore = true;
   private i = 0;
+  private readonly pandocTables: PandocTables;
 
   constructor(
     private readonly lines: string[],
     private readonly builder: DocumentBuilder,
-  ) {}
+  ) {
+    this.pandocTables = new PandocTables(lines);
+  }
 
   read(): string | undefined {
     const lines = this.lines;
@@ -523,14 +646,14 @@ class BlockReader {
     // a table may also follow a list after a blank line, indented less than the item's text
     const tableAllowed =
       this.paragraph.length === 0 && (!this.item || (wasBlank && indent < this.item.contentIndent));
-    const tableEnd = tableAllowed ? pandocTableEnd(this.lines, i) : undefined;
+    const tableEnd = tableAllowed ? this.pandocTables.endAt(i) : undefined;
     if (tableEnd !== undefined) {
       this.flushAll();
       this.listIndents = [];
       this.builder.add('table', this.lines.slice(i, tableEnd).join('\n'));
       return tableEnd;
     }
-    if (THEMATIC_BREAK.test(line)) {
+    if (isThematicBreak(line)) {
       this.flushAll();
       this.listIndents = [];
       return i + 1;
@@ -592,6 +715,7 @@ class BlockReader {
 
   /** The open paragraph as a Setext heading, when it reads like one; false (nothing done) when not. */
   private setextHeading(underline: string): boolean {
+    if (!mayBeSetextHeading(this.paragraph)) return false;
     // one line, but a word a soft hyphen breaks at a line end is one word again
     const text = joinSoftHyphenBreaks(this.paragraph.map((l) => l.trim()).join('\n')).replace(/\n/g, ' ');
     if (text.length > SETEXT_MAX_CHARS || text.endsWith('.')) return false;

@@ -14,7 +14,7 @@
  */
 import { DocumentBuilder } from './document-builder.js';
 import { normalizeText } from './normalize.js';
-import type { ExtractedDocument, ExtractOptions } from './types.js';
+import { defaultExtractOptions, type ExtractedDocument, type ExtractOptions } from './types.js';
 
 export interface DecodedText {
   text: string;
@@ -272,11 +272,11 @@ function tryUtf8(bytes: Uint8Array): { text: string; cut: boolean } | undefined 
 export function extractTxt(
   bytes: Uint8Array,
   _file: string,
-  _options?: ExtractOptions,
+  options?: ExtractOptions,
 ): Promise<ExtractedDocument> {
   const { text, encoding, warning } = decodeText(bytes);
   const builder = new DocumentBuilder('txt');
-  const pages = splitPages(text);
+  const pages = splitPages(text, options?.maxPages, builder.warnings);
   pages.forEach((page, index) => {
     builder.startPage(index + 1);
     // normalised first: a line of only a no-break space or a control character, or two paragraph separators
@@ -287,9 +287,35 @@ export function extractTxt(
   return Promise.resolve(builder.build({ encoding, logicalPages: pages.length }));
 }
 
-/** Form feeds separate logical pages; a form feed at the very end does not open an empty page. */
-export function splitPages(text: string): string[] {
-  const pages = (text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text).split('\f');
+/**
+ * Form feeds separate logical pages; a form feed at the very end does not open an empty page. At most `maxPages`
+ * (the extract step's `max_pages`): the form feeds after the last one that opens a page are line breaks, said in
+ * `warnings`. A file of form feeds made a page of every character (8 MB: 4 million pages, 1.3 GB, as many rows).
+ */
+export function splitPages(
+  text: string,
+  maxPages = defaultExtractOptions.maxPages,
+  warnings?: string[],
+): string[] {
+  const unified = text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+  const pages: string[] = [];
+  let start = 0;
+  for (let feed = unified.indexOf('\f'); feed >= 0; feed = unified.indexOf('\f', start)) {
+    if (pages.length === maxPages - 1) {
+      if (unified.slice(feed + 1).trim() !== '') {
+        warnings?.push(`more than ${maxPages} pages (form feeds): the rest is read as the last page`);
+        break;
+      }
+      // only white space after it: the page it would open is dropped below anyway
+      pages.push(unified.slice(start, feed));
+      start = unified.length;
+      break;
+    }
+    pages.push(unified.slice(start, feed));
+    start = feed + 1;
+  }
+  const last = unified.slice(start);
+  pages.push(pages.length === maxPages - 1 ? last.replace(/\f/g, '\n') : last);
   while (pages.length > 1 && pages[pages.length - 1]!.trim() === '') pages.pop();
   return pages;
 }

@@ -1,3 +1,4 @@
+import { printable, printableLines } from '../util/printable.js';
 import type { BuiltContext } from './context.js';
 import type { SearchHit } from './search.js';
 import type { VerifyReport } from './verify.js';
@@ -13,9 +14,12 @@ export function snippet(text: string, maxChars = SNIPPET_CHARS): string {
   return `${(space > maxChars * 0.6 ? cut.slice(0, space) : cut).trimEnd()} …`;
 }
 
-/** `cpe search` without --json: rank, score, title, heading path, page, snippet. */
+/**
+ * `cpe search` without --json: rank, score, title, heading path, page, snippet. Paths and titles through printable:
+ * a file name's control characters are shown, not sent to the terminal (--json keeps them exact).
+ */
 export function formatSearchHits(query: string, hits: readonly SearchHit[]): string {
-  if (hits.length === 0) return `No results for "${query}".`;
+  if (hits.length === 0) return `No results for "${printable(query)}".`;
   const lines: string[] = [];
   hits.forEach((hit, i) => {
     const where = [
@@ -24,10 +28,10 @@ export function formatSearchHits(query: string, hits: readonly SearchHit[]): str
     ]
       .filter(Boolean)
       .join(' · ');
-    lines.push(`${i + 1}. ${hit.score.toFixed(3)}  ${hit.document_title}`);
-    if (where) lines.push(`   ${where}`);
-    lines.push(`   ${snippet(hit.content)}`);
-    lines.push(`   ${hit.source_path}`);
+    lines.push(`${i + 1}. ${hit.score.toFixed(3)}  ${printable(hit.document_title)}`);
+    if (where) lines.push(`   ${printable(where)}`);
+    lines.push(`   ${printable(snippet(hit.content))}`);
+    lines.push(`   ${printable(hit.source_path)}`);
   });
   return lines.join('\n');
 }
@@ -46,12 +50,15 @@ export function searchHitsJson(hits: readonly SearchHit[]) {
   }));
 }
 
-/** `cpe context` without --json prints the context text itself (what a prompt gets). */
+/**
+ * `cpe context` without --json prints the context text itself (what a prompt gets), its control characters shown
+ * (a title stored before titles from file names were normalised may hold an escape sequence) and its lines kept.
+ */
 export function formatContext(context: BuiltContext, query: string): string {
-  if (context.sources.length > 0) return context.text;
+  if (context.sources.length > 0) return printableLines(context.text);
   return context.matched === 0
-    ? `No context for "${query}": no chunk matches it.`
-    : `No context for "${query}": the best of ${context.matched} matching chunks does not fit the token budget (--max-tokens), not even its title.`;
+    ? `No context for "${printable(query)}": no chunk matches it.`
+    : `No context for "${printable(query)}": the best of ${context.matched} matching chunks does not fit the token budget (--max-tokens), not even its title.`;
 }
 
 /** `cpe context --json`: the text plus its sources (title, path, heading path, score). */

@@ -36,24 +36,64 @@ const requireHere = createRequire(import.meta.url);
 export const generatedValidatorFile = (kind: ValidatorKind, schema: object): string =>
   `${kind}-${sha256(JSON.stringify(schema)).slice(0, 32)}.cjs`;
 
-/** A new ajv instance for a kind (ajv and ajv-formats are loaded by the first call). */
-function newAjv(kind: ValidatorKind, extra: Options = {}): Ajv {
-  const { Ajv } = requireHere('ajv') as typeof import('ajv');
-  const ajv = new Ajv({ ...VALIDATOR_KINDS[kind].options, ...extra });
+/**
+ * The JSON Schema versions a schema may name with `$schema`, and the ajv module that validates each. draft-07 is
+ * ajv's own and the default; the others are loaded only when a schema names them (loading the 2020-12 one and
+ * compiling its meta-schema is ~150 ms, paid by the plugins that ask for it).
+ */
+const SCHEMA_VERSIONS: Record<string, string> = {
+  'http://json-schema.org/draft-07/schema': 'ajv',
+  'https://json-schema.org/draft/2019-09/schema': 'ajv/dist/2019',
+  'https://json-schema.org/draft/2020-12/schema': 'ajv/dist/2020',
+};
+
+/** The ajv module for the version `schema` names with `$schema`; throws, naming it, for one cpe does not know. */
+function ajvModuleFor(schema: object | undefined): string {
+  const named = (schema as { $schema?: unknown } | undefined)?.$schema;
+  if (named === undefined) return 'ajv';
+  const module = typeof named === 'string' ? SCHEMA_VERSIONS[named.replace(/#$/, '')] : undefined;
+  if (!module)
+    throw new Error(
+      `$schema ${JSON.stringify(named)} is not a JSON Schema version cpe knows (${Object.keys(SCHEMA_VERSIONS).join(', ')}; none means draft-07)`,
+    );
+  return module;
+}
+
+/** A new ajv instance for a kind and an ajv module (ajv and ajv-formats are loaded by the first call). */
+function newAjv(kind: ValidatorKind, extra: Options = {}, module = 'ajv'): Ajv {
+  const { default: AjvClass } = requireHere(module) as { default: typeof import('ajv').Ajv };
+  const ajv = new AjvClass({ ...VALIDATOR_KINDS[kind].options, ...extra });
   if (VALIDATOR_KINDS[kind].formats) (requireHere('ajv-formats') as (instance: Ajv) => Ajv)(ajv);
   return ajv;
 }
 
-const instances = new Map<ValidatorKind, Ajv>();
+const instances = new Map<string, Ajv>();
 
-/** The shared ajv instance of a kind, made on first use: for compiling, checking schemas and error texts. */
-export function ajvFor(kind: ValidatorKind): Ajv {
-  let ajv = instances.get(kind);
+/**
+ * The shared ajv instance of a kind, made on first use: for compiling, checking schemas and error texts. Given a
+ * schema, the instance for the JSON Schema version it names with `$schema` (throws for one cpe does not know).
+ */
+export function ajvFor(kind: ValidatorKind, schema?: object): Ajv {
+  const module = ajvModuleFor(schema);
+  const key = `${kind} ${module}`;
+  let ajv = instances.get(key);
   if (!ajv) {
-    ajv = newAjv(kind);
-    instances.set(kind, ajv);
+    ajv = newAjv(kind, {}, module);
+    instances.set(key, ajv);
   }
   return ajv;
+}
+
+/**
+ * Compiles a schema. ajv keeps every `$id` it compiled and refuses a second schema with the same one, so a schema
+ * that declares an `$id` is compiled by an ajv instance of its own (~1 ms): two plugins may share an `$id`, and
+ * whether one's schema compiles does not depend on which was compiled first. Any other schema leaves nothing
+ * behind in the shared instance.
+ */
+function compileSchema(kind: ValidatorKind, schema: object): ValidateFunction {
+  const declaresId = JSON.stringify(schema).includes('"$id"');
+  const ajv = declaresId ? newAjv(kind, {}, ajvModuleFor(schema)) : ajvFor(kind, schema);
+  return ajv.compile(schema);
 }
 
 const compiled = new WeakMap<object, Map<ValidatorKind, ValidateFunction>>();
@@ -71,8 +111,7 @@ export function schemaValidator(
   let validate = byKind.get(kind);
   if (validate) return validate;
   const file = generatedDir && path.join(generatedDir, generatedValidatorFile(kind, schema));
-  validate =
-    file && existsSync(file) ? (requireHere(file) as ValidateFunction) : ajvFor(kind).compile(schema);
+  validate = file && existsSync(file) ? (requireHere(file) as ValidateFunction) : compileSchema(kind, schema);
   byKind.set(kind, validate);
   compiled.set(schema, byKind);
   return validate;
@@ -83,7 +122,7 @@ export function schemaValidator(
  * schemas (generatedValidatorFile names it). It requires only ajv's small runtime helpers and ajv-formats' formats.
  */
 export function validatorModuleCode(kind: ValidatorKind, schema: object): string {
-  const ajv = newAjv(kind, { code: { source: true } });
+  const ajv = newAjv(kind, { code: { source: true } }, ajvModuleFor(schema));
   const { default: standaloneCode } = requireHere('ajv/dist/standalone') as {
     default: (instance: Ajv, validate: ValidateFunction) => string;
   };

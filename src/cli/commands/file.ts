@@ -74,6 +74,7 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
         documentId: current?.content_hash === hash ? current.id : null,
         fileSize: size,
         maxAttempts: engine.config.maxAttempts,
+        forced: args.force === true,
       });
       const progress = createProgress(process.stderr, args.json);
       const cancel = cancelOnSignals();

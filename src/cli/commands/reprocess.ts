@@ -1,7 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
+import type { SqlExecutor } from '../../db/sql.js';
 import { getDocument, supersededReason } from '../../engine/documents.js';
 import { planForRun } from '../../engine/plan-run.js';
-import { enqueue } from '../../engine/queue.js';
+import { enqueue, findQueueItem, inFlight, type QueueAction } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
@@ -10,6 +11,34 @@ import { positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
+
+/**
+ * Says what became of a reprocess request whose item this run did not get: another process (a `cpe worker`) claimed
+ * it first, and runs every step of it there (the item is forced). Exit code 1 when it failed there.
+ */
+async function reportTakenItem(
+  db: SqlExecutor,
+  documentId: number,
+  sourcePath: string,
+  hash: string,
+  action: QueueAction,
+): Promise<number> {
+  const item = await findQueueItem(db, sourcePath, hash, action);
+  const where = `queue item ${item?.id ?? '?'}`;
+  if (item && inFlight(item)) {
+    process.stderr.write(
+      `document ${documentId} is being reprocessed by ${item.locked_by} (${where}, every step): \`cpe status\` shows when it is done\n`,
+    );
+    return EXIT_OK;
+  }
+  const failed = item?.status === 'failed' || item?.status === 'dead';
+  process.stderr.write(
+    `document ${documentId} was reprocessed by another process (${where}: ${item?.status ?? 'gone'}${
+      failed && item?.last_error ? `: ${item.last_error.split('\n')[0]}` : ''
+    })\n`,
+  );
+  return failed ? EXIT_FAILURES : EXIT_OK;
+}
 
 /**
  * Reprocesses one document version from its archived bytes, whether or not its source file still exists or
@@ -44,13 +73,23 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
             [doc.id],
           );
       const plan = await planForRun(engine, args.pipeline ?? last?.name, commandLine());
+      const action = doc.version > 1 ? 'update' : 'new';
+      // its item claimed by a process now read it unforced: it would end as it is, the request not done
+      const held = await findQueueItem(db, doc.source_path, doc.content_hash, action);
+      if (held && inFlight(held))
+        throw new ConfigError(
+          ErrorCodes.USAGE,
+          `cannot reprocess document ${doc.id} now: its queue item ${held.id} is being processed by ${held.locked_by}; try again when it is done`,
+        );
+      // forced: every step runs again whichever process claims it (a `cpe worker` may be first)
       await enqueue(db, {
         path: doc.source_path,
         hash: doc.content_hash,
-        action: doc.version > 1 ? 'update' : 'new',
+        action,
         documentId: doc.id,
         fileSize: doc.file_size,
         maxAttempts: engine.config.maxAttempts,
+        forced: true,
       });
       const progress = createProgress(process.stderr, args.json);
       const summary = await runPipeline(engine, {
@@ -64,7 +103,8 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
       });
       progress.finish();
       printSummary(summary, args.json);
-      return summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+      if (summary.docsTotal > 0) return summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+      return reportTakenItem(db, doc.id, doc.source_path, doc.content_hash, action);
     });
   },
 };

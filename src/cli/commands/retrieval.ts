@@ -8,6 +8,7 @@ import {
   formatVerifyReport,
   searchHitsJson,
 } from '../../retrieval/format.js';
+import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { printJson } from '../table.js';
@@ -185,7 +186,8 @@ export const askModule: CommandModule<object, QueryArgs & { provider?: string; m
         process.stdout.write(`${result.value.answer}\n\n`);
         for (const n of result.value.sources) {
           const source = context.sources[n - 1];
-          if (source) process.stdout.write(`[Quelle ${n}] ${source.title} (${source.path})\n`);
+          if (source)
+            process.stdout.write(`[Quelle ${n}] ${printable(source.title)} (${printable(source.path)})\n`);
         }
       }
       return EXIT_OK;

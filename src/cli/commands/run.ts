@@ -8,6 +8,7 @@ import { type RunEvent, type RunSummary, runPipeline } from '../../engine/runner
 import { sourceFolder } from '../../engine/scan.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { commandLine } from '../../util/command-line.js';
+import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -51,7 +52,9 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
       `of ${summary.docsTotal} in ${seconds} s (steps: ${summary.stepsOk} ok, ${summary.stepsFailed} failed, ${summary.stepsSkipped} skipped)\n`,
   );
   for (const failure of summary.failures)
-    process.stdout.write(`  failed: ${failure.path}\n    ${failure.error.split('\n')[0]}\n`);
+    process.stdout.write(
+      `  failed: ${printable(failure.path)}\n    ${printable(failure.error.split('\n')[0])}\n`,
+    );
 }
 
 /** What a scan found and queued, from its detect step's counts. */

@@ -1,6 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
+import { lastRuns } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
+import { printable, printableLines } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
@@ -24,11 +26,10 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
       .check(positiveId('last')) as unknown as Argv<GlobalArgs & { last: number }>,
   handler: async (args) => {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
-      const runs = await engine.dbs.log.sql.query<Record<string, any>>(
-        `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${args.last}`,
-      );
+      // a running run's counts so far, as `cpe status` shows them
+      const runs: Array<Record<string, any>> = await lastRuns(engine, args.last);
       if (args.json) {
-        printJson(runs.map((r) => ({ ...r, id: Number(r.id), profile: parseJsonColumn(r.profile, null) })));
+        printJson(runs.map((r) => ({ ...r, profile: parseJsonColumn(r.profile, null) })));
         return EXIT_OK;
       }
       process.stdout.write(
@@ -49,7 +50,7 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
           ],
           runs.map((r) => [
             r.id,
-            r.pipeline_name,
+            printable(r.pipeline_name),
             r.version_hash,
             r.status,
             r.docs_total,
@@ -59,7 +60,7 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
             `${r.tokens_in}/${r.tokens_out}`,
             r.duration_ms === null ? '' : (Number(r.duration_ms) / 1000).toFixed(1),
             r.started_at,
-            `${r.host}:${r.pid}`,
+            printable(`${r.host}:${r.pid}`),
           ]),
         )}\n`,
       );
@@ -107,25 +108,27 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> 
         });
         return EXIT_OK;
       }
-      process.stdout.write(`run ${run.id}: ${run.pipeline_name} ${run.status}, ${run.command ?? ''}\n\n`);
+      process.stdout.write(
+        `run ${run.id}: ${printable(run.pipeline_name)} ${run.status}, ${printable(run.command)}\n\n`,
+      );
       process.stdout.write(
         `${formatTable(
           ['document', 'step', 'status', 'attempt', 'ms', 'in', 'out', 'reason / error'],
           steps.map((s) => [
             s.document_id ?? '(run)',
-            s.step_name,
+            printable(s.step_name),
             s.status,
             s.attempt,
             s.duration_ms,
             s.items_in,
             s.items_out,
-            (s.error ?? s.reason ?? '').split('\n')[0].slice(0, 120),
+            printable((s.error ?? s.reason ?? '').split('\n')[0].slice(0, 120)),
           ]),
         )}\n\n`,
       );
       for (const l of lines) {
         process.stdout.write(
-          `${l.created_at} ${String(l.level).padEnd(5)} ${l.step_name ?? ''}${l.document_id ? ` doc ${l.document_id}` : ''}: ${l.message}\n`,
+          `${l.created_at} ${String(l.level).padEnd(5)} ${printable(l.step_name)}${l.document_id ? ` doc ${l.document_id}` : ''}: ${printableLines(l.message)}\n`,
         );
       }
       return EXIT_OK;

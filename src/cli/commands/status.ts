@@ -1,6 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { documentStatus, statusReport } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
+import { printable, printableLines } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
@@ -10,7 +11,6 @@ interface StatusArgs extends GlobalArgs {
 }
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
-
 export const statusModule: CommandModule<object, StatusArgs> = {
   command: 'status',
   describe: 'queue, documents, embeddings, recent runs and which parts are embedded or real servers',
@@ -23,35 +23,37 @@ export const statusModule: CommandModule<object, StatusArgs> = {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       if (args.doc !== undefined) {
         const report = await documentStatus(engine, String(args.doc));
-        if (!report) throw new ConfigError(ErrorCodes.USAGE, `no document ${args.doc}`);
+        if (!report) throw new ConfigError(ErrorCodes.USAGE, `no document ${printable(args.doc)}`);
         if (args.json) {
           printJson(report);
           return EXIT_OK;
         }
         const d = report.document;
-        out(`document ${d.id}: ${d.source_path}`);
+        out(`document ${d.id}: ${printable(d.source_path)}`);
         out(
           `  version ${d.version}${d.previous_version_id ? ` (previous: ${d.previous_version_id})` : ''}, status ${d.status}${Number(d.is_latest) ? ', latest' : ''}`,
         );
         out(
-          `  title ${d.title ?? '-'}, language ${d.language ?? '-'}, ${report.pages} page(s), ${report.chunks} chunk(s)`,
+          `  title ${printable(d.title ?? '-')}, language ${printable(d.language ?? '-')}, ${report.pages} page(s), ${report.chunks} chunk(s)`,
         );
         if (report.ocrNeeded)
           out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
-        if (d.error) out(`  error: ${d.error}`);
+        if (d.error) out(`  error: ${printableLines(d.error)}`);
         out('');
         out(
           formatTable(
             ['step', 'status', 'attempts', 'ms', 'counts', 'reason / error'],
             report.steps.map((s) => [
-              s.step,
+              printable(s.step),
               s.status,
               s.attempts,
               s.durationMs,
-              Object.entries(s.counts)
-                .map(([k, v]) => `${k}=${v}`)
-                .join(' '),
-              (s.error ?? s.reason ?? '').split('\n')[0]?.slice(0, 100),
+              printable(
+                Object.entries(s.counts)
+                  .map(([k, v]) => `${k}=${v}`)
+                  .join(' '),
+              ),
+              printable((s.error ?? s.reason ?? '').split('\n')[0]?.slice(0, 100)),
             ]),
           ),
         );
@@ -63,7 +65,8 @@ export const statusModule: CommandModule<object, StatusArgs> = {
         return EXIT_OK;
       }
       out('parts:');
-      for (const [part, where] of Object.entries(report.profile)) out(`  ${part.padEnd(10)} ${where}`);
+      for (const [part, where] of Object.entries(report.profile))
+        out(`  ${part.padEnd(10)} ${printable(where)}`);
       const list = (counts: Record<string, number>) =>
         Object.entries(counts)
           .map(([k, v]) => `${k} ${v}`)
@@ -75,18 +78,18 @@ export const statusModule: CommandModule<object, StatusArgs> = {
       );
       if (report.workers.length) {
         out('workers holding leases:');
-        for (const w of report.workers) out(`  ${w.worker}: ${w.items} item(s) since ${w.since}`);
+        for (const w of report.workers) out(`  ${printable(w.worker)}: ${w.items} item(s) since ${w.since}`);
       }
       if (report.expiredLeases.length) {
         out('expired leases (taken over by the next claim):');
         for (const e of report.expiredLeases)
-          out(`  item ${e.id} ${e.path} (was ${e.lockedBy}, until ${e.lockedUntil})`);
+          out(`  item ${e.id} ${printable(e.path)} (was ${printable(e.lockedBy)}, until ${e.lockedUntil})`);
       }
       if (report.recentFailures.length) {
         out('failures:');
         for (const f of report.recentFailures)
           out(
-            `  ${f.status} after ${f.attempts} attempt(s): ${f.path}\n    ${(f.lastError ?? '').split('\n')[0]}`,
+            `  ${f.status} after ${f.attempts} attempt(s): ${printable(f.path)}\n    ${printable((f.lastError ?? '').split('\n')[0])}`,
           );
       }
       if (report.runs.length) {
@@ -96,7 +99,7 @@ export const statusModule: CommandModule<object, StatusArgs> = {
             ['run', 'pipeline', 'status', 'docs', 'done', 'failed', 'seconds', 'started'],
             report.runs.map((r) => [
               r.id,
-              r.pipeline_name,
+              printable(r.pipeline_name),
               r.status,
               r.docs_total,
               r.docs_done,

@@ -4,6 +4,23 @@ import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js
 import { EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
+/**
+ * One line per property of a config schema: its type, default and description. The schema may be a custom plugin's
+ * that is not valid JSON Schema (`properties` not an object, a property's schema null): its problem is listed with
+ * the others, and what can be shown is shown here, as `--json` does.
+ */
+function propertyLines(configSchema: object): string[] {
+  const { properties } = configSchema as { properties?: unknown };
+  if (properties === null || typeof properties !== 'object' || Array.isArray(properties)) return [];
+  return Object.entries(properties).map(([key, schema]) => {
+    if (schema === null || typeof schema !== 'object') return `${key}: schema ${JSON.stringify(schema)}`;
+    const { type, default: def, description } = schema as Record<string, unknown>;
+    return `${key}: ${JSON.stringify(type ?? 'any')}${def === undefined ? '' : ` = ${JSON.stringify(def)}`}${
+      typeof description === 'string' && description ? `  (${description})` : ''
+    }`;
+  });
+}
+
 export const stepsModule: CommandModule<object, GlobalArgs> = {
   command: 'steps',
   describe:
@@ -32,16 +49,7 @@ export const stepsModule: CommandModule<object, GlobalArgs> = {
             step.writes.length ? `writes ${step.writes.join(', ')}` : '',
           ].filter(Boolean);
           if (flow.length) process.stdout.write(`  ${flow.join('; ')}\n`);
-          const props = (step.configSchema.properties ?? {}) as Record<
-            string,
-            { type?: unknown; default?: unknown; description?: string }
-          >;
-          for (const [key, schema] of Object.entries(props)) {
-            const def = schema.default === undefined ? '' : ` = ${JSON.stringify(schema.default)}`;
-            process.stdout.write(
-              `    ${key}: ${JSON.stringify(schema.type ?? 'any')}${def}${schema.description ? `  (${schema.description})` : ''}\n`,
-            );
-          }
+          for (const line of propertyLines(step.configSchema)) process.stdout.write(`    ${line}\n`);
         }
         for (const problem of problems) process.stderr.write(`cpe: ${problem}\n`);
       }

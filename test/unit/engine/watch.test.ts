@@ -1,9 +1,9 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ignoredName, listableFile } from '../../../src/engine/scan.js';
-import { watchFolder } from '../../../src/engine/watch.js';
+import { sameFolder, watchFolder } from '../../../src/engine/watch.js';
 
 const until = async (check: () => boolean, ms = 10_000) => {
   const end = Date.now() + ms;
@@ -76,6 +76,21 @@ describe('watching a folder', function () {
       controller.abort();
       rmSync(`${dir}-weg`, { recursive: true, force: true });
     }
+  });
+
+  it('tells a source folder removed and made again from itself, also when it gets the freed inode number back', () => {
+    const before = statSync(dir);
+    expect(sameFolder(before, statSync(dir))).to.equal(true);
+    // ext4 often hands a new folder the inode number just freed: the same number, another folder
+    const again = { ...before, birthtimeMs: before.birthtimeMs + 1 } as typeof before;
+    expect(sameFolder(before, again)).to.equal(false);
+    rmSync(dir, { recursive: true });
+    mkdirSync(dir);
+    expect(sameFolder(before, statSync(dir))).to.equal(false);
+    // a file system without birth times: the inode decides
+    const noBirth = { ...before, birthtimeMs: 0 } as typeof before;
+    expect(sameFolder(noBirth, { ...before, birthtimeMs: 5 } as typeof before)).to.equal(true);
+    expect(sameFolder(noBirth, { ...before, ino: before.ino + 1 } as typeof before)).to.equal(false);
   });
 
   it('tells a file a scan would list from one it would pass over (a link, a lock file, nothing there)', () => {

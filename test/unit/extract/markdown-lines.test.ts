@@ -2,7 +2,10 @@ import { expect } from 'chai';
 import { extractMarkdown } from '../../../src/extract/markdown.js';
 import {
   atxHeading,
+  isColumnDashes,
+  isDashRow,
   isTableDelimiter,
+  isThematicBreak,
   withoutPandocAttributes,
 } from '../../../src/extract/markdown-lines.js';
 import { normalizeText } from '../../../src/extract/normalize.js';
@@ -26,6 +29,10 @@ function randomStrings(alphabet: string[], maxLength: number, count: number, see
 const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
 const TABLE_DELIMITER = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 const PANDOC_ATTRIBUTES = /[ \t]*\{[#.][^}]*\}$/;
+// these repeated a group, and threw on a line of a few million repetitions
+const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const DASH_ROW = /^ {0,3}-{3,}(?:[ \t]+-{2,})*[ \t]*$/;
+const COLUMN_DASHES = /^ {0,3}-{2,}(?:[ \t]+-{2,})+[ \t]*$/;
 
 describe('extract/markdown-lines', () => {
   it('atxHeading gives what the ATX expression gave, on 100,000 random lines', () => {
@@ -56,6 +63,29 @@ describe('extract/markdown-lines', () => {
       );
     }
     expect(withoutPandocAttributes('Einleitung {#sec-intro .unnumbered}')).to.equal('Einleitung');
+  });
+
+  it('isThematicBreak, isDashRow and isColumnDashes decide as their expressions did, on 100,000 random lines', () => {
+    const differ = randomStrings([' ', '\t', '-', '-', '-', '*', '_', 'x'], 14, 100_000).filter(
+      (line) =>
+        isThematicBreak(line) !== THEMATIC_BREAK.test(line) ||
+        isDashRow(line) !== DASH_ROW.test(line) ||
+        isColumnDashes(line) !== COLUMN_DASHES.test(line),
+    );
+    expect(differ).to.deep.equal([]);
+    const yes = [isThematicBreak(' * * *'), isDashRow('  ----- ---'), isColumnDashes('-- --')];
+    expect(yes).to.deep.equal([true, true, true]);
+    const no = [isThematicBreak('    ---'), isDashRow('-- --'), isColumnDashes('-----')];
+    expect(no).to.deep.equal([false, false, false]);
+  });
+
+  it('reads lines of millions of marks, on which the expressions threw "Maximum call stack size exceeded"', () => {
+    // each threw from about 2.1 million repetitions of its group
+    expect(isThematicBreak('-'.repeat(2_500_000))).to.equal(true);
+    expect(isThematicBreak(`${'* '.repeat(2_500_000)}x`)).to.equal(false);
+    expect(isDashRow(`---${' --'.repeat(2_500_000)}`)).to.equal(true);
+    expect(isColumnDashes('-- '.repeat(2_500_000))).to.equal(true);
+    expect(isColumnDashes(`${'-- '.repeat(2_500_000)}x`)).to.equal(false);
   });
 
   it('normalizeText removes trailing spaces and tabs per line as /[ \\t]+$/gm did', () => {

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { extractMarkdown } from '../../../src/extract/markdown.js';
 import { decodeText, extractTxt } from '../../../src/extract/txt.js';
+import { defaultExtractOptions } from '../../../src/extract/types.js';
 
 const GERMAN = 'Größe: äöü ÄÖÜ ß – „Zitat“ € 5';
 
@@ -239,5 +241,24 @@ describe('extract/txt extractTxt', () => {
     expect(doc.text).to.equal('');
     expect(doc.blocks).to.deep.equal([]);
     expect(doc.format).to.equal('txt');
+  });
+});
+
+describe('extract/txt and markdown: logical pages', () => {
+  it('opens at most max_pages pages at form feeds; the rest is the last page, with a warning', async () => {
+    // a file of form feeds made a page of every character (8 MB: 4 million pages and as many rows)
+    const text = `${'Seite\f'.repeat(20_000)}Ende`;
+    for (const extract of [extractTxt, extractMarkdown]) {
+      const doc = await extract(Buffer.from(text), 'seiten', { ...defaultExtractOptions, maxPages: 100 });
+      expect(doc.pages).to.have.length(100);
+      expect(doc.warnings).to.include('more than 100 pages (form feeds): the rest is read as the last page');
+      expect(doc.text.endsWith('Seite\nSeite\nEnde')).to.equal(true);
+    }
+    const few = await extractTxt(Buffer.from('eins\fzwei\fdrei\f'), 'drei', {
+      ...defaultExtractOptions,
+      maxPages: 3,
+    });
+    expect(few.pages).to.have.length(3);
+    expect(few.warnings).to.deep.equal([]);
   });
 });
