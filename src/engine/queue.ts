@@ -133,7 +133,10 @@ const CLAIMABLE = `(status = 'pending'
 
 /**
  * Claims up to `limit` items for `worker`, safely across processes: FOR UPDATE SKIP LOCKED on MariaDB/MySQL,
- * the SQLite write lock (BEGIN IMMEDIATE) on SQLite. Expired leases are taken over. Each claim counts an attempt.
+ * the SQLite write lock (BEGIN IMMEDIATE) on SQLite. Expired leases are taken over, but not the worker's own: it is
+ * still working on those items (a step that held the event loop past the lease kept its heartbeat from renewing
+ * them), and a claim of its own item ran it twice at once, the first attempt's end taking the second for a lost lease
+ * (the run ended "ok, 0 done" with the items left `processing`). Each claim counts an attempt.
  */
 export async function claimQueueItems(
   db: SqlExecutor,
@@ -155,7 +158,10 @@ export async function claimQueueItems(
       where: `status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?${pathFilter}`,
       params: [now, ...pathParams],
     },
-    { where: `status = 'processing' AND locked_until < ?${pathFilter}`, params: [now, ...pathParams] },
+    {
+      where: `status = 'processing' AND locked_until < ? AND (locked_by IS NULL OR locked_by <> ?)${pathFilter}`,
+      params: [now, worker, ...pathParams],
+    },
   ];
   if (db.dialect === 'sqlite') {
     // one statement: atomic under SQLite's write lock, and cheap
@@ -398,8 +404,11 @@ export async function closeItemsOfGoneFile(db: SqlExecutor, path: string, reason
   return affectedRows;
 }
 
-/** Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. */
-export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<void> {
+/**
+ * Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. False when the worker
+ * no longer held it (another process took it over).
+ */
+export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<boolean> {
   const now = sqlTime();
   const { affectedRows } = await db.run(
     `UPDATE pipeline_queue SET status = 'pending', locked_by = NULL, locked_until = NULL,
@@ -415,6 +424,7 @@ export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: 
        WHERE status = 'processing' AND id = (SELECT document_id FROM pipeline_queue WHERE id = ?)`,
       [now, itemId],
     );
+  return affectedRows > 0;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
@@ -174,9 +175,20 @@ export type RunEvent =
 
 export interface RunSummary extends RunTotals {
   runId: number;
+  /**
+   * ok also when items were taken over (docsTakenOver): their work is not lost, the process that holds them now does
+   * it (and should it end without finishing, the next run or worker takes them when its lease runs out)
+   */
   status: 'ok' | 'failed' | 'cancelled';
   durationMs: number;
   failures: Array<{ path: string; documentId: number | null; error: string }>;
+  /**
+   * Items of docsTotal that another process took over from this run (their lease ran out while this process was
+   * held up: a step that blocked the event loop, a stalled database connection) and that this run did not finish
+   * itself later: neither done, failed nor skipped here.
+   */
+  docsTakenOver: number;
+  takenOver: Array<{ path: string; documentId: number | null }>;
 }
 
 /**
@@ -240,6 +252,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
    */
   const failedInRun = new Map<number, RunSummary['failures'][number]>();
   const seenItems = new Set<number>();
+  /** items another process took over from this run, by id (an item this run claims back and ends leaves it) */
+  const takenOver = new Map<number, RunSummary['takenOver'][number]>();
   const recordFailure = (itemId: number, failure: RunSummary['failures'][number]) => {
     forgetEarlierFailure(itemId);
     failures.push(failure);
@@ -599,12 +613,32 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     return ready && mayClaim;
   };
 
+  /**
+   * A version made by another process (a queue item taken over from it, one `cpe reprocess` queued) whose archive
+   * file is not in this data folder: bytes archived in SQL are every process's, but a larger file is archived in the
+   * data folder of the process that archived it. Copied again from the source file while that still holds the
+   * version's content (the steps read the archive, and named the source "not found"); else why it cannot be processed
+   * here.
+   */
+  const archiveAgain = async (doc: DocumentRow, archiveAt: string): Promise<string | undefined> => {
+    const cannot = `version ${doc.version} of ${doc.source_path} cannot be processed here: its archived copy ${archiveAt} is not in this data folder's archive (another process, with another data folder, archived it)`;
+    try {
+      const copied = await storeInArchive(db, engine.archiveDir, doc.source_path);
+      if (copied.hash === doc.content_hash) return undefined;
+      return `${cannot}, and the source file has changed since (the next scan queues its new content)`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        return `${cannot}, and the source file is gone (the next scan deletes it)`;
+      throw error;
+    }
+  };
+
   /** One queue item through the document DAG. `releaseSlot` frees its concurrency slot before the commit. */
   const processItem = async (
     item: QueueItem,
     itemSignal: AbortSignal,
     releaseSlot: () => void,
-  ): Promise<'done' | 'failed' | 'released' | 'skipped'> => {
+  ): Promise<'done' | 'failed' | 'released' | 'skipped' | 'taken-over'> => {
     // the scope is read when a line is written: a new file's document id goes in once its version exists
     const scope = { runId, documentId: item.document_id };
     const log = runLog.logger(scope);
@@ -612,8 +646,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     const closing = () => closingItems.add(item.id);
     if (itemSignal.aborted) {
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
-      await releaseQueueItem(db, item.id, worker);
-      return 'released';
+      return (await releaseQueueItem(db, item.id, worker)) ? 'released' : 'taken-over';
     }
     // an item whose every attempt ended with its process (a document that crashes or exhausts the worker: a
     // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead
@@ -759,7 +792,19 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     // bytes archived in SQL (got above, or read now): the steps take them from memory, and a step that asks for a
     // file path gets the file written from them then
     const archivedBytes = bytes ?? (await readInlineArchive(db, doc.content_hash));
-    const archivePath = archiveFile(engine.archivePathFor(doc.content_hash, doc.source_path), archivedBytes);
+    const archiveAt = engine.archivePathFor(doc.content_hash, doc.source_path);
+    if (archivedBytes === undefined && !existsSync(archiveAt)) {
+      const missing = await archiveAgain(doc, archiveAt);
+      if (missing) {
+        closing();
+        await failQueueItem(db, item, worker, missing, false);
+        await setDocumentStatus(db, doc.id, 'failed', missing);
+        log.error(missing, { path: item.path });
+        recordFailure(item.id, { path: item.path, documentId: doc.id, error: missing });
+        return 'failed';
+      }
+    }
+    const archivePath = archiveFile(archiveAt, archivedBytes);
     const ref: DocumentRef = {
       id: doc.id,
       sourcePath: doc.source_path,
@@ -851,11 +896,17 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
 
     // the steps are over: what follows closes the item
     closing();
-    if (itemSignal.aborted) {
+    // A lease the fence gave up on after every step had run (one held the event loop past the lease, say) may still be
+    // this worker's: the completion says so (it commits only for the lease's holder), rather than the item going
+    // back to the queue to run its steps again, and again for as long as they take longer than the lease.
+    const stepsAllRan =
+      !firstFailure &&
+      documentSteps.every((s) => state.get(s.name) === 'ok' || state.get(s.name) === 'skipped');
+    const leaseLost = (itemSignal.reason as { code?: unknown } | undefined)?.code === ErrorCodes.LEASE_LOST;
+    if (itemSignal.aborted && !(leaseLost && stepsAllRan)) {
       // cancelled run or lost lease: whatever failed failed because of the abort. Give the item back untouched
       // (a lost lease means another worker owns it now; releaseQueueItem only touches items we still hold).
-      await releaseQueueItem(db, item.id, worker);
-      return 'released';
+      return (await releaseQueueItem(db, item.id, worker)) ? 'released' : 'taken-over';
     }
     if (firstFailure) {
       const error = firstFailure;
@@ -917,7 +968,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       log.warn(
         `lease on queue item ${item.id} was lost before completion; another worker finishes ${item.path}`,
       );
-      return 'released';
+      return 'taken-over';
     }
     // the spread reads archivePath: a file is written now for bytes held in SQL
     if (keepProcessed) processed.push({ ...ref, archivedBytes: undefined });
@@ -1057,6 +1108,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
             itemMs = finishedItems++ === 0 ? Date.now() - began : 0.8 * itemMs + 0.2 * (Date.now() - began);
             // a failure recorded in processItem is this attempt's own: only an earlier attempt's is forgotten
             if (status !== 'failed') forgetEarlierFailure(item.id);
+            // (an item this run claims back and ends itself is no longer another's)
+            if (status === 'taken-over')
+              takenOver.set(item.id, {
+                path: item.path,
+                documentId: documentOf.get(item.id) ?? item.document_id,
+              });
+            else if (status !== 'released') takenOver.delete(item.id);
             if (status === 'done') {
               totals.docsDone++;
               backpressure.succeeded();
@@ -1068,7 +1126,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
               type: 'document-finished',
               item,
               documentId: documentOf.get(item.id) ?? item.document_id,
-              status,
+              status: status === 'taken-over' ? 'released' : status,
               ...(failure && { error: failure.error }),
             });
             documentOf.delete(item.id);
@@ -1093,7 +1151,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         )
         .finally(() => {
           releaseSlot();
-          active.delete(item.id);
+          // (a claim never hands this run an item it still works on: see claimAhead)
+          if (active.get(item.id) === entry) active.delete(item.id);
           closingItems.delete(item.id);
           wake?.();
         });
@@ -1135,6 +1194,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         // a stop (Ctrl-C, SIGTERM) ends the wait: a database that is down does not hold the worker's exit
         await abortableSleep(delay, stopClaiming).catch(() => undefined);
         return;
+      }
+      // An item whose earlier attempt in this run is still ending (another process took it over, and that process's
+      // lease ran out in turn) goes back to the queue: its entry stands for that attempt until it settles, and
+      // replaced, the attempt's end dropped the new one, which then ran on unwatched (no heartbeat, not awaited: the
+      // run ended and closed the database under it, leaving the item `processing`).
+      const busy = new Set(items.filter((item) => active.has(item.id)).map((item) => item.id));
+      if (busy.size > 0) {
+        items = items.filter((item) => !busy.has(item.id));
+        for (const id of busy) prepared.delete(id);
+        await Promise.allSettled([...busy].map((id) => releaseQueueItem(db, id, worker)));
       }
       look = items.length > 0;
       // slots that ran dry while a full claim was out: claims are too small for how fast items go (a short claim
@@ -1270,5 +1339,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   runLogger.info(`run ${status}: ${totals.docsDone} done, ${totals.docsFailed} failed`);
   await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
   if (runError && status === 'failed') throw runError;
-  return { runId, status, durationMs: Date.now() - startedAt, failures, ...totals };
+  return {
+    runId,
+    status,
+    durationMs: Date.now() - startedAt,
+    failures,
+    ...totals,
+    docsTakenOver: takenOver.size,
+    takenOver: [...takenOver.values()],
+  };
 }

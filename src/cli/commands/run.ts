@@ -48,9 +48,12 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
   }
   const seconds = (summary.durationMs / 1000).toFixed(1);
   process.stdout.write(
-    `run ${summary.runId} ${summary.status === 'ok' && summary.docsFailed > 0 ? 'ok, with failures' : summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped ` +
+    `run ${summary.runId} ${summary.status === 'ok' && summary.docsFailed > 0 ? 'ok, with failures' : summary.status}: ${summary.docsDone} done, ${summary.docsFailed} failed, ${summary.docsSkipped} skipped` +
+      `${summary.docsTakenOver > 0 ? `, ${summary.docsTakenOver} taken over by another process` : ''} ` +
       `of ${summary.docsTotal} in ${seconds} s (steps: ${summary.stepsOk} ok, ${summary.stepsFailed} failed, ${summary.stepsSkipped} skipped)\n`,
   );
+  // their work is not lost: the process that holds them does it (and when it ends, the next run takes them)
+  for (const item of summary.takenOver) process.stdout.write(`  taken over: ${printable(item.path)}\n`);
   for (const failure of summary.failures)
     process.stdout.write(
       `  failed: ${printable(failure.path)}\n    ${printable(failure.error.split('\n')[0])}\n`,

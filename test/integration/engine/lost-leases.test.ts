@@ -1,0 +1,182 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Engine } from '../../../src/engine/engine.js';
+import { planPipeline } from '../../../src/engine/plan.js';
+import { type RunOptions, runPipeline } from '../../../src/engine/runner.js';
+import { sqlTime } from '../../../src/util/time.js';
+import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { makeSourceFolder } from '../../helpers/files.js';
+import { insertPipeline } from '../../helpers/pipelines.js';
+
+/** Markdown of more than INLINE_ARCHIVE_BYTES: archived as a file in the data folder, not in SQL */
+const LARGE = `# Groß\n\n${'Ein Absatz über Moderation und Feedback in Gruppen.\n\n'.repeat(24_000)}`;
+
+/**
+ * Leases that run out while a process still works on its items: a step that holds the event loop past the lease,
+ * another process that takes an item over (the work is not lost: that process does it), and a taken-over version
+ * whose archive file is in the first process's data folder.
+ */
+for (const backend of testBackends()) {
+  describe(`lost leases (${backend})`, function () {
+    this.timeout(120_000);
+    let setup: TestSetup;
+    let engine: Engine;
+    beforeEach(async () => {
+      setup = createTestSetup(backend, { plugins: [fixturePlugins] });
+      engine = await setup.open({ leaseSeconds: 5 });
+      await insertPipeline(engine.dbs.content.sql, 'spin', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk', dependsOn: ['extract'] },
+        // busy for longer than the 5 s lease: no heartbeat, no timer runs meanwhile
+        { name: 'work', type: 'work', config: { ms: 7000 }, dependsOn: ['chunk'] },
+      ]);
+      await insertPipeline(engine.dbs.content.sql, 'taken', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk', dependsOn: ['extract'] },
+        { name: 'take', type: 'take_lease', dependsOn: ['chunk'] },
+      ]);
+    });
+    afterEach(async () => {
+      await engine?.close();
+      await setup?.cleanup();
+    });
+
+    const db = () => engine.dbs.content.sql;
+    const pipeline = (on: Engine, name: string, more: Partial<RunOptions> = {}) =>
+      planPipeline(on.dbs.content.sql, on.registry, name).then((plan) =>
+        runPipeline(on, { plan, concurrency: 2, onLog: () => undefined, ...more }),
+      );
+    const queue = async () =>
+      (
+        await db().query<Record<string, any>>(
+          'SELECT path, status, attempts, locked_by, last_error FROM pipeline_queue ORDER BY id',
+        )
+      ).map((r) => ({
+        file: path.basename(r.path),
+        status: r.status,
+        attempts: Number(r.attempts),
+        lockedBy: r.locked_by,
+        error: r.last_error,
+      }));
+    const documents = async () =>
+      (
+        await db().query<Record<string, any>>(
+          'SELECT source_path, status, is_latest FROM documents ORDER BY id',
+        )
+      ).map((r) => [path.basename(r.source_path), r.status, Number(r.is_latest)]);
+    /** the process that holds the items now ends without finishing them: its leases run out */
+    const elsewhereEnds = () =>
+      db().run("UPDATE pipeline_queue SET locked_until = ? WHERE locked_by = 'elsewhere:1:1'", [
+        sqlTime(Date.now() - 1000),
+      ]);
+
+    it('finishes items whose steps held the event loop past the lease, instead of claiming them again meanwhile', async () => {
+      const source = makeSourceFolder({ 'a.md': '# A\n\nText a.\n', 'b.md': '# B\n\nText b.\n' });
+      const summary = await pipeline(engine, 'spin', { sourceDir: source });
+      expect(summary).to.include({
+        status: 'ok',
+        docsTotal: 2,
+        docsDone: 2,
+        docsFailed: 0,
+        docsTakenOver: 0,
+      });
+      expect((await queue()).map((q) => [q.file, q.status, q.attempts, q.lockedBy])).to.deep.equal([
+        ['a.md', 'done', 1, null],
+        ['b.md', 'done', 1, null],
+      ]);
+      expect(await documents()).to.deep.equal([
+        ['a.md', 'done', 1],
+        ['b.md', 'done', 1],
+      ]);
+    });
+
+    it('says which items another process took over and leaves them to it; the next run takes them if it ends', async () => {
+      const source = makeSourceFolder({ 'a.md': '# A\n\nText a.\n' });
+      const summary = await pipeline(engine, 'taken', { sourceDir: source });
+      expect(summary).to.deep.include({
+        status: 'ok',
+        docsTotal: 1,
+        docsDone: 0,
+        docsFailed: 0,
+        docsSkipped: 0,
+        docsTakenOver: 1,
+        takenOver: [{ path: path.join(source, 'a.md'), documentId: 1 }],
+      });
+      // untouched: the other process holds it
+      expect((await queue()).map((q) => [q.status, q.lockedBy])).to.deep.equal([
+        ['processing', 'elsewhere:1:1'],
+      ]);
+      await elsewhereEnds();
+      const next = await pipeline(engine, 'taken', {});
+      expect(next).to.include({ status: 'ok', docsDone: 1, docsTakenOver: 0 });
+      expect((await queue()).map((q) => [q.status, q.lockedBy])).to.deep.equal([['done', null]]);
+      expect(await documents()).to.deep.equal([['a.md', 'done', 1]]);
+    });
+
+    it('claims an item back from a process that took it over and ended only once its own attempt has ended', async () => {
+      await insertPipeline(db(), 'taken-ended', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk', dependsOn: ['extract'] },
+        { name: 'take', type: 'take_lease', config: { ended: true }, dependsOn: ['chunk'] },
+      ]);
+      const source = makeSourceFolder({ 'a.md': '# A\n\nText a.\n' });
+      const summary = await pipeline(engine, 'taken-ended', { sourceDir: source });
+      expect(summary).to.include({
+        status: 'ok',
+        docsTotal: 1,
+        docsDone: 1,
+        docsFailed: 0,
+        docsTakenOver: 0,
+      });
+      expect((await queue()).map((q) => [q.status, q.lockedBy])).to.deep.equal([['done', null]]);
+      expect(await documents()).to.deep.equal([['a.md', 'done', 1]]);
+    });
+
+    if (backend === 'mysql') {
+      describe('a process with another data folder', () => {
+        let otherDir: string;
+        let other: Engine | undefined;
+        beforeEach(() => {
+          otherDir = mkdtempSync(path.join(os.tmpdir(), 'cpe-other-data-'));
+        });
+        afterEach(async () => {
+          await other?.close();
+          other = undefined;
+          rmSync(otherDir, { recursive: true, force: true });
+        });
+        /** a.md's version made by this engine (its large file archived in this data folder), then taken over */
+        const takenOverLarge = async () => {
+          const source = makeSourceFolder({ 'large.md': LARGE });
+          await pipeline(engine, 'taken', { sourceDir: source });
+          await elsewhereEnds();
+          other = await setup.open({ leaseSeconds: 5, dataDir: otherDir });
+          return path.join(source, 'large.md');
+        };
+
+        it('processes a taken-over version from its source file when its archive file is in the other data folder', async () => {
+          await takenOverLarge();
+          const summary = await pipeline(other!, 'taken', {});
+          expect(summary).to.include({ status: 'ok', docsDone: 1, docsFailed: 0 });
+          expect(await documents()).to.deep.equal([['large.md', 'done', 1]]);
+        });
+
+        it('fails it naming the archive copy it lacks when the source file has changed since', async () => {
+          const file = await takenOverLarge();
+          writeFileSync(file, `${LARGE}Nachtrag.\n`);
+          const summary = await pipeline(other!, 'taken', {});
+          expect(summary).to.include({ status: 'ok', docsDone: 0, docsFailed: 1 });
+          const [item] = await queue();
+          expect(item!.status).to.equal('failed');
+          expect(item!.error).to.match(
+            /^version 1 of .*large\.md cannot be processed here: its archived copy .*cpe-other-data-.*\.md is not in this data folder's archive \(another process, with another data folder, archived it\), and the source file has changed since/,
+          );
+        });
+      });
+    }
+  });
+}
