@@ -617,36 +617,3 @@ describe('custom TypeScript step plugins', function () {
     }
   });
 });
-
-describe('a command whose work deadlocks (SQLite)', () => {
-  it('says so, naming the step that never finished, and exits 1 instead of ending silently', async function () {
-    this.timeout(60000);
-    const setup = createTestSetup('sqlite', { plugins: [fixturePlugins] });
-    try {
-      const engine = await setup.open();
-      await insertPipeline(engine.dbs.content.sql, 'verklemmt', [
-        { name: 'detect', type: 'detect' },
-        { name: 'odd', type: 'misbehaves', config: { mode: 'db-inside-transaction' } },
-      ]);
-      await engine.close();
-      const source = makeSourceFolder(generatedDocuments(1));
-      const cli = await runCli(
-        ['run', '--pipeline=verklemmt', `--source=${source}`],
-        setup.env,
-        undefined,
-        30_000,
-      );
-      expect(cli.signal).to.equal(null);
-      expect(cli.code).to.equal(1);
-      // the step's run() is given up first (failed, naming it); the run still waits for the transaction it holds
-      expect(cli.stderr).to.contain(
-        "cpe: stopped unfinished: the command still waits after step 'odd' (plugin ",
-      );
-      expect(cli.stderr).to.contain(
-        'e.g. a statement through ctx.db inside its own ctx.db.transaction() instead of through tx',
-      );
-    } finally {
-      await setup.cleanup();
-    }
-  });
-});
