@@ -53,7 +53,7 @@ import {
   retireFailures,
   undeferQueueItem,
 } from './queue.js';
-import { watchStepRun } from './registry.js';
+import { watchPluginCall, watchStepRun } from './registry.js';
 import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
 import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
@@ -459,10 +459,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     const fn = step.plugin[hook];
     if (!fn) return;
     const began = Date.now();
+    const plugin = engine.registry.get(step.type)?.source ?? 'builtin';
     try {
-      await fn.call(step.plugin, baseContext(step, null, {}, runController.signal));
+      // watched as run() is: one whose promise can never settle is given up, naming its plugin, once nothing is left
+      await watchPluginCall(
+        fn.call(step.plugin, baseContext(step, null, {}, runController.signal)),
+        `${hook}() of step '${step.name}' (${plugin === 'builtin' ? `the built-in step ${step.type}` : `plugin ${plugin}`})`,
+        () =>
+          new Error('it never finished: nothing left in the process could settle the promise it returned'),
+      );
     } catch (error) {
-      const plugin = engine.registry.get(step.type)?.source ?? 'builtin';
       const where = `pipeline_steps id=${step.id}, ${plugin === 'builtin' ? 'built-in' : `plugin ${plugin}`}`;
       const failed = new StepError(
         step.name,

@@ -35,6 +35,10 @@ export default { type: 'wackelt', description: 'fails once, retryable', scope: '
 export default { type: 'haengt', description: 'never settles', scope: 'document',
   configSchema: { type: 'object', properties: { marker: { type: 'string' } } },
   run(ctx) { writeFileSync(ctx.config.marker, 'begonnen'); return new Promise(() => {}); } };`,
+  'haengt_setup.mjs': `export default { type: 'haengt_setup', description: 'setup never settles', scope: 'document',
+  configSchema: { type: 'object' },
+  setup() { return new Promise(() => {}); },
+  async run() {} };`,
 };
 
 const waitFor = async (check: () => boolean, timeoutMs = 60000) => {
@@ -152,6 +156,33 @@ describe('a plugin call that can never finish (SQLite, the command line)', funct
       } finally {
         await after.close();
       }
+    } finally {
+      await setup.cleanup();
+    }
+  });
+
+  it('fails a run whose step setup() never settles, naming the step and its plugin', async () => {
+    const setup = createTestSetup('sqlite', { plugins: [plugins] });
+    try {
+      const engine = await setup.open();
+      await insertPipeline(engine.dbs.content.sql, 'haengt_setup', [
+        { name: 'detect', type: 'detect' },
+        { name: 'vorbereiten', type: 'haengt_setup' },
+      ]);
+      await engine.close();
+      const source = makeSourceFolder(generatedDocuments(1, 'haengt-setup'));
+      const cli = await runCli(
+        ['run', '--pipeline=haengt_setup', `--source=${source}`],
+        setup.env,
+        undefined,
+        60_000,
+      );
+      expect(cli.signal).to.equal(null);
+      expect(cli.stderr).to.contain(`setup failed (pipeline_steps id=`);
+      expect(cli.stderr).to.contain(
+        `plugin ${path.join(plugins, 'haengt_setup.mjs')}): it never finished: nothing left in the process could settle the promise it returned`,
+      );
+      expect(cli.stderr).to.not.contain('stopped unfinished');
     } finally {
       await setup.cleanup();
     }
