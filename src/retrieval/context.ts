@@ -1,4 +1,5 @@
 import { CpeError, ErrorCodes } from '../errors.js';
+import { normalizeTitle } from '../extract/normalize.js';
 import { countTokens } from '../text/tokenizer.js';
 import { type RetrievalServices, type SearchHit, searchChunks } from './search.js';
 
@@ -39,7 +40,9 @@ export interface BuiltContext {
 export const CONTEXT_SEPARATOR = '\n\n---\n\n';
 
 export function formatSourceBlock(n: number, hit: Pick<SearchHit, 'document_title' | 'content'>): string {
-  return `[Quelle ${n}: ${hit.document_title}]\n${hit.content}`;
+  // normalised here too: a title stored before titles were (a line break, an escape sequence from a file name) would
+  // break the header an assistant reads, until its document is processed again
+  return `[Quelle ${n}: ${normalizeTitle(String(hit.document_title ?? ''))}]\n${hit.content}`;
 }
 
 /**
