@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { extractMarkdown } from '../../../src/extract/markdown.js';
-import { decodeText, extractTxt } from '../../../src/extract/txt.js';
+import { decodeText, decodeWindows1252, extractTxt } from '../../../src/extract/txt.js';
 import { defaultExtractOptions } from '../../../src/extract/types.js';
 
 const GERMAN = 'Größe: äöü ÄÖÜ ß – „Zitat“ € 5';
@@ -260,5 +260,22 @@ describe('extract/txt and markdown: logical pages', () => {
     });
     expect(few.pages).to.have.length(3);
     expect(few.warnings).to.deep.equal([]);
+  });
+});
+
+describe('extract/txt decodeText: mostly UTF-8', () => {
+  it('reads each stray byte 0x80-0xFF as its windows-1252 character and the rest as UTF-8, in one pass', () => {
+    const valid = Buffer.from('Grüße aus Köln, Übung für Ärzte. '.repeat(40));
+    const bytes: number[] = [...valid];
+    let expected = valid.toString('utf8');
+    for (let byte = 0x80; byte <= 0xff; byte++) {
+      bytes.push(byte, 0x20);
+      expected += `${decodeWindows1252(Uint8Array.of(byte))} `;
+    }
+    const decoded = decodeText(Uint8Array.from(bytes));
+    expect(decoded.text).to.equal(expected);
+    expect(decoded.warning).to.equal(
+      'not valid UTF-8 in 128 bytes: decoded as windows-1252 there, the rest as UTF-8',
+    );
   });
 });
