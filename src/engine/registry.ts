@@ -263,6 +263,12 @@ export function watchPluginCall<T>(
   });
 }
 
+/** The plugin of a step type as messages name it: "plugin <its file>", or "the built-in step <type>". */
+export function pluginNamed(registry: PluginRegistry, stepType: string): string {
+  const source = registry.get(stepType)?.source ?? 'builtin';
+  return source === 'builtin' ? `the built-in step ${stepType}` : `plugin ${source}`;
+}
+
 /** A step's run() watched by watchPluginCall, named by the step, its plugin's file and the document. */
 export function watchStepRun<T>(
   work: T | PromiseLike<T>,
@@ -270,8 +276,7 @@ export function watchStepRun<T>(
   step: { name: string; type: string },
   documentId: number | null,
 ): Promise<T> {
-  const source = registry.get(step.type)?.source ?? 'builtin';
-  const plugin = source === 'builtin' ? `the built-in step ${step.type}` : `plugin ${source}`;
+  const plugin = pluginNamed(registry, step.type);
   return watchPluginCall(
     work,
     `step '${step.name}' (${plugin})${documentId === null ? '' : ` on document ${documentId}`}`,

@@ -61,6 +61,18 @@ export interface RunProgress {
   tokensOut: number;
 }
 
+/** A run's progress as the pipeline_runs columns its end writes (closeDeadRun; `cpe status` for a running run). */
+export const progressColumns = (progress: RunProgress): Record<string, number> => ({
+  docs_total: progress.docs,
+  docs_done: progress.done,
+  docs_failed: progress.failed,
+  steps_ok: progress.stepsOk,
+  steps_failed: progress.stepsFailed,
+  steps_skipped: progress.stepsSkipped,
+  tokens_in: progress.tokensIn,
+  tokens_out: progress.tokensOut,
+});
+
 export interface RunLogOptions {
   /**
    * ki_content (it may be another database, on another server): a run's document counts as done there when its
@@ -294,7 +306,7 @@ export class RunLog {
    * False when it was not running any more.
    */
   private async closeDeadRun(id: number, reason: string, silentSince?: string): Promise<boolean> {
-    const progress = await this.progressSoFar(id);
+    const columns = progressColumns(await this.progressSoFar(id));
     const [run] = await this.db.query<{ started_at: unknown }>(
       'SELECT started_at FROM pipeline_runs WHERE id = ?',
       [id],
@@ -303,25 +315,11 @@ export class RunLog {
     // until now: its real end came earlier, unseen
     const duration = started ? Math.max(0, Date.now() - started.getTime()) : null;
     const { affectedRows } = await this.db.run(
-      `UPDATE pipeline_runs SET status = 'failed', error = ?, docs_total = ?, docs_done = ?, docs_failed = ?,
-         steps_ok = ?, steps_failed = ?, steps_skipped = ?, tokens_in = ?, tokens_out = ?, finished_at = ?,
-         duration_ms = ?
+      `UPDATE pipeline_runs SET status = 'failed', error = ?, ${Object.keys(columns)
+        .map((column) => `${column} = ?`)
+        .join(', ')}, finished_at = ?, duration_ms = ?
        WHERE id = ? AND status = 'running'${silentSince ? ' AND COALESCE(heartbeat_at, started_at) < ?' : ''}`,
-      [
-        reason,
-        progress.docs,
-        progress.done,
-        progress.failed,
-        progress.stepsOk,
-        progress.stepsFailed,
-        progress.stepsSkipped,
-        progress.tokensIn,
-        progress.tokensOut,
-        sqlTime(),
-        duration,
-        id,
-        ...(silentSince ? [silentSince] : []),
-      ],
+      [reason, ...Object.values(columns), sqlTime(), duration, id, ...(silentSince ? [silentSince] : [])],
     );
     return affectedRows > 0;
   }

@@ -53,7 +53,7 @@ import {
   retireFailures,
   undeferQueueItem,
 } from './queue.js';
-import { watchPluginCall, watchStepRun } from './registry.js';
+import { pluginNamed, watchPluginCall, watchStepRun } from './registry.js';
 import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
 import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
@@ -464,7 +464,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       // watched as run() is: one whose promise can never settle is given up, naming its plugin, once nothing is left
       await watchPluginCall(
         fn.call(step.plugin, baseContext(step, null, {}, runController.signal)),
-        `${hook}() of step '${step.name}' (${plugin === 'builtin' ? `the built-in step ${step.type}` : `plugin ${plugin}`})`,
+        `${hook}() of step '${step.name}' (${pluginNamed(engine.registry, step.type)})`,
         () =>
           new Error('it never finished: nothing left in the process could settle the promise it returned'),
       );
@@ -650,6 +650,15 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     const log = runLog.logger(scope);
     /** said before each statement that closes the item (see closingItems) */
     const closing = () => closingItems.add(item.id);
+    /** The item failed for good (no attempt would do better): the queue, its document, the log and the summary. */
+    const failForGood = async (reason: string, documentId: number | null, line: string) => {
+      closing();
+      await failQueueItem(db, item, worker, reason, false);
+      if (documentId) await setDocumentStatus(db, documentId, 'failed', reason);
+      log.error(line, { path: item.path });
+      recordFailure(item.id, { path: item.path, documentId, error: reason });
+      return 'failed' as const;
+    };
     if (itemSignal.aborted) {
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
       return (await releaseQueueItem(db, item.id, worker)) ? 'released' : 'taken-over';
@@ -658,12 +667,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead
     if (item.attempts > item.max_attempts) {
       const reason = `given up: the process working on it ended ${item.attempts - 1} times before it was done (crashed or killed)`;
-      closing();
-      await failQueueItem(db, item, worker, reason, false);
-      if (item.document_id) await setDocumentStatus(db, item.document_id, 'failed', reason);
-      log.error(`${item.path}: ${reason}`);
-      recordFailure(item.id, { path: item.path, documentId: item.document_id, error: reason });
-      return 'failed';
+      return failForGood(reason, item.document_id, `${item.path}: ${reason}`);
     }
     if (item.action === 'delete') {
       // a deletion runs no steps: a lease lost now stops nothing (its completion says whether it held the item)
@@ -801,14 +805,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     const archiveAt = engine.archivePathFor(doc.content_hash, doc.source_path);
     if (archivedBytes === undefined && !existsSync(archiveAt)) {
       const missing = await archiveAgain(doc, archiveAt);
-      if (missing) {
-        closing();
-        await failQueueItem(db, item, worker, missing, false);
-        await setDocumentStatus(db, doc.id, 'failed', missing);
-        log.error(missing, { path: item.path });
-        recordFailure(item.id, { path: item.path, documentId: doc.id, error: missing });
-        return 'failed';
-      }
+      if (missing) return failForGood(missing, doc.id, missing);
     }
     const archivePath = archiveFile(archiveAt, archivedBytes);
     const ref: DocumentRef = {

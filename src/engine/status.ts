@@ -4,7 +4,7 @@ import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import type { Engine } from './engine.js';
 import { releaseLeasesOfGoneProcesses } from './queue.js';
-import { RunLog, type RunProgress } from './run-log.js';
+import { progressColumns, RunLog } from './run-log.js';
 import { storedFilePath } from './scan.js';
 
 const countBy = async (db: SqlExecutor, sql: string): Promise<Record<string, number>> => {
@@ -135,18 +135,6 @@ export async function lastRuns(engine: Engine, count: number): Promise<Array<Rec
   }
   return shown;
 }
-
-/** A run's progress as the pipeline_runs columns its end would write. */
-const progressColumns = (progress: RunProgress): Record<string, number> => ({
-  docs_total: progress.docs,
-  docs_done: progress.done,
-  docs_failed: progress.failed,
-  steps_ok: progress.stepsOk,
-  steps_failed: progress.stepsFailed,
-  steps_skipped: progress.stepsSkipped,
-  tokens_in: progress.tokensIn,
-  tokens_out: progress.tokensOut,
-});
 
 export interface DocumentStatus {
   document: Record<string, unknown>;

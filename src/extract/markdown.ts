@@ -229,7 +229,8 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!.trimEnd();
     if (line === '---' || line === '...') {
-      const raw = lines.slice(1, i).join('\n');
+      const fields = lines.slice(1, i);
+      const raw = fields.join('\n');
       if (raw.trim() === '') return { data: {}, raw, lines: i + 1 };
       try {
         // aliases capped, but that alone does not keep them from expanding (see expandsWithin)
@@ -241,7 +242,6 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
           const problem = `too large with its aliases expanded (more than ${budget} values and characters)`;
           return { raw, problem, lines: i + 1 };
         }
-        const fields = lines.slice(1, i);
         const title = frontMatterTitle(data as Record<string, unknown>, (key, value) =>
           yamlNumberAsWritten(fields, key, value),
         );
@@ -249,7 +249,7 @@ function readFrontMatter(lines: string[]): FrontMatter | undefined {
         return { data: JSON.parse(JSON.stringify(data)), raw, lines: i + 1, title };
       } catch (error) {
         // "---", "Stand: März 2024", a blank line, the page's text and a thematic break: no front matter
-        if (!looksLikeYaml(lines.slice(1, i))) return undefined;
+        if (!looksLikeYaml(fields)) return undefined;
         const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
         return { raw, problem: `not valid YAML (${reason})`, lines: i + 1 };
       }
