@@ -477,3 +477,13 @@ ALTER TABLE document_archive MODIFY storage_path VARCHAR(1024) CHARACTER SET utf
 -- request travels with the item, so whichever process claims it (a `cpe worker` as well as the command that queued
 -- it) runs every step; a requeue or a retry of a forced item keeps the flag.
 ALTER TABLE pipeline_queue ADD COLUMN forced TINYINT(1) NOT NULL DEFAULT 0 AFTER file_size;
+
+-- ---------------------------------------------------------------------------
+-- migration 0010_mention_description
+-- ---------------------------------------------------------------------------
+
+-- The description a mention's answer gave its entity ('' when it gave none; NULL: written before this migration).
+-- An entity's name and description are its first mention's; when mentions go (a version deleted, replaced or
+-- extracted again), the entity takes them from the mentions that remain, and only a mention can say what its
+-- answer described.
+ALTER TABLE entity_mentions ADD COLUMN description TEXT NULL AFTER mention_text;

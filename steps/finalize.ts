@@ -12,7 +12,9 @@ const finalize: StepPlugin<Record<string, never>> = {
   scope: 'document',
   configSchema: { type: 'object', additionalProperties: false, properties: {} },
   async run(ctx) {
-    await finishDocument(ctx.db, ctx.providers, ctx.document.id);
+    await finishDocument(ctx.db, ctx.providers, ctx.document.id, (message, context) =>
+      ctx.log.warn(message, context),
+    );
     ctx.report({ itemsIn: 1, itemsOut: 1, ...(await countDocument(ctx.db, ctx.document.id)) });
   },
 };

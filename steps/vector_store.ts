@@ -1,5 +1,9 @@
 import type { StepContext, StepPlugin } from '../src/engine/plugin.js';
-import { removeDocumentPoints, storeDocumentPoints } from '../src/vectors/store-points.js';
+import {
+  pipelineEmbedModel,
+  removeDocumentPoints,
+  storeDocumentPoints,
+} from '../src/vectors/store-points.js';
 
 export interface VectorStoreConfig {
   collection: string;
@@ -8,7 +12,8 @@ export interface VectorStoreConfig {
 
 /**
  * Upserts the document's points (deterministic ids, payload pointing back to SQL), then removes the points of
- * its superseded versions; for a deleted file, removes its points.
+ * its superseded versions; for a deleted file, removes its points. The vectors are the embed step's model's unless
+ * config.model names another; a document whose chunks are embedded, but not with that model, fails the step.
  */
 const vectorStore: StepPlugin<VectorStoreConfig> = {
   type: 'vector_store',
@@ -25,7 +30,8 @@ const vectorStore: StepPlugin<VectorStoreConfig> = {
       model: {
         type: 'string',
         minLength: 1,
-        description: "whose vectors are stored; default: the configured embedder's",
+        description:
+          "whose vectors are stored; default: the embed step's model, else the configured embedder's",
       },
     },
   },
@@ -38,7 +44,7 @@ const vectorStore: StepPlugin<VectorStoreConfig> = {
     }
     const result = await storeDocumentPoints(ctx, ctx.document.id, {
       collection: ctx.config.collection,
-      model: ctx.config.model,
+      model: ctx.config.model ?? pipelineEmbedModel(ctx.pipeline),
     });
     ctx.report({
       itemsIn: result.stored + result.withoutVector,

@@ -46,7 +46,6 @@ const plugin: LlmStepPlugin<Config> = {
       concurrency: ctx.config.concurrency,
       requestsPerMinute: ctx.config.requests_per_minute || undefined,
       tokensPerMinute: ctx.config.tokens_per_minute || undefined,
-      maxRetries: ctx.config.max_retries,
     });
     const asker = {
       tally: new LlmTally(),

@@ -83,12 +83,21 @@ async function estimateLlm(
   return { steps: [...totals.values()], problems };
 }
 
+/** What the run would be asked for besides the dry run: `--force` and `--rehash` change what it does. */
+export interface DryRunOptions {
+  json: boolean;
+  /** every step of every document again, as `run --force` does (it reads every file too) */
+  force: boolean;
+  /** every file read and hashed, also one whose stat signature is unchanged */
+  rehash: boolean;
+}
+
 /** `--dry-run`: what a run would do per file, from a scan that writes nothing. */
 export async function printDryRun(
   engine: Engine,
   plan: Plan,
   sourceDir: string | undefined,
-  json: boolean,
+  { json, force, rehash }: DryRunOptions,
 ): Promise<void> {
   const db = engine.dbs.content.sql;
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
@@ -105,11 +114,15 @@ export async function printDryRun(
         '.txt',
       ],
       followSymlinks: (detect?.config.follow_symlinks as boolean | undefined) ?? true,
+      // as the run's detect step reads them: a file changed under an unchanged stat signature shows as changed
+      useStatCache: !(rehash || force),
     });
     for (const entry of scan.entries) {
       let steps: string[] = [];
       if (entry.decision === 'new' || entry.decision === 'update') steps = documentSteps.map((s) => s.name);
       else if (entry.decision === 'delete') steps = ['(retract the document: points, chunks, knowledge)'];
+      // a forced run queues every document again and ignores its checkpoints (Engine.requeueStale)
+      else if (entry.documentId !== null && force) steps = documentSteps.map((s) => s.name);
       else if (entry.documentId !== null) {
         const rows = await db.query<{ step_name: string; config_hash: string }>(
           'SELECT step_name, config_hash FROM step_checkpoints WHERE document_id = ? AND pipeline_id = ?',

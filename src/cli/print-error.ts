@@ -1,4 +1,5 @@
-import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
+import { StepError } from '../engine/step-error.js';
+import { ConfigError, ErrorCodes, isCpeError } from '../errors.js';
 import { redactCredentials } from '../util/credentials.js';
 import { printableLines } from '../util/printable.js';
 import { EXIT_FAILURES, EXIT_USAGE } from './exit-codes.js';
@@ -24,9 +25,22 @@ export function printError(
   }
   if (process.env.CPE_DEBUG && error instanceof Error && error.stack) lines.push(error.stack);
   write(`${lines.join('\n')}\n`);
-  const usage =
-    error instanceof ConfigError ||
-    (error instanceof CpeError &&
-      (error.code === ErrorCodes.USAGE || error.code === ErrorCodes.CONFIG_INVALID));
-  return usage ? EXIT_USAGE : EXIT_FAILURES;
+  return isUsageOrConfiguration(error) ? EXIT_USAGE : EXIT_FAILURES;
+}
+
+/**
+ * The errors the user ends by changing the command or the configuration (exit 2). A collection built with another
+ * model than the one configured is one (its message says which setting to change), as is a Qdrant collection this
+ * data set did not make: neither goes away by running the command again.
+ */
+const CONFIGURATION_CODES: ReadonlySet<string> = new Set([
+  ErrorCodes.USAGE,
+  ErrorCodes.CONFIG_INVALID,
+  ErrorCodes.COLLECTION_MISMATCH,
+]);
+
+function isUsageOrConfiguration(error: unknown): boolean {
+  // a run stopped by one of its steps (collection_setup refusing a collection): the step's own error tells
+  const own = error instanceof StepError ? error.cause : error;
+  return own instanceof ConfigError || (isCpeError(own) && CONFIGURATION_CODES.has(own.code));
 }

@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { migrationsDir } from '../paths.js';
+import { sha256 } from '../util/hash.js';
 import { runnerExecutor } from './executor.js';
 import type { SqlExecutor } from './sql.js';
 
@@ -124,14 +125,72 @@ async function applyResumable(
   }
 }
 
+/** MySQL's longest lock name, in characters (a longer one is an error there; MariaDB has no limit). */
+const MAX_LOCK_NAME = 64;
+
+/**
+ * The MariaDB migration lock of one database. Named locks are server-wide: with the database in the name, cpe's
+ * data sets on one server do not wait for each other's migrations (a database name too long for the limit is
+ * hashed).
+ */
+export function migrationLockName(database: string, role: DatabaseRole): string {
+  const name = `cpe_migrate_${role}:${database}`;
+  return name.length <= MAX_LOCK_NAME ? name : `cpe_migrate_${role}:${sha256(database).slice(0, 40)}`;
+}
+
+export interface MigrateOptions {
+  /** MariaDB: seconds of one wait for the migration lock, asked again while another process holds it (default 60) */
+  lockWaitSeconds?: number;
+  /** told once when another process is migrating the database and this one waits for it (default: stderr) */
+  onWait?: (message: string) => void;
+}
+
+/**
+ * Takes the MariaDB migration lock of the runner's database, waiting for as long as another process holds it: that
+ * one is migrating (0004 and 0008 rebuild tables, which takes minutes on a large data set), and migrating beside it
+ * ran the same migrations twice ("Duplicate entry '7' for key 'PRIMARY'"). The lock goes when its holder's
+ * connection does, so a process that died does not keep it. Returns the lock's name.
+ */
+async function takeMigrationLock(
+  runner: QueryRunner,
+  role: DatabaseRole,
+  options: MigrateOptions,
+): Promise<string> {
+  const [{ database }] = await runner.query('SELECT DATABASE() AS `database`');
+  const lockName = migrationLockName(String(database), role);
+  const waitSeconds = options.lockWaitSeconds ?? 60;
+  const announce = options.onWait ?? ((message) => process.stderr.write(`cpe: ${message}\n`));
+  // first without waiting, so that a wait is announced as it begins
+  for (let waited = false; ; waited = true) {
+    const [{ got }] = await runner.query('SELECT GET_LOCK(?, ?) AS got', [
+      lockName,
+      waited ? waitSeconds : 0,
+    ]);
+    if (Number(got) === 1) return lockName;
+    if (got === null || got === undefined)
+      throw new Error(
+        `could not take the migration lock of ${databaseLabel(role)} (${database}): GET_LOCK('${lockName}') failed`,
+      );
+    if (!waited) announce(`waiting for another process's migration of ${databaseLabel(role)} (${database})`);
+  }
+}
+
+/** A failed SQLite migration, named as a MariaDB one is (SQLite's own error names neither migration nor file). */
+const sqliteMigrationFailed = (migration: Migration, error: unknown): Error =>
+  new Error(
+    `migration ${migration.version} '${migration.name}' failed: ${error instanceof Error ? error.message : String(error)}; the migrations of this start were rolled back. Remove the cause and run cpe again`,
+    { cause: error },
+  );
+
 /**
  * Applies pending migrations. Safe against concurrent processes: SQLite takes the write lock first,
- * MySQL a named lock. Returns the versions applied.
+ * MySQL the database's named migration lock. Returns the versions applied.
  */
 export async function migrate(
   db: SqlExecutor,
   dataSource: DataSource,
   role: DatabaseRole,
+  options: MigrateOptions = {},
 ): Promise<number[]> {
   const migrations = listMigrations(db.dialect, role);
   const applied: number[] = [];
@@ -166,26 +225,38 @@ export async function migrate(
   if (db.dialect === 'sqlite') {
     const raw = (dataSource.driver as unknown as { databaseConnection: { exec(sql: string): void } })
       .databaseConnection;
-    await db.transaction((tx) => apply(tx, async (migration) => raw.exec(migration.sql)));
+    await db.transaction((tx) =>
+      apply(tx, async (migration) => {
+        try {
+          raw.exec(migration.sql);
+        } catch (error) {
+          throw sqliteMigrationFailed(migration, error);
+        }
+      }),
+    );
     return applied;
   }
 
-  const lockName = `cpe_migrate_${role}`;
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query('SELECT GET_LOCK(?, 60)', [lockName]);
-    const exec = runnerExecutor(runner);
-    // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock,
-    // each recorded, so that a migration stopped half way resumes where it stopped.
-    await apply(exec, (migration) => applyResumable(exec, (statement) => runner.query(statement), migration));
-    // a recorded migration's progress is no longer needed (kept until the record is written, in case of a stop)
-    if (applied.length > 0)
-      await exec.run(
-        'DELETE FROM cpe_migration_progress WHERE version IN (SELECT version FROM cpe_migrations)',
+    const lockName = await takeMigrationLock(runner, role, options);
+    try {
+      const exec = runnerExecutor(runner);
+      // MySQL DDL commits implicitly, so migrations are applied statement by statement under the named lock,
+      // each recorded, so that a migration stopped half way resumes where it stopped.
+      await apply(exec, (migration) =>
+        applyResumable(exec, (statement) => runner.query(statement), migration),
       );
+      // a recorded migration's progress is no longer needed (kept until the record is written, in case of a stop)
+      if (applied.length > 0)
+        await exec.run(
+          'DELETE FROM cpe_migration_progress WHERE version IN (SELECT version FROM cpe_migrations)',
+        );
+    } finally {
+      await runner.query('SELECT RELEASE_LOCK(?)', [lockName]).catch(() => undefined);
+    }
   } finally {
-    await runner.query('SELECT RELEASE_LOCK(?)', [lockName]).catch(() => undefined);
     await runner.release();
   }
   return applied;

@@ -226,6 +226,23 @@ class FeatureTable {
     }
   }
 
+  /** The distinct features' hashes, in the order first seen. */
+  hashes(): Uint32Array {
+    const hashes = new Uint32Array(this.size);
+    for (let i = 0; i < this.size; i++) hashes[i] = this.keys[this.order[i]!]! >>> 0;
+    return hashes;
+  }
+
+  /** Whether the current text has the feature. */
+  has(hash: number): boolean {
+    const key = hash | 0;
+    const mask = this.capacity - 1;
+    for (let slot = key & mask; this.stamps[slot] === this.generation; slot = (slot + 1) & mask) {
+      if (this.keys[slot] === key) return true;
+    }
+    return false;
+  }
+
   /** Adds each feature's weight × (1 + ln occurrences) to its bucket, signed by its top bit, in first-seen order. */
   addTo(vector: Float32Array): void {
     const dimensions = vector.length;
@@ -305,8 +322,76 @@ export function embedLocalHashMany(
 
 /** embedLocalHash written into `out`, which is all zeros; its length is the dimensions. */
 function embedLocalHashInto(text: string, out: Float32Array): void {
+  collectFeatures(foldGerman(text));
+  table.addTo(out);
+  normalizeInPlace(out);
+}
+
+/**
+ * The distinct features of a text as embedLocalHash finds them (their 32-bit hashes, before they are put into
+ * buckets), in the order first seen.
+ */
+export function localHashFeatures(text: string): Uint32Array {
+  collectFeatures(foldGerman(text));
+  return table.hashes();
+}
+
+/** Whether texts have a feature of a query (see localHashFeatureMatcher). */
+export interface LocalHashFeatureMatcher {
+  /**
+   * false for a text that cannot have one: it holds none of the strings one of them would (featureNeedles), which
+   * a substring search finds at a fraction of the cost of making the text's features; true for one that may
+   */
+  mayShare(text: string): boolean;
+  /** whether the text has a feature of the query */
+  shares(text: string): boolean;
+}
+
+/**
+ * Tests whether texts have a feature of `query` (both as localHashFeatures finds them). Two texts of positive
+ * cosine need not share one: all features share 1,024 buckets, and a chunk's thousands of features fill most of
+ * them, with random signs. The quick test (featureNeedles) lets a query that shares nothing with a collection
+ * be tested against thousands of its chunks.
+ */
+export function localHashFeatureMatcher(query: string): LocalHashFeatureMatcher {
+  const features = localHashFeatures(query);
+  const needles = featureNeedles(wordsOf(foldGerman(query)));
+  const mayShare = (folded: string) => needles.some((needle) => folded.includes(needle));
+  return {
+    mayShare: (text) => mayShare(foldGerman(text)),
+    shares(text) {
+      const folded = foldGerman(text);
+      if (!mayShare(folded)) return false;
+      collectFeatures(folded);
+      return features.some((feature) => table.has(feature));
+    },
+  };
+}
+
+/**
+ * Strings of which a folded text holds at least one if it has a feature of these (folded) words: a stopword or a
+ * content word too short for n-grams, itself (a short word is its own stem); of a longer content word, its
+ * 3-grams with the '<' '>' around the word left out. Each feature of a longer word holds one of them: its stem
+ * starts with the word's first two letters, a pair holds the stem, and every 4-gram holds a 3-gram.
+ */
+function featureNeedles(words: readonly string[]): string[] {
+  const needles = new Set<string>();
+  for (const word of words) {
+    if (STOPWORDS.has(word) || word.length < NGRAM_MIN_LENGTH) {
+      needles.add(word);
+      continue;
+    }
+    needles.add(word.slice(0, 2));
+    for (let i = 0; i + 3 <= word.length; i++) needles.add(word.slice(i, i + 3));
+    needles.add(word.slice(-2));
+  }
+  return [...needles];
+}
+
+/** Fills the table with the features of a folded text and their weights: the one place features are made. */
+function collectFeatures(folded: string): void {
   table.reset();
-  const words = wordsOf(foldGerman(text));
+  const words = wordsOf(folded);
   /** FNV state after "previous stem + space", for the pair feature of the next content word */
   let pairPrefix = 0;
   let hasPrevious = false;
@@ -326,8 +411,6 @@ function embedLocalHashInto(text: string, out: Float32Array): void {
     hasPrevious = true;
     if (word.length >= NGRAM_MIN_LENGTH) addNgrams(word, scale);
   }
-  table.addTo(out);
-  normalizeInPlace(out);
 }
 
 /** The character n-grams of a content word, sharing NGRAM_WEIGHT × its length scale. */

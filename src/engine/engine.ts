@@ -3,6 +3,7 @@ import { type LoadedConfig, loadConfig } from '../config/load.js';
 import type { AppConfig } from '../config/schema.js';
 import { type Databases, openDatabases } from '../db/open.js';
 import { seedDatabase } from '../db/seed.js';
+import type { SqlExecutor } from '../db/sql.js';
 import { shortHash } from '../util/hash.js';
 import { archivePathFor } from './archive.js';
 import { skippedCheckpointHash } from './checkpoints.js';
@@ -29,7 +30,10 @@ export interface Engine {
   archivePathFor(hash: string, sourcePath: string): string;
   /** removes a document version's derived data (chunks, pages, vectors, knowledge) */
   retract(documentId: number): Promise<void>;
-  /** queues done documents under `sourceDir` whose checkpoints do not match the plan (all of them with force) */
+  /**
+   * queues done documents under `sourceDir` whose checkpoints do not match the plan (all of them with force), but
+   * not those whose file the scan queued a deletion or a new version of
+   */
   requeueStale(plan: Plan, sourceDir: string, force: boolean): Promise<number>;
   close(): Promise<void>;
 }
@@ -59,6 +63,45 @@ const withoutPlugins: PluginRegistry = {
     return notLoaded();
   },
 };
+
+/** A latest document as requeueStale reads it. */
+interface LatestDocument {
+  id: number;
+  source_path: string;
+  content_hash: string;
+}
+
+/**
+ * Which latest documents under `sourceDir` are not to be queued again (requeueStale) because the scan queued what
+ * replaces them. A file found gone: its delete item comes first, and would wait for its reprocessing (from the
+ * archive) to end before it deletes it, after the run. A file whose content changed: its new version is on the
+ * queue (pending, in flight, or failed with a retry to come), and the old one, processed again beside it (with an
+ * LLM's tokens), was thrown away as soon as the new one was done, the run counting the file twice. An item of
+ * another content that belongs to an older version (a late retry, to be closed as superseded) or failed for good
+ * (the old version stays the latest) replaces nothing.
+ */
+async function replacedOnQueue(
+  db: SqlExecutor,
+  sourceDir: string,
+): Promise<(doc: LatestDocument) => boolean> {
+  const under = pathsUnder(db.dialect, 'path', sourceDir);
+  const items = await db.query<{ path: string; hash: string; action: string; document_id: number | null }>(
+    `SELECT path, hash, action, document_id FROM pipeline_queue
+     WHERE (status IN ('pending', 'processing')
+            OR (status = 'failed' AND (action = 'delete' OR next_attempt_at IS NOT NULL)))
+       AND ${under.sql}`,
+    under.params,
+  );
+  const byPath = new Map<string, typeof items>();
+  for (const item of items) byPath.set(item.path, [...(byPath.get(item.path) ?? []), item]);
+  return (doc) =>
+    (byPath.get(doc.source_path) ?? []).some(
+      (item) =>
+        item.action === 'delete' ||
+        (item.hash !== doc.content_hash &&
+          (item.document_id === null || Number(item.document_id) > Number(doc.id))),
+    );
+}
 
 export async function openEngine(options: OpenEngineOptions = {}): Promise<Engine> {
   const loaded = loadConfig(options);
@@ -115,13 +158,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
           })
           .join(' OR ');
         const under = pathsUnder(db.dialect, 'd.source_path', sourceDir);
-        const stale = await db.query<{
-          id: number;
-          source_path: string;
-          content_hash: string;
-          version: number;
-          file_size: number;
-        }>(
+        const stale = await db.query<LatestDocument & { version: number; file_size: number }>(
           // not a document whose queue item is in flight: finalize marks it done before the run's completion
           // writes the quick steps' checkpoints and closes the item (in one transaction), so between the two it
           // looked stale, and its finished item was opened again
@@ -135,19 +172,9 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
              }`,
           force ? under.params : [...under.params, ...params],
         );
-        // not a document whose file the scan found gone: its delete item comes first, and would wait for its
-        // reprocessing (from the archive) to end before it deletes it, after the run
-        const deletions = pathsUnder(db.dialect, 'path', sourceDir);
-        const gone = new Set(
-          (
-            await db.query<{ path: string }>(
-              `SELECT path FROM pipeline_queue WHERE action = 'delete' AND status IN ('pending', 'processing', 'failed')
-                 AND ${deletions.sql}`,
-              deletions.params,
-            )
-          ).map((r) => r.path),
-        );
-        const requeued = stale.filter((doc) => !gone.has(doc.source_path));
+        if (stale.length === 0) return 0;
+        const replaced = await replacedOnQueue(db, sourceDir);
+        const requeued = stale.filter((doc) => !replaced(doc));
         await enqueueMany(
           db,
           requeued.map((doc) => ({

@@ -1,9 +1,10 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { inList, inLists, marks, rowSlices } from '../db/statement-shapes.js';
+import { describeError } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import { type CheckpointRow, saveCheckpoints } from './checkpoints.js';
-import type { Providers } from './plugin.js';
+import type { Logger, Providers } from './plugin.js';
 import { type FileOutcome, retireFailures } from './queue.js';
 import { HAS_DERIVED_ROWS, retractDocument } from './retract.js';
 
@@ -280,6 +281,9 @@ export async function retractLeftovers(
   return done;
 }
 
+/** Where a completion reports that a replaced version is not retracted yet (a run's or a step's logger). */
+export type CompletionWarn = Logger['warn'];
+
 /**
  * Completes a document version in one transaction (see completeInTransaction). The replaced versions are
  * retracted only after that, once the new version's data (and points) exist. Returns false when the queue
@@ -289,34 +293,40 @@ export async function finishDocument(
   db: SqlExecutor,
   providers: Providers,
   documentId: number,
+  warn: CompletionWarn,
   options: FinishOptions = {},
 ): Promise<boolean> {
-  const [result] = await finishDocuments(db, providers, [{ documentId, options }]);
-  if (result instanceof Error) throw result;
+  const [result] = await finishDocuments(db, providers, [{ documentId, options }], warn);
   return result ?? false;
 }
 
 /**
- * Completes several documents in one transaction (one commit for all). Per document: true, false when the lease
- * was lost, or the error that retracting its replaced versions ended with (after its own completion committed).
+ * Completes several documents in one transaction (one commit for all). Per document: true, or false when the
+ * lease was lost. A replaced version whose retraction fails after the commit is a warning, not the document's
+ * failure: the new version is done and its queue item closed (nothing would retry it), and the next run's
+ * retractLeftovers retracts what is left.
  */
 export async function finishDocuments(
   db: SqlExecutor,
   providers: Providers,
   jobs: readonly CompletionJob[],
-): Promise<Array<boolean | Error>> {
+  warn: CompletionWarn,
+): Promise<boolean[]> {
   if (jobs.length === 0) return [];
   const superseded = await db.transaction((tx) => completeInTransaction(tx, jobs));
-  const results: Array<boolean | Error> = [];
-  for (const ids of superseded) {
-    try {
-      for (const id of ids ?? []) await retractDocument(db, providers, id);
-      results.push(ids !== undefined);
-    } catch (error) {
-      results.push(error instanceof Error ? error : new Error(String(error)));
+  for (const [i, ids] of superseded.entries()) {
+    for (const id of ids ?? []) {
+      try {
+        await retractDocument(db, providers, id);
+      } catch (error) {
+        warn(
+          `document ${id}, a replaced version, is not retracted yet (a later run retracts it): ${describeError(error, 500)}`,
+          { documentId: jobs[i]!.documentId, replaced: id },
+        );
+      }
     }
   }
-  return results;
+  return superseded.map((ids) => ids !== undefined);
 }
 
 /**
@@ -339,6 +349,8 @@ export class CompletionBatcher {
   constructor(
     private readonly db: SqlExecutor,
     private readonly providers: Providers,
+    /** where a replaced version whose retraction failed is reported */
+    private readonly warn: CompletionWarn,
     private readonly maxBatch = 64,
     private readonly maxDelayMs = 100,
   ) {}
@@ -361,12 +373,8 @@ export class CompletionBatcher {
     this.flushing = this.flushing.then(async () => {
       if (batch.length === 0) return;
       try {
-        const results = await finishDocuments(this.db, this.providers, batch);
-        batch.forEach((job, i) => {
-          const result = results[i] ?? false;
-          if (result instanceof Error) job.reject(result);
-          else job.resolve(result);
-        });
+        const results = await finishDocuments(this.db, this.providers, batch, this.warn);
+        for (const [i, job] of batch.entries()) job.resolve(results[i] ?? false);
       } catch (error) {
         for (const job of batch) job.reject(error);
       }

@@ -208,7 +208,10 @@ export function buildPlan(
     problems.push(
       `pipeline_configs id=${config.id} '${config.name}': no enabled step (${rows.length ? `all ${rows.length} have enabled = 0` : 'no rows in pipeline_steps'})`,
     );
-  const disabledNames = new Set(rows.filter((r) => !truthy(r.enabled)).map((r) => r.name ?? r.step_type));
+  // in NFC, as depends_on entries are compared (see byNormalName)
+  const disabledNames = new Set(
+    rows.filter((r) => !truthy(r.enabled)).map((r) => (r.name ?? r.step_type).normalize('NFC')),
+  );
   const seen = new Map<string, PipelineStepRow>();
   const folded = new Map<string, { name: string; row: PipelineStepRow }>();
   let previous: string | undefined;
@@ -319,14 +322,22 @@ export function buildPlan(
   }
 
   const byName = new Map(drafts.map((d) => [d.name, d]));
+  // a name in another Unicode normalization is the same name: "Prüfung" pasted from a PDF or a macOS app comes
+  // decomposed (NFD), typed composed (NFC), and the two look alike everywhere but in a comparison
+  const byNormalName = new Map(drafts.map((d) => [d.name.normalize('NFC'), d.name]));
+  for (const draft of drafts)
+    draft.dependsOn = [
+      ...new Set(draft.dependsOn.map((dep) => byNormalName.get(dep.normalize('NFC')) ?? dep)),
+    ];
   for (const draft of drafts) {
     for (const dep of draft.dependsOn) {
       // a duplicate name follows its twin in sort_order without naming it: the duplicate is the problem then
       if (dep === draft.name) {
         if (hasDependsOn(draft.row)) problems.push(`${label(draft.row)}: depends on itself`);
-      } else if (disabledNames.has(dep) && !byName.has(dep))
+      } else if (disabledNames.has(dep.normalize('NFC')) && !byName.has(dep))
         problems.push(`${label(draft.row)}: depends_on names disabled step '${dep}'`);
-      else if (!byName.has(dep)) problems.push(`${label(draft.row)}: depends_on names unknown step '${dep}'`);
+      else if (!byName.has(dep))
+        problems.push(`${label(draft.row)}: depends_on names unknown step '${dep}'${nearName(dep, drafts)}`);
     }
   }
 
@@ -433,6 +444,12 @@ function configChecks(plugin: StepPlugin, config: Record<string, unknown>): read
   } catch (error) {
     return [error instanceof Error ? error.message : String(error)];
   }
+}
+
+/** For a depends_on entry that names no step: the step it names but for case and accents, as a hint. */
+function nearName(dep: string, steps: ReadonlyArray<{ name: string }>): string {
+  const near = steps.find((s) => foldName(s.name) === foldName(dep));
+  return near ? ` (names are exact: did you mean '${near.name}'?)` : '';
 }
 
 function describeCycle(stuck: Array<{ id: number; name: string; dependsOn: string[] }>): string {

@@ -90,6 +90,11 @@ export interface PipelineInfo {
   versionHash: string;
   /** true when an enabled step of this type is in the plan (e.g. embed writes points when there is no vector_store) */
   hasStepType(type: string): boolean;
+  /**
+   * the validated configs (defaults filled) of the plan's enabled steps of this type, in plan order: a step that
+   * works on another's output follows its settings (vector_store stores the vectors of the embed step's model)
+   */
+  stepConfigs(type: string): ReadonlyArray<Readonly<Record<string, unknown>>>;
 }
 
 export interface RunInfo {

@@ -136,7 +136,9 @@ const CLAIMABLE = `(status = 'pending'
  * the SQLite write lock (BEGIN IMMEDIATE) on SQLite. Expired leases are taken over, but not the worker's own: it is
  * still working on those items (a step that held the event loop past the lease kept its heartbeat from renewing
  * them), and a claim of its own item ran it twice at once, the first attempt's end taking the second for a lost lease
- * (the run ended "ok, 0 done" with the items left `processing`). Each claim counts an attempt.
+ * (the run ended "ok, 0 done" with the items left `processing`). A claim counts no attempt: startQueueItem counts it
+ * when the item's processing starts, so that the items a process claimed ahead and never started are not charged when
+ * it is killed (taken over after three kills, they were given up as if they had crashed it).
  */
 export async function claimQueueItems(
   db: SqlExecutor,
@@ -169,7 +171,7 @@ export async function claimQueueItems(
       .map((a) => `SELECT id FROM (SELECT id FROM pipeline_queue WHERE ${a.where} ORDER BY id LIMIT ${take})`)
       .join(' UNION ALL ');
     const rows = await db.query<QueueItem>(
-      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
+      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, updated_at = ?
        WHERE id IN (SELECT id FROM (${union}) ORDER BY id LIMIT ${take})
        RETURNING *`,
       [worker, until, now, ...arms.flatMap((a) => a.params)],
@@ -197,7 +199,7 @@ export async function claimQueueItems(
     if (ids.length === 0) return [];
     const list = marks(ids.length);
     await tx.run(
-      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, attempts = attempts + 1, updated_at = ?
+      `UPDATE pipeline_queue SET status = 'processing', locked_by = ?, locked_until = ?, updated_at = ?
        WHERE id IN (${list})`,
       [worker, until, now, ...ids],
     );
@@ -235,7 +237,7 @@ export async function releaseLeasesOfGoneProcesses(
   for (const { locked_by: worker, n } of held) {
     const pid = Number(worker.slice(host.length + 1).split(':')[0]);
     if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
-    // expired from now on: the next claim takes the items over (with an attempt counted, as for any lost lease)
+    // expired from now on: the next claim takes the items over (an attempt counted for those the process had started)
     await db.run(
       `UPDATE pipeline_queue SET locked_until = ? WHERE status = 'processing' AND locked_by = ? AND locked_until >= ?`,
       [sqlTime(Date.now() - 1000), worker, now],
@@ -243,6 +245,20 @@ export async function releaseLeasesOfGoneProcesses(
     released.push({ worker, pid, items: Number(n) });
   }
   return released;
+}
+
+/**
+ * Counts the attempt of a claimed item whose processing starts now, before any of its steps runs: an item whose
+ * processing ends the process every time (a native parser crash, the memory limit) is given up after max_attempts
+ * starts instead of crash-looping every worker in turn. One small statement, not part of the claim: an item claimed
+ * ahead counts only if it starts. False when the worker no longer holds the item (another process took it over).
+ */
+export async function startQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<boolean> {
+  const { affectedRows } = await db.run(
+    `UPDATE pipeline_queue SET attempts = attempts + 1 WHERE id = ? AND locked_by = ? AND status = 'processing'`,
+    [itemId, worker],
+  );
+  return affectedRows > 0;
 }
 
 /** Extends the leases of the given items; returns the ids whose lease this worker no longer holds. */
@@ -324,8 +340,8 @@ export async function failQueueItem(
 }
 
 /**
- * Puts an item back to be claimed again in `ms` (its claim's attempt not counted), saying what it waits for: a
- * delete item while a version of its file is being processed, say.
+ * Puts a started item back to be claimed again in `ms` (the attempt its start counted given back), saying what it
+ * waits for: a delete item while a version of its file is being processed, say.
  */
 export async function deferQueueItem(
   db: SqlExecutor,
@@ -405,14 +421,19 @@ export async function closeItemsOfGoneFile(db: SqlExecutor, path: string, reason
 }
 
 /**
- * Gives an item back untouched (Ctrl-C, drain): the attempt it was claimed with does not count. False when the worker
- * no longer held it (another process took it over).
+ * Gives an item back untouched (Ctrl-C, drain): the attempt its start counted (when it had started: see
+ * startQueueItem) does not count. False when the worker no longer held it (another process took it over).
  */
-export async function releaseQueueItem(db: SqlExecutor, itemId: number, worker: string): Promise<boolean> {
+export async function releaseQueueItem(
+  db: SqlExecutor,
+  itemId: number,
+  worker: string,
+  started: boolean,
+): Promise<boolean> {
   const now = sqlTime();
+  const givenBack = started ? 'attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, ' : '';
   const { affectedRows } = await db.run(
-    `UPDATE pipeline_queue SET status = 'pending', locked_by = NULL, locked_until = NULL,
-       attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
+    `UPDATE pipeline_queue SET status = 'pending', locked_by = NULL, locked_until = NULL, ${givenBack}updated_at = ?
      WHERE id = ? AND locked_by = ? AND status = 'processing'`,
     [now, itemId, worker],
   );
@@ -593,6 +614,24 @@ export async function retryFailedItems(db: SqlExecutor): Promise<number> {
     [sqlTime()],
   );
   return result.affectedRows;
+}
+
+/**
+ * How many files have a queue item given up (`dead`: its attempts ran out) and none open: nothing brings them back by
+ * itself, only a change of the file (a new item) or `cpe retry`. `under` is a condition on the column `path` (scan's
+ * pathsUnder).
+ */
+export async function countDeadFiles(
+  db: SqlExecutor,
+  under: { sql: string; params: string[] },
+): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `SELECT COUNT(DISTINCT path_hash) AS n FROM pipeline_queue d WHERE status = 'dead' AND ${under.sql}
+       AND NOT EXISTS (SELECT 1 FROM pipeline_queue o WHERE o.path_hash = d.path_hash
+         AND o.status IN ('pending', 'processing', 'failed'))`,
+    under.params,
+  );
+  return Number(row?.n ?? 0);
 }
 
 export async function countClaimable(db: SqlExecutor): Promise<number> {

@@ -1,5 +1,6 @@
 import type { SqlExecutor } from '../db/sql.js';
-import { retractDocumentKnowledge } from '../knowledge/retract.js';
+import { CpeError, describeError, ErrorCodes, isRetryable } from '../errors.js';
+import { ENTITY_COLLECTION, retractDocumentKnowledge } from '../knowledge/retract.js';
 import type { Providers } from './plugin.js';
 
 /** Collections that may hold no stamp (points stored before stamps, or by the original system) but chunk points. */
@@ -25,6 +26,25 @@ export const HAS_DERIVED_ROWS = `(EXISTS (SELECT 1 FROM chunks c WHERE c.documen
   OR EXISTS (SELECT 1 FROM document_extracts e WHERE e.document_id = d.id))`;
 
 /**
+ * Deletes the points of the entities a retraction deleted or changed. Their ids exist only here (the committed
+ * retraction took the rows that named them), so a failure says where the points are found again: `cpe verify
+ * --repair` lists the entities collection and removes the points no entity has.
+ */
+async function deleteEntityPoints(providers: Providers, documentId: number, ids: readonly string[]) {
+  if (ids.length === 0) return;
+  try {
+    await (await providers.vectors()).deletePoints(ENTITY_COLLECTION, ids);
+  } catch (error) {
+    throw new CpeError(
+      ErrorCodes.STEP_FAILED,
+      `${ids.length} points of entities retracted with document ${documentId} are left in '${ENTITY_COLLECTION}' ` +
+        `(cpe verify --repair removes them): ${describeError(error, 500)}`,
+      { cause: error, retryable: isRetryable(error) },
+    );
+  }
+}
+
+/**
  * Removes what a document version contributed: its points (first: the index never points at missing rows),
  * its knowledge (entities no document mentions any more disappear), then its chunks, pages, sections,
  * segments, extract and checkpoints. The documents row and the archived bytes stay, so the version can be
@@ -45,9 +65,11 @@ export async function retractDocument(
       await vectors.deleteByDocument(collection, documentId);
   }
   const knowledge = await retractDocumentKnowledge(db, documentId);
-  if (knowledge.deletedEntityPointIds.length > 0) {
-    const vectors = await providers.vectors();
-    await vectors.deletePoints('entities', knowledge.deletedEntityPointIds);
+  await deleteEntityPoints(providers, documentId, knowledge.deletedEntityPointIds);
+  if (knowledge.changedEntityIds.length > 0) {
+    // entities that other documents still mention, renamed or described anew by those: their points anew
+    const { embedEntitiesAgain } = await import('../knowledge/entities.js');
+    await embedEntitiesAgain({ db, providers }, knowledge.changedEntityIds);
   }
   await db.transaction(async (tx) => {
     for (const table of [

@@ -43,6 +43,7 @@ import {
   claimQueueItems,
   closeItemsOfGoneFile,
   completeQueueItem,
+  countDeadFiles,
   deferQueueItem,
   failQueueItem,
   fileInFlight,
@@ -51,12 +52,13 @@ import {
   releaseLeasesOfGoneProcesses,
   releaseQueueItem,
   retireFailures,
+  startQueueItem,
   undeferQueueItem,
 } from './queue.js';
 import { pluginNamed, watchPluginCall, watchStepRun } from './registry.js';
 import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
-import { listableFile, storedSourceRoot, unreadableFiles } from './scan.js';
+import { listableFile, pathsUnder, storedSourceRoot, unreadableFiles } from './scan.js';
 import { StepError } from './step-error.js';
 
 /**
@@ -274,12 +276,19 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   const runLogger = runLog.logger({ runId });
   /**
    * The caller's onEvent, whose failure is its own: logged, never the run's (a throw on document-finished was an
-   * unhandled rejection that ended the host process; on document-started it left claimed items locked).
+   * unhandled rejection that ended the host process; on document-started it left claimed items locked). Said once
+   * per run, as onLog's failure is: a callback that throws on every event made a warning (and a ki_dev row) of each.
    */
+  let onEventFailed = false;
   const emit = (event: RunEvent) => {
     if (!options.onEvent) return;
-    const failed = (error: unknown) =>
-      runLogger.warn(`onEvent threw on '${event.type}' (ignored): ${describeError(error, 500)}`);
+    const failed = (error: unknown) => {
+      if (onEventFailed) return;
+      onEventFailed = true;
+      runLogger.warn(
+        `onEvent threw on '${event.type}' (ignored, and so are its later failures in this run): ${describeError(error, 500)}`,
+      );
+    };
     try {
       // an async callback's rejection is its failure too (TypeScript lets one stand for `(event) => void`)
       const returned: unknown = options.onEvent(event);
@@ -302,6 +311,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     name: plan.pipeline.name,
     versionHash: plan.versionHash,
     hasStepType: plan.hasStepType,
+    stepConfigs: (type: string) => plan.steps.filter((s) => s.type === type).map((s) => s.config),
   };
   const runInfo: RunInfo = {
     id: runId,
@@ -542,7 +552,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     for (const step of documentSteps) await lifecycle(step, 'teardown');
   };
 
-  const completions = new CompletionBatcher(db, engine.providers);
+  const completions = new CompletionBatcher(db, engine.providers, (message, context) =>
+    runLogger.warn(message, context),
+  );
   /** document rows created with the claim of their queue items (and small files' bytes), by queue item id */
   const prepared = new Map<number, { doc: DocumentRow; bytes?: Buffer }>();
 
@@ -659,17 +671,35 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       recordFailure(item.id, { path: item.path, documentId, error: reason });
       return 'failed' as const;
     };
+    // taken before anything is awaited: a claim that takes this item back meanwhile (its lease lost) drops the rows
+    // it made for it (see claimAhead)
+    const claimed = prepared.get(item.id);
+    let doc: DocumentRow | undefined = claimed?.doc;
+    /** the bytes held in SQL, when this item got them already (with its claim, its lookup or its archiving) */
+    let bytes = claimed?.bytes;
+    prepared.delete(item.id);
     if (itemSignal.aborted) {
       // claimed ahead, and the run was cancelled (or the lease lost) before it started
-      return (await releaseQueueItem(db, item.id, worker)) ? 'released' : 'taken-over';
+      return (await releaseQueueItem(db, item.id, worker, false)) ? 'released' : 'taken-over';
     }
     // an item whose every attempt ended with its process (a document that crashes or exhausts the worker: a
-    // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead
-    if (item.attempts > item.max_attempts) {
-      const reason = `given up: the process working on it ended ${item.attempts - 1} times before it was done (crashed or killed)`;
+    // native parser crash, the memory limit) would crash-loop every worker in turn: given up instead. Its attempts
+    // are the starts of its processing that were not closed (a claim counts none: see startQueueItem).
+    if (item.attempts >= item.max_attempts) {
+      const reason = `given up: the process working on it ended ${item.attempts} times before it was done (crashed or killed)`;
       return failForGood(reason, item.document_id, `${item.path}: ${reason}`);
     }
+    /**
+     * Counts this attempt (startQueueItem), before anything of it that could end the process runs (its steps, the
+     * reading of its file); false when another process holds the item now.
+     */
+    const countAttempt = async () => {
+      if (!(await startQueueItem(db, item.id, worker))) return false;
+      item.attempts++;
+      return true;
+    };
     if (item.action === 'delete') {
+      if (!(await countAttempt())) return 'taken-over';
       // a deletion runs no steps: a lease lost now stops nothing (its completion says whether it held the item)
       closing();
       // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
@@ -727,11 +757,6 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       return 'done';
     }
 
-    const claimed = prepared.get(item.id);
-    let doc: DocumentRow | undefined = claimed?.doc;
-    /** the bytes held in SQL, when this item got them already (with its claim, its lookup or its archiving) */
-    let bytes = claimed?.bytes;
-    prepared.delete(item.id);
     if (!doc && item.document_id) {
       doc = await getDocument(db, item.document_id);
       const superseded = doc && (await supersededReason(db, doc));
@@ -750,6 +775,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       }
     }
     if (!doc) {
+      if (!(await countAttempt())) return 'taken-over';
       // the scan archived the bytes it hashed (unless the file is large or another machine scanned it)
       let archived: ArchivedFile | undefined = await findArchived(
         db,
@@ -795,8 +821,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       }
       bytes = archived.bytes;
     } else if (doc.status !== 'processing') {
-      await setDocumentStatus(db, doc.id, 'processing');
-    }
+      // the attempt counts with the document's status: one commit, not two
+      const id = doc.id;
+      const held = await db.transaction(async (tx) => {
+        if (!(await startQueueItem(tx, item.id, worker))) return false;
+        await setDocumentStatus(tx, id, 'processing');
+        return true;
+      });
+      if (!held) return 'taken-over';
+      item.attempts++;
+    } else if (!(await countAttempt())) return 'taken-over';
     scope.documentId = doc.id;
     documentOf.set(item.id, doc.id);
     // bytes archived in SQL (got above, or read now): the steps take them from memory, and a step that asks for a
@@ -909,7 +943,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     if (itemSignal.aborted && !(leaseLost && stepsAllRan)) {
       // cancelled run or lost lease: whatever failed failed because of the abort. Give the item back untouched
       // (a lost lease means another worker owns it now; releaseQueueItem only touches items we still hold).
-      return (await releaseQueueItem(db, item.id, worker)) ? 'released' : 'taken-over';
+      return (await releaseQueueItem(db, item.id, worker, true)) ? 'released' : 'taken-over';
     }
     if (firstFailure) {
       const error = firstFailure;
@@ -992,6 +1026,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           failures.push({ path: file.path, documentId: null, error: file.error });
         }
       }
+      // files given up in earlier runs are processed by none (the scan queues a file again only when it changes)
+      const dead = await countDeadFiles(db, pathsUnder(db.dialect, 'path', options.sourceDir));
+      if (dead > 0)
+        runLogger.warn(
+          `${dead} file(s) of this folder were given up after their attempts ran out and are not processed again until they change: \`cpe status\` names them, \`cpe retry\` queues them again`,
+        );
     }
     for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
       runLogger.warn(
@@ -1205,8 +1245,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       const busy = new Set(items.filter((item) => active.has(item.id)).map((item) => item.id));
       if (busy.size > 0) {
         items = items.filter((item) => !busy.has(item.id));
-        for (const id of busy) prepared.delete(id);
-        await Promise.allSettled([...busy].map((id) => releaseQueueItem(db, id, worker)));
+        // the rows this claim made for them, not those of an earlier claim that an attempt claimed ahead still waits
+        // with (without them it made its version again, found it made, and closed the item unprocessed)
+        for (const id of busy) if (!waiting.includes(id)) prepared.delete(id);
+        await Promise.allSettled([...busy].map((id) => releaseQueueItem(db, id, worker, false)));
       }
       look = items.length > 0;
       // slots that ran dry while a full claim was out: claims are too small for how fast items go (a short claim
@@ -1304,7 +1346,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         waiting.splice(0).map((id) => {
           active.delete(id);
           prepared.delete(id);
-          return releaseQueueItem(db, id, worker);
+          return releaseQueueItem(db, id, worker, false);
         }),
       );
       await completions.flush();

@@ -6,9 +6,10 @@
  * - before it runs: references that nothing in the package defines are taken away (notes no notes part holds,
  *   hyperlinks and images the body's relationships do not list), so are entries of the content types and
  *   relationships without the attributes mammoth reads, and an empty styles part is put in where there is none
- *   (mammoth's styles then have no table styles, and a table naming one stops it);
- * - when it fails: a strict check of each part names the damaged ones. The body (word/document.xml) damaged is the
- *   file's error, naming the part and the line; any other damaged part is repaired as far as it can be (what is
+ *   (mammoth's styles then have no table styles, and a table naming one stops it); the package relationships name
+ *   the main part cpe found (packageRelationships);
+ * - when it fails: a strict check of each part names the damaged ones. The body (the main part, word/document.xml by
+ *   its usual name) damaged is the file's error, naming the part and the line; any other damaged part is repaired as far as it can be (what is
  *   intact of a list of relationships or content types, an empty part else) and the package read again, with a
  *   warning naming it, as Word's repair would;
  * - when it still fails, with no part damaged or with the damaged ones repaired: the body once more without its
@@ -20,6 +21,7 @@ import { XMLValidator } from 'fast-xml-parser';
 import { zipSync } from 'fflate';
 import mammoth from 'mammoth';
 import { ErrorCodes, FileError } from '../errors.js';
+import { relsPathOf } from './office-metadata.js';
 
 const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder();
@@ -28,22 +30,23 @@ const utf8Decoder = new TextDecoder();
 export type CleanParts = Record<string, [Uint8Array, { level: 0 }]>;
 
 /**
- * The HTML of a clean package: mammoth's, with what it reports as errors and the elements it skipped (after
- * docx-compat.ts, what is left; once each) in `warnings`. A package mammoth cannot read is repaired as above; what
- * cannot be read at all is a CORRUPT_FILE error of `file`.
+ * The HTML of a clean package whose main part (the body) is `mainPart`: mammoth's, with what it reports as errors and
+ * the elements it skipped (after docx-compat.ts, what is left; once each) in `warnings`. A package mammoth cannot read
+ * is repaired as above; what cannot be read at all is a CORRUPT_FILE error of `file`.
  */
 export async function mammothHtml(
   parts: CleanParts,
+  mainPart: string,
   styleMap: string[],
   file: string,
   warnings: string[],
 ): Promise<string> {
-  const prepared = readable(parts);
+  const prepared = readable(parts, mainPart);
   let result: MammothResult;
   try {
     result = await convertToHtml(prepared, styleMap);
   } catch (error) {
-    result = await convertWithoutDamagedParts(prepared, styleMap, file, error, warnings);
+    result = await convertWithoutDamagedParts(prepared, mainPart, styleMap, file, error, warnings);
   }
   const skipped = new Set<string>();
   for (const message of result.messages) {
@@ -56,15 +59,34 @@ export async function mammothHtml(
 
 /**
  * The package with what stops mammoth though it is well-formed taken away or put in (above): a styles part where
- * there is none, entries of lists without the attributes mammoth reads, references to what nothing defines.
+ * there is none, entries of lists without the attributes mammoth reads, references to what nothing defines; and
+ * package relationships that name `mainPart`.
  */
-function readable(parts: CleanParts): CleanParts {
+function readable(parts: CleanParts, mainPart: string): CleanParts {
   const out = { ...parts };
+  for (const name of Object.keys(out)) if (name.toLowerCase() === PACKAGE_RELATIONSHIPS) delete out[name];
+  out[PACKAGE_RELATIONSHIPS] = [utf8.encode(packageRelationships(mainPart)), { level: 0 }];
   if (!Object.keys(out).some((name) => name.toLowerCase() === 'word/styles.xml'))
     out['word/styles.xml'] = [utf8.encode(emptyWordPart('w:styles')), { level: 0 }];
   withCompleteListEntries(out);
-  withoutDanglingReferences(out);
+  withoutDanglingReferences(out, mainPart);
   return out;
+}
+
+const PACKAGE_RELATIONSHIPS = '_rels/.rels';
+const OFFICE_DOCUMENT = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument';
+
+/**
+ * Package relationships with one entry: the main part cpe found (office-metadata.ts officeDocumentPart), by its name
+ * in the ZIP. Mammoth reads nothing else of them, follows only the transitional type of the relationship (not Strict
+ * OOXML's) and reads word/document.xml without one: so it reads the part cpe cleaned, whatever its name
+ * (word/document2.xml, as Word Online saves it), and a damaged list of the package's relationships cannot stop it.
+ */
+function packageRelationships(mainPart: string): string {
+  const target = `/${mainPart}`.replace(/[&<"]/g, (c) =>
+    c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&quot;',
+  );
+  return `<Relationships xmlns="${RELATIONSHIPS_NS}"><Relationship Id="rId1" Type="${OFFICE_DOCUMENT}" Target="${target}"/></Relationships>`;
 }
 
 /** The attributes mammoth reads of each entry of a list of content types or relationships, without a check. */
@@ -95,19 +117,20 @@ function withCompleteListEntries(parts: CleanParts): void {
 }
 
 /**
- * The document part without references that would stop mammoth because nothing in the package defines what they
- * name: notes no notes part holds, hyperlinks and images its relationships do not list; with `keepNone`, without
- * any of them.
+ * The document part (`mainPart`) without references that would stop mammoth because nothing in the package defines
+ * what they name: notes no notes part holds, hyperlinks and images its relationships do not list; with `keepNone`,
+ * without any of them.
  */
-function withoutDanglingReferences(parts: CleanParts, { keepNone = false } = {}): void {
-  const documentName = Object.keys(parts).find((name) => name.toLowerCase() === 'word/document.xml');
+function withoutDanglingReferences(parts: CleanParts, mainPart: string, { keepNone = false } = {}): void {
+  const documentName = Object.keys(parts).find((name) => name.toLowerCase() === mainPart.toLowerCase());
   if (documentName === undefined) return;
+  const relationshipsName = relsPathOf(documentName).toLowerCase();
   const notes = new Set<string>();
   let relationships = new Set<string>();
   for (const [name, [bytes]] of Object.entries(parts)) {
     if (name === documentName) continue;
     const lower = name.toLowerCase();
-    if (lower === 'word/_rels/document.xml.rels') {
+    if (lower === relationshipsName) {
       relationships = new Set(relationshipIds(utf8Decoder.decode(bytes)));
     } else if (!lower.endsWith('.rels')) {
       const xml = utf8Decoder.decode(bytes);
@@ -140,12 +163,13 @@ function validatorReason(err: { code: string; msg: string; line: number }): stri
  */
 async function convertBodyOnly(
   parts: CleanParts,
+  mainPart: string,
   styleMap: string[],
   failure: FileError,
   warnings: string[],
 ): Promise<MammothResult> {
   const bodyOnly = { ...parts };
-  withoutDanglingReferences(bodyOnly, { keepNone: true });
+  withoutDanglingReferences(bodyOnly, mainPart, { keepNone: true });
   try {
     const result = await convertToHtml(bodyOnly, styleMap);
     // the reason in mammoth's words, behind what it means for the document
@@ -176,13 +200,9 @@ function convertToHtml(parts: CleanParts, styleMap: string[]): Promise<MammothRe
 }
 
 /**
- * The part without which there is no document to read. Mammoth reads the body without the package's content types
- * and relationships too (with no styles, numbering or notes then), as Word's repair would.
- */
-const BODY_PART = 'word/document.xml';
-
-/**
- * After mammoth failed: the parts whose XML is not well-formed, by a strict check of each. When the body is not among
+ * After mammoth failed: the parts whose XML is not well-formed, by a strict check of each. When the body (`mainPart`:
+ * the part without which there is no document to read; mammoth reads it without the package's content types and
+ * relationships too, with no styles, numbering or notes then, as Word's repair would) is not among
  * them (styles, numbering, footnotes, comments, settings, relationships: what Word's repair would drop), the document
  * is read again with each of them repaired as far as it can be (repairedPart: what is intact of a list of
  * relationships, an empty part else), and each is a warning naming the part; otherwise the error names the damaged
@@ -190,6 +210,7 @@ const BODY_PART = 'word/document.xml';
  */
 async function convertWithoutDamagedParts(
   parts: CleanParts,
+  mainPart: string,
   styleMap: string[],
   file: string,
   error: unknown,
@@ -202,8 +223,9 @@ async function convertWithoutDamagedParts(
   }
   const fail = (reason: string) =>
     new FileError(ErrorCodes.CORRUPT_FILE, file, `cannot read Word document: ${reason}`, { cause: error });
-  if (damaged.length === 0) return convertBodyOnly(parts, styleMap, fail(mammothReason(error)), warnings);
-  const body = damaged.find((part) => part.name.toLowerCase() === BODY_PART);
+  if (damaged.length === 0)
+    return convertBodyOnly(parts, mainPart, styleMap, fail(mammothReason(error)), warnings);
+  const body = damaged.find((part) => part.name.toLowerCase() === mainPart.toLowerCase());
   const first = body ?? damaged[0]!;
   const malformed = `malformed XML in ${first.name}: ${first.reason}`;
   if (body) throw fail(malformed);
@@ -213,14 +235,14 @@ async function convertWithoutDamagedParts(
     if (repaired === undefined) delete rest[part.name];
     else rest[part.name] = [utf8.encode(repaired), { level: 0 }];
   }
-  const repaired = readable(rest);
+  const repaired = readable(rest, mainPart);
   let result: MammothResult;
   try {
     result = await convertToHtml(repaired, styleMap);
   } catch (second) {
     // damage the strict check passed (mammoth's reader is stricter in places), or none of XML at all: the last try
     const without = `without ${damaged.length === 1 ? 'it' : 'them'}: ${mammothReason(second)}`;
-    result = await convertBodyOnly(repaired, styleMap, fail(`${malformed}; ${without}`), warnings);
+    result = await convertBodyOnly(repaired, mainPart, styleMap, fail(`${malformed}; ${without}`), warnings);
   }
   for (const part of damaged) {
     // a .rels part found damaged before is named once

@@ -45,7 +45,13 @@ import { type CleanParts, mammothHtml } from './docx-mammoth.js';
 import { readNumbering, withNumberLabels } from './docx-numbering.js';
 import { inheritedFrom, type ParagraphStyle, readStyles, type WordStyles } from './docx-styles.js';
 import { chartTexts, smartArtTexts } from './drawingml-text.js';
-import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
+import {
+  officeDocumentPart,
+  type Relationship,
+  readCoreProperties,
+  readRelationships,
+  relsPathOf,
+} from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { ExtractedDocument, ExtractOptions, PageInfo } from './types.js';
 import { child, children, descendants, parseXml, sanitizeXml, type XmlElement, type XmlNode } from './xml.js';
@@ -85,11 +91,28 @@ const STYLE_MAP = [
 
 const utf8 = new TextEncoder();
 
-/** Where mammoth looks when a package has no relationship for a part (a package without .rels still opens). */
+/** The main part of a Word package by its usual name, read when the package relationships name none. */
+const DOCUMENT_PART = 'word/document.xml';
+
+interface MainPart {
+  /** the part the package relationships name (office-metadata.ts officeDocumentPart), else DOCUMENT_PART */
+  mainPart: string;
+  /** the package relationships; none when damaged (a warning) */
+  packageRelationships: ReadonlyMap<string, Relationship>;
+}
+
+/** The package's main part, whatever its name (word/document2.xml, as Word Online saves it), and its relationships. */
+function mainPartOf(zip: ZipArchive, file: string, warnings: string[]): MainPart {
+  const packageRelationships = relationshipsOf(zip, '', file, warnings);
+  return { mainPart: officeDocumentPart(zip, packageRelationships) ?? DOCUMENT_PART, packageRelationships };
+}
+
+/**
+ * Where mammoth looks when a package has no relationship for a part (a package without .rels still opens); the main
+ * part and its relationships are read as well.
+ */
 const DEFAULT_PARTS = [
   '[content_types].xml',
-  'word/document.xml',
-  'word/_rels/document.xml.rels',
   'word/styles.xml',
   'word/numbering.xml',
   'word/footnotes.xml',
@@ -98,24 +121,35 @@ const DEFAULT_PARTS = [
 ];
 
 /**
- * The parts reachable by relationships from the package, as Word finds them, with their .rels parts (lower case):
- * an XML part nothing refers to is never read (a package of hundreds of such parts was inflated, decoded and
- * cleaned whole, ~3x its size in memory).
+ * The parts reachable by relationships from the package (`packageRelationships`), as Word finds them, with their .rels
+ * parts (lower case): an XML part nothing refers to is never read (a package of hundreds of such parts was inflated,
+ * decoded and cleaned whole, ~3x its size in memory). The package relationships themselves are not among them: mammoth
+ * is given its own (docx-mammoth.ts).
  */
-function reachableParts(zip: ZipArchive, file: string, warnings: string[]): Set<string> {
-  const parts = new Set(DEFAULT_PARTS);
-  const pending = [''];
-  while (pending.length > 0) {
-    const part = pending.pop()!;
-    const relsPath = relsPathOf(part);
-    if (!zip.has(relsPath)) continue;
-    parts.add(relsPath.toLowerCase());
-    for (const rel of relationshipsOf(zip, part, file, warnings).values()) {
+function reachableParts(
+  zip: ZipArchive,
+  mainPart: string,
+  packageRelationships: ReadonlyMap<string, Relationship>,
+  file: string,
+  warnings: string[],
+): Set<string> {
+  const parts = new Set([...DEFAULT_PARTS, mainPart.toLowerCase(), relsPathOf(mainPart).toLowerCase()]);
+  const pending: string[] = [];
+  const follow = (relationships: ReadonlyMap<string, Relationship>): void => {
+    for (const rel of relationships.values()) {
       const key = rel.target.toLowerCase();
       if (rel.external || parts.has(key)) continue;
       parts.add(key);
       pending.push(rel.target);
     }
+  };
+  follow(packageRelationships);
+  while (pending.length > 0) {
+    const part = pending.pop()!;
+    const relsPath = relsPathOf(part);
+    if (!zip.has(relsPath)) continue;
+    parts.add(relsPath.toLowerCase());
+    follow(relationshipsOf(zip, part, file, warnings));
   }
   return parts;
 }
@@ -217,12 +251,13 @@ interface Reading {
  */
 async function buildCleanPackage(
   zip: ZipArchive,
+  { mainPart, packageRelationships }: MainPart,
   reading: Reading,
   styles: WordStyles,
   warnings: string[],
 ): Promise<{ files: CleanParts; hiddenRuns: number }> {
   const { file } = reading;
-  const reachable = reachableParts(zip, file, warnings);
+  const reachable = reachableParts(zip, mainPart, packageRelationships, file, warnings);
   const numbering = readNumbering(zip, file, styles.paragraphs);
   const files: CleanParts = {};
   let hiddenRuns = 0;
@@ -237,7 +272,7 @@ async function buildCleanPackage(
       clean = shown.xml;
       hiddenRuns += shown.hidden;
     }
-    const main = lower === 'word/document.xml';
+    const main = lower === mainPart.toLowerCase();
     const rels = main ? relationshipsOf(zip, name, file, warnings) : undefined;
     if (rels) {
       const nested = nestedReader(zip, reading, warnings);
@@ -666,8 +701,10 @@ async function readDocx(
   const zip = openZip(bytes, file, options);
   const styles = readStyles(zip, file);
   const warnings: string[] = [];
-  const { files: parts, hiddenRuns } = await buildCleanPackage(zip, reading, styles, warnings);
-  const html = await mammothHtml(parts, [...STYLE_MAP, ...headingStyles(styles.paragraphs)], file, warnings);
+  const main = mainPartOf(zip, file, warnings);
+  const { files: parts, hiddenRuns } = await buildCleanPackage(zip, main, reading, styles, warnings);
+  const styleMap = [...STYLE_MAP, ...headingStyles(styles.paragraphs)];
+  const html = await mammothHtml(parts, main.mainPart, styleMap, file, warnings);
 
   const builder = new DocumentBuilder('docx');
   const walker = new HtmlWalker(builder, options.maxPages, file);

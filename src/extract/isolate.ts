@@ -9,7 +9,9 @@
  * covers systems without /proc.
  *
  * Children are reused for the next file while they stay small (a few idle ones are kept, unreferenced, so
- * they never keep the process alive); a child that was killed, crashed or grew large is replaced.
+ * they never keep the process alive); a child that was killed, crashed or grew large is replaced. A child whose
+ * parent is gone (killed, or gone at once on a second SIGTERM) ends itself, even in the middle of a file, since
+ * the limits above are the parent's (isolate-worker.ts).
  * The child runs the same module tree as the caller: the TypeScript sources under tsx (tests, scripts) or
  * the compiled JavaScript in dist/, chosen by this file's own extension.
  */
@@ -42,17 +44,30 @@ const workerModule = fileURLToPath(
   new URL(`./isolate-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
 );
 
-/** Flags for the child: the parent's, without debugger/heap flags, plus a TypeScript loader when needed. */
+/**
+ * Flags for the child: the parent's, without debugger/heap flags and without a script given on the command line, plus
+ * a TypeScript loader when needed.
+ */
 function childExecArgv(maxMemoryMb: number): string[] {
   const args: string[] = [];
   const parent = process.execArgv;
   const typescript = workerModule.endsWith('.ts');
   for (let i = 0; i < parent.length; i++) {
     const arg = parent[i]!;
-    const takesValue = ['--require', '-r', '--import', '--loader', '--experimental-loader'].includes(arg);
+    const takesValue = [
+      '--require',
+      '-r',
+      '--import',
+      '--loader',
+      '--experimental-loader',
+      ...EVAL_FLAGS,
+    ].includes(arg);
     const value = takesValue ? (parent[i + 1] ?? '') : arg;
     if (takesValue) i++;
     if (/^--(inspect|debug)|^--max-old-space-size|^--max-semi-space-size/.test(arg)) continue;
+    // the parent's own script (node --eval "..."): the child would run it instead of isolate-worker, and start a
+    // child of its own, and so on
+    if (EVAL_FLAGS.includes(arg) || /^--(eval|print|input-type)=/.test(arg)) continue;
     // compiled workers need no TypeScript loader (it costs seconds of start-up); under tsx it is re-added below
     if (/tsx/.test(value)) continue;
     args.push(...(takesValue ? [arg, value] : [arg]));
@@ -62,6 +77,9 @@ function childExecArgv(maxMemoryMb: number): string[] {
   args.push(`--max-old-space-size=${maxMemoryMb}`);
   return args;
 }
+
+/** the flags that give node its script on the command line (their value is the script) */
+const EVAL_FLAGS = ['--eval', '-e', '--print', '-p', '--input-type'];
 
 interface Child {
   process: ChildProcess;
@@ -76,7 +94,8 @@ let nextJobId = 1;
 
 function spawnChild(maxMemoryMb: number): Child {
   const child: Child = {
-    process: fork(workerModule, [], {
+    // the child watches for this process's end by its id (isolate-worker.ts)
+    process: fork(workerModule, [String(process.pid)], {
       execArgv: childExecArgv(maxMemoryMb),
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       serialization: 'advanced',

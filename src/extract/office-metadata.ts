@@ -57,6 +57,23 @@ export function readRelationships(
   return rels;
 }
 
+/**
+ * The package's main part, by the name it has in the ZIP: the target of its officeDocument relationship (ECMA-376
+ * Part 2: the main part is found through it, whatever its name; Word Online and SharePoint save
+ * word/document2.xml), the first one that is in the package. undefined when none is.
+ */
+export function officeDocumentPart(
+  zip: ZipArchive,
+  packageRelationships: ReadonlyMap<string, Relationship>,
+): string | undefined {
+  for (const rel of packageRelationships.values()) {
+    if (rel.type !== 'officeDocument' || rel.external) continue;
+    const entry = zip.entry(rel.target);
+    if (entry) return entry.name;
+  }
+  return undefined;
+}
+
 /** Targets are URIs ("my%20file.xml"); ZIP names are not. A malformed escape keeps the raw target. */
 const decodeTarget = (target: string): string => {
   try {

@@ -35,7 +35,7 @@ import { joinLineEndHyphenation, normalizeText } from './normalize.js';
 import { removePageFurniture } from './pdf-furniture.js';
 import { fontSizeOf, groupLines, type TextLine } from './pdf-lines.js';
 import { compatibilityForms, dingbatsText, isDingbatsFont } from './pdf-unicode.js';
-import { installPdfWorker } from './pdf-worker.js';
+import { installPdfWorker, textErrorOf } from './pdf-worker.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 /** pixels; larger images are dropped by pdf.js before decoding (a 100000x100000 JBIG2 bomb never allocates) */
@@ -66,6 +66,8 @@ interface PageData {
   number: number;
   paragraphs: Paragraph[];
   metadata: Record<string, unknown>;
+  /** why pdf.js stopped reading the page's text, when it did */
+  textError?: string;
 }
 
 interface OutlineEntry {
@@ -128,15 +130,32 @@ export async function extractPdf(
         `corrupt PDF: none of its pages can be read (${warnings[0]})`,
       );
     }
+    refuseUnreadableText(pages, file);
     // running headers and footers out first: they are no headings, and a paragraph runs on over them
     const furniture = removePageFurniture(pages);
     markHeadings(pages, outline);
     return build(pages, info, outline, warnings, furniture);
   } catch (error) {
-    throw pdfError(error, file);
+    throw pdfError(error, file, bytes);
   } finally {
     await parser.destroy().catch(() => undefined);
   }
+}
+
+/**
+ * A PDF none of whose pages' text could be read, and no text out of it: a broken file (as a new version, it must
+ * not replace a readable one with an empty text). A page that broke off after some text, or beside pages that
+ * read, is a warning.
+ */
+function refuseUnreadableText(pages: readonly PageData[], file: string): void {
+  const first = pages[0];
+  if (first?.textError === undefined) return;
+  if (pages.some((page) => page.textError === undefined || page.paragraphs.length > 0)) return;
+  throw new FileError(
+    ErrorCodes.CORRUPT_FILE,
+    file,
+    `corrupt PDF: the text of its pages cannot be read (page ${first.number}: ${first.textError})`,
+  );
 }
 
 /** The pdf.js document PDFParse loaded in getInfo(); checked, so a pdf-parse upgrade cannot fail silently. */
@@ -184,13 +203,28 @@ const isFatal = (error: unknown): boolean =>
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** pdf.js / pdf-parse exceptions -> FileError with a reason a user can act on. */
-export function pdfError(error: unknown, file: string): Error {
+/**
+ * pdf.js / pdf-parse exceptions -> FileError with a reason a user can act on; `bytes` (the file) name the security
+ * handler of an encryption pdf.js does not know.
+ */
+export function pdfError(error: unknown, file: string, bytes: Uint8Array): Error {
   if (error instanceof CpeError) return error;
   const name = error instanceof Error ? error.name : '';
   const message = messageOf(error);
   if (name === 'PasswordException') {
     return new FileError(ErrorCodes.PASSWORD_REQUIRED, file, 'password required', { cause: error });
+  }
+  if (
+    /^(?:unknown encryption method|unsupported encryption algorithm|unknown crypto method)$/i.test(message)
+  ) {
+    return new FileError(
+      ErrorCodes.ENCRYPTED_DOCUMENT,
+      file,
+      `encrypted PDF (${unsupportedEncryption(bytes)})`,
+      {
+        cause: error,
+      },
+    );
   }
   if (/file is empty|zero bytes/i.test(message)) {
     return new FileError(ErrorCodes.FILE_EMPTY, file, 'empty file', { cause: error });
@@ -214,6 +248,32 @@ export function pdfError(error: unknown, file: string): Error {
     cause: error,
   });
 }
+
+/**
+ * Which encryption pdf.js cannot open, in words: a security handler other than the Standard (password) one, named
+ * by its encryption dictionary's /Filter (certificate security "Adobe.PubSec", a DRM plug-in's), or an algorithm
+ * the Standard handler does not have. Read from the bytes as written: pdf.js does not say, and the encryption
+ * dictionary is never in an object stream (PDF 32000 §7.5.7).
+ */
+function unsupportedEncryption(bytes: Uint8Array): string {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  const reference = [...text.matchAll(/\/Encrypt\s*(?:(\d+)\s+(\d+)\s+R|<<)/g)].pop();
+  let dictionary: string | undefined;
+  if (reference?.[1] !== undefined) {
+    const object = [
+      ...text.matchAll(new RegExp(`(?<!\\d)${reference[1]}\\s+${reference[2]}\\s+obj`, 'g')),
+    ].pop();
+    dictionary = object && text.slice(object.index, object.index + ENCRYPTION_DICTIONARY_CHARS);
+  } else if (reference) {
+    dictionary = text.slice(reference.index, reference.index + ENCRYPTION_DICTIONARY_CHARS);
+  }
+  const handler = dictionary && /\/Filter\s*\/([^\s/<>[\]()%]+)/.exec(dictionary)?.[1];
+  if (handler && handler !== 'Standard') return `security handler ${handler} is not supported`;
+  return 'its encryption method is not supported';
+}
+
+/** how far into an encryption dictionary its /Filter is looked for */
+const ENCRYPTION_DICTIONARY_CHARS = 4096;
 
 async function readOutline(
   doc: PDFDocumentProxy,
@@ -268,20 +328,27 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
     warnings.push(`page ${number}: drawing operations unreadable (${messageOf(error)})`);
   }
   let lines: TextLine[] = [];
-  let items: TextItem[] = [];
+  const items: TextItem[] = [];
+  let textError: string | undefined;
   try {
     // pdf.js's own normalisation would also turn µ into μ (see pdf-unicode.ts)
     const content = await page.getTextContent({ disableNormalization: true });
     const font = fontFacts(page);
-    items = content.items
-      .filter((item): item is TextItem => 'str' in item)
-      .map((item) => {
-        const str = compatibilityForms(item.str);
-        return { ...item, str: font(item.fontName).dingbats ? dingbatsText(str) : str };
-      });
+    for (const item of content.items) {
+      if (!('str' in item)) continue;
+      const error = textErrorOf(item);
+      if (error !== undefined) {
+        textError ??= error;
+        continue;
+      }
+      const str = compatibilityForms(item.str);
+      items.push({ ...item, str: font(item.fontName).dingbats ? dingbatsText(str) : str });
+    }
     lines = groupLines(items, (fontName) => font(fontName).bold);
+    if (textError !== undefined) warnings.push(`page ${number}: text read up to an error (${textError})`);
   } catch (error) {
-    warnings.push(`page ${number}: text unreadable (${messageOf(error)})`);
+    textError = messageOf(error);
+    warnings.push(`page ${number}: text unreadable (${textError})`);
   }
   if (ops) {
     metadata.images = countImages(ops);
@@ -293,7 +360,7 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
   for (const line of lines) letters += line.text.match(/\p{L}/gu)?.length ?? 0;
   if (letters < MIN_TEXT_LETTERS && ((metadata.images as number | undefined) ?? 0) > 0)
     metadata.ocrNeeded = true;
-  return { number, paragraphs: groupParagraphs(lines), metadata };
+  return { number, paragraphs: groupParagraphs(lines), metadata, textError };
 }
 
 interface FontFacts {

@@ -32,7 +32,13 @@
 import { ErrorCodes, FileError, isCorruptFile } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { chartTexts, paragraphs, paragraphText, smartArtTexts } from './drawingml-text.js';
-import { type Relationship, readCoreProperties, readRelationships, relsPathOf } from './office-metadata.js';
+import {
+  officeDocumentPart,
+  type Relationship,
+  readCoreProperties,
+  readRelationships,
+  relsPathOf,
+} from './office-metadata.js';
 import { checkFileSize, sniffFormat } from './sniff.js';
 import type { BlockType, ExtractedDocument, ExtractOptions } from './types.js';
 import { attr, child, children, descendants, parseXml, path, prefixedAttr, type XmlElement } from './xml.js';
@@ -378,11 +384,7 @@ function presentationPartOf(zip: ZipArchive, file: string, warnings: string[]): 
     );
     return PRESENTATION_PART;
   }
-  return (
-    [...packageRels.values()].find(
-      (rel) => rel.type === 'officeDocument' && !rel.external && zip.has(rel.target),
-    )?.target ?? PRESENTATION_PART
-  );
+  return officeDocumentPart(zip, packageRels) ?? PRESENTATION_PART;
 }
 
 /** The slide parts (ppt/slides/slideN.xml) in the order of their numbers. */

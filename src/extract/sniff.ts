@@ -2,14 +2,15 @@
  * Content sniffing: does the file hold what its extension says? Decided from magic bytes and, for Office
  * files, from the container's directory (ZIP central directory or OLE2/CFB directory), never by trusting
  * the extension alone. A legacy .doc renamed to .docx may contain an embedded ZIP (its theme), so "opens as a
- * ZIP somewhere" is not enough: the OLE2 magic is checked first and the ZIP must hold the main part.
+ * ZIP somewhere" is not enough: the OLE2 magic is checked first and the ZIP must hold the main part (by its usual
+ * name, or by the content type its [Content_Types].xml gives it).
  */
 import { readFile, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { ErrorCodes, FileError } from '../errors.js';
 import { guessUtf16 } from './txt.js';
 import type { DocumentFormat } from './types.js';
-import { inspectZip, listZipEntries } from './zip.js';
+import { inspectZip, listZipEntries, type ZipEntryInfo, zipArchive } from './zip.js';
 
 export const SUPPORTED_EXTENSIONS: Record<string, DocumentFormat> = {
   pdf: 'pdf',
@@ -131,17 +132,18 @@ function ole2Error(bytes: Uint8Array, file: string): FileError {
 
 function sniffOffice(bytes: Uint8Array, format: 'docx' | 'pptx', file: string): void {
   const kind = format === 'docx' ? 'Word document' : 'PowerPoint document';
-  const mainPart = format === 'docx' ? 'word/document.xml' : 'ppt/presentation.xml';
+  const mainPart = USUAL_MAIN_PARTS[format];
   if (startsWith(bytes, OLE2_MAGIC)) throw ole2Error(bytes, file);
   if (isZip(bytes)) {
-    const names = new Set(listZipEntries(bytes, file).map((entry) => entry.name.toLowerCase()));
-    if (!names.has(mainPart)) {
-      const other = format === 'docx' ? 'ppt/presentation.xml' : 'word/document.xml';
-      throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `not a ${kind} (${mainPart} missing)`, {
-        details: { looksLike: names.has(other) ? (format === 'docx' ? 'pptx' : 'docx') : undefined },
-      });
-    }
-    return;
+    const entries = listZipEntries(bytes, file);
+    const names = new Set(entries.map((entry) => entry.name.toLowerCase()));
+    if (names.has(mainPart)) return;
+    const declared = declaredFormat(bytes, entries, names, file);
+    if (declared === format) return;
+    const other = format === 'docx' ? 'pptx' : 'docx';
+    throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `not a ${kind} (${mainPart} missing)`, {
+      details: { looksLike: declared ?? (names.has(USUAL_MAIN_PARTS[other]) ? other : undefined) },
+    });
   }
   if (hasPdfHeader(bytes))
     throw new FileError(ErrorCodes.FORMAT_MISMATCH, file, `file is a PDF, not a ${kind}`);
@@ -152,6 +154,57 @@ function sniffOffice(bytes: Uint8Array, format: 'docx' | 'pptx', file: string): 
     `not a ${kind} (${other ? `${other} content` : 'neither a ZIP package nor an OLE2 container'})`,
   );
 }
+
+/** Where Word and PowerPoint put a package's main part (lower case); other writers may name it otherwise. */
+const USUAL_MAIN_PARTS = { docx: 'word/document.xml', pptx: 'ppt/presentation.xml' } as const;
+
+/** the content types of a main part: a Word document (or template, macro-enabled), a presentation (or show) */
+const MAIN_CONTENT_TYPES = {
+  docx: /^application\/vnd\.(?:openxmlformats-officedocument\.wordprocessingml|ms-word)\.[\w.-]*main\+xml$/i,
+  pptx: /^application\/vnd\.(?:openxmlformats-officedocument\.presentationml|ms-powerpoint)\.[\w.-]*main\+xml$/i,
+} as const;
+
+/** an Override of [Content_Types].xml, and its attributes */
+const OVERRIDE = /<Override\b[^>]*>/g;
+const PART_NAME = /\sPartName\s*=\s*(?:"([^"]*)"|'([^']*)')/;
+const CONTENT_TYPE = /\sContentType\s*=\s*(?:"([^"]*)"|'([^']*)')/;
+
+/** What the content types of a package may inflate while it is sniffed (one small part). */
+const SNIFF_LIMITS = { maxUnzippedBytes: 16 * 1024 * 1024, maxCompressionRatio: 200 };
+
+/**
+ * The format of the main part a package without the usual one has, by the content type [Content_Types].xml gives a
+ * part that is there, whatever its name (Word Online and SharePoint save word/document2.xml; the extractors find the
+ * part as ECMA-376 has it, through the package's officeDocument relationship: office-metadata.ts officeDocumentPart).
+ * undefined when the list is missing, unreadable or names no such part. A plain search, not the XML parser: that is
+ * a module the validate step does not load otherwise.
+ */
+function declaredFormat(
+  bytes: Uint8Array,
+  entries: readonly ZipEntryInfo[],
+  names: ReadonlySet<string>,
+  file: string,
+): 'docx' | 'pptx' | undefined {
+  let contentTypes: string;
+  try {
+    const zip = zipArchive(bytes, entries, file, SNIFF_LIMITS);
+    if (!zip.has(CONTENT_TYPES_PART)) return undefined;
+    contentTypes = zip.readText(CONTENT_TYPES_PART);
+  } catch (error) {
+    if (error instanceof FileError) return undefined; // damaged or too large: the usual names decide
+    throw error;
+  }
+  for (const [override] of contentTypes.matchAll(OVERRIDE)) {
+    const type = CONTENT_TYPE.exec(override);
+    const part = PART_NAME.exec(override);
+    if (!type || !part) continue;
+    const format = (['docx', 'pptx'] as const).find((f) => MAIN_CONTENT_TYPES[f].test(type[1] ?? type[2]!));
+    if (format && names.has((part[1] ?? part[2]!).replace(/^\/+/, '').toLowerCase())) return format;
+  }
+  return undefined;
+}
+
+const CONTENT_TYPES_PART = '[Content_Types].xml';
 
 const SAMPLE_BYTES = 64 * 1024;
 

@@ -285,7 +285,19 @@ const decoderFor = (label: string) => {
 };
 
 export function openZip(bytes: Uint8Array, file: string, limits: ZipLimits): ZipArchive {
-  const entries = inspectZip(bytes, file, limits);
+  return zipArchive(bytes, inspectZip(bytes, file, limits), file, limits);
+}
+
+/**
+ * The archive of entries listed before (listZipEntries), read within `limits` as openZip reads; their declared sizes
+ * are not checked first: for reading a small part or two of an archive that is not opened whole (sniff.ts).
+ */
+export function zipArchive(
+  bytes: Uint8Array,
+  entries: readonly ZipEntryInfo[],
+  file: string,
+  limits: ZipLimits,
+): ZipArchive {
   const byName = new Map<string, ZipEntryInfo>();
   const byLowerName = new Map<string, ZipEntryInfo>();
   for (const entry of entries) {

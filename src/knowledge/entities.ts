@@ -9,7 +9,15 @@ import { documentTitle, headingLabel, loadChunks } from './chunks.js';
 import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
 import { cleanEntityName, normalizeEntityName, normalizeEntityType } from './normalize.js';
-import { deleteOrphanEntities, ENTITY_COLLECTION, lockingRead } from './retract.js';
+import {
+  ENTITY_COLLECTION,
+  entityLockKey,
+  inLockOrder,
+  lockEntity,
+  lockingRead,
+  mentionedEntities,
+  settleEntities,
+} from './retract.js';
 
 export interface EntityConfig {
   entity_types: string[];
@@ -161,59 +169,96 @@ export async function extractEntityMentions(
 }
 
 /**
- * Replaces the document's mentions atomically: its old mentions go, every entity is found or created by
- * (normalised name, type) — that is the merge across documents — and entities nobody mentions any more are
- * deleted. Returns the ids of the document's entities and the points of deleted entities.
+ * Replaces the document's mentions atomically: every entity is found or created by (normalised name, type) —
+ * that is the merge across documents —, its old mentions go, and the entities it mentioned before settle
+ * (settleEntities): deleted when nobody mentions them any more, else named and described by the mentions that
+ * remain. Every entity involved is locked first, in lock order (see inLockOrder). Returns the ids of the
+ * document's entities, the points to delete, and the entities whose name or description changed (to be embedded
+ * again).
  */
 export async function writeEntityMentions(
   db: SqlExecutor,
   documentId: number,
   mentions: readonly ExtractedMention[],
-): Promise<{ entityIds: number[]; created: number; deletedPointIds: string[] }> {
+): Promise<{ entityIds: number[]; created: number; deletedPointIds: string[]; changedIds: number[] }> {
   return db.transaction(async (tx) => {
-    await tx.run('DELETE FROM entity_mentions WHERE document_id = ?', [documentId]);
-    const ids = new Map<string, number>();
     // names as the database's unique key compares them (MariaDB: "Müller" and "Muller" are one entity there)
     const compared = comparedName(tx);
+    const keyOf = (type: string, normalized: string) => `${type}|${compared(normalized)}`;
+    const before = await mentionedEntities(tx, documentId);
+    /** the first mention of each entity: a new entity gets its name and description */
+    const firsts = new Map<string, ExtractedMention>();
+    for (const mention of mentions) {
+      const key = keyOf(mention.type, mention.normalized);
+      if (!firsts.has(key)) firsts.set(key, mention);
+    }
+    const locks = [
+      ...[...firsts.values()].map((mention) => ({ ...mention, id: undefined })),
+      ...before.filter((entity) => !firsts.has(keyOf(entity.type, entity.normalized))),
+    ];
+    const ids = new Map<string, number>();
+    let created = 0;
+    for (const entity of inLockOrder(locks, entityLockKey(tx))) {
+      if (entity.id !== undefined) {
+        await lockEntity(tx, entity.id);
+        continue;
+      }
+      const found = await findOrCreateEntity(tx, firsts.get(keyOf(entity.type, entity.normalized))!);
+      ids.set(keyOf(entity.type, entity.normalized), found.id);
+      if (found.created) created++;
+    }
+    await tx.run('DELETE FROM entity_mentions WHERE document_id = ?', [documentId]);
     /** one mention of an entity per chunk: two spellings of it there are one mention */
     const mentioned = new Set<string>();
-    let created = 0;
     for (const mention of mentions) {
-      const key = `${mention.type}|${compared(mention.normalized)}`;
-      let id = ids.get(key);
-      if (id === undefined) {
-        // locked while this document's mentions are written: another document's orphan cleanup waits for them
-        const rows = await tx.query<{ id: number; description: string | null }>(
-          `SELECT id, description FROM entities WHERE normalized_name = ? AND type = ?${lockingRead(tx)}`,
-          [mention.normalized, mention.type],
-        );
-        if (rows[0]) {
-          id = Number(rows[0].id);
-          // the first description stays; a later one only fills a gap
-          if (!rows[0].description && mention.description) {
-            await tx.run('UPDATE entities SET description = ? WHERE id = ?', [mention.description, id]);
-          }
-        } else {
-          id = await insertOrExistingId(
-            tx,
-            'INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)',
-            [mention.name, mention.normalized, mention.type, mention.description || null],
-            'description = COALESCE(description, VALUES(description))',
-          );
-          created++;
-        }
-        ids.set(key, id);
-      }
+      const id = ids.get(keyOf(mention.type, mention.normalized))!;
       if (mentioned.has(`${id}|${mention.chunkId}`)) continue;
       mentioned.add(`${id}|${mention.chunkId}`);
       await tx.run(
-        'INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text) VALUES (?, ?, ?, ?)',
-        [id, documentId, mention.chunkId, mention.name],
+        `INSERT INTO entity_mentions (entity_id, document_id, chunk_id, mention_text, description)
+         VALUES (?, ?, ?, ?, ?)`,
+        [id, documentId, mention.chunkId, mention.name, mention.description],
       );
     }
-    const orphans = await deleteOrphanEntities(tx);
-    return { entityIds: [...new Set(ids.values())], created, deletedPointIds: orphans.pointIds };
+    const settled = await settleEntities(
+      tx,
+      before.map((entity) => entity.id),
+    );
+    return {
+      entityIds: [...new Set(ids.values())],
+      created,
+      deletedPointIds: settled.pointIds,
+      changedIds: settled.changedIds,
+    };
   });
+}
+
+/**
+ * The entity of a mention, locked (another document's settleEntities waits for this document's mentions), or
+ * created with the mention's name and description. The first description stays; a later one only fills a gap.
+ */
+async function findOrCreateEntity(
+  tx: SqlExecutor,
+  mention: ExtractedMention,
+): Promise<{ id: number; created: boolean }> {
+  const rows = await tx.query<{ id: number; description: string | null }>(
+    `SELECT id, description FROM entities WHERE normalized_name = ? AND type = ?${lockingRead(tx)}`,
+    [mention.normalized, mention.type],
+  );
+  if (rows[0]) {
+    const id = Number(rows[0].id);
+    if (!rows[0].description && mention.description) {
+      await tx.run('UPDATE entities SET description = ? WHERE id = ?', [mention.description, id]);
+    }
+    return { id, created: false };
+  }
+  const id = await insertOrExistingId(
+    tx,
+    'INSERT INTO entities (name, normalized_name, type, description) VALUES (?, ?, ?, ?)',
+    [mention.name, mention.normalized, mention.type, mention.description || null],
+    'description = COALESCE(description, VALUES(description))',
+  );
+  return { id, created: true };
 }
 
 /**
@@ -351,6 +396,34 @@ export async function storeEntityPoints(
   return points.length;
 }
 
+/**
+ * Stores the points of entities again whose name or description changed when a document version was retracted
+ * (settleEntities cleared their qdrant_id; their old points are deleted by then). Best effort: an entity left
+ * without a point is embedded by the next entity_extract of a document that mentions it, or by
+ * `cpe verify --repair`.
+ */
+export async function embedEntitiesAgain(
+  services: Parameters<typeof storeEntityPoints>[0],
+  ids: readonly number[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  try {
+    const rows: EntityRow[] = [];
+    for (const list of inLists(ids)) {
+      rows.push(
+        ...(await services.db.query<EntityRow>(
+          `SELECT id, name, normalized_name, type, description FROM entities
+            WHERE qdrant_id IS NULL AND id IN (${list.marks})`,
+          list.values,
+        )),
+      );
+    }
+    return await storeEntityPoints(services, rows);
+  } catch {
+    return 0;
+  }
+}
+
 /** Moves all mentions and relations of one entity to another and deletes it. False when either is gone. */
 export async function mergeEntityInto(db: SqlExecutor, fromId: number, intoId: number): Promise<boolean> {
   return db.transaction(async (tx) => {
@@ -390,7 +463,13 @@ export async function mergeEntityInto(db: SqlExecutor, fromId: number, intoId: n
 export async function runEntityExtraction(ctx: KnowledgeContext, asker: Asker, config: EntityConfig) {
   const { mentions, chunks } = await extractEntityMentions(ctx, asker, config);
   const written = await writeEntityMentions(ctx.db, ctx.document.id, mentions);
-  const embedding = await embedEntities(ctx, written.entityIds, written.deletedPointIds, config);
+  // entities renamed or described anew (their old point is deleted) are embedded again with the document's own
+  const embedding = await embedEntities(
+    ctx,
+    [...new Set([...written.entityIds, ...written.changedIds])],
+    written.deletedPointIds,
+    config,
+  );
   return {
     chunks,
     mentions: mentions.length,

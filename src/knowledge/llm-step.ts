@@ -22,7 +22,7 @@ export interface LlmStepConfig {
   requests_per_minute: number;
   /** 0 = no limit */
   tokens_per_minute: number;
-  /** retries of 429/529/5xx/network failures */
+  /** retries of 429/529/5xx/network failures, of each of this step's requests (no shared limit) */
   max_retries: number;
   /** items (chunks, pages, ...) that may end without a valid answer before the step fails */
   max_failed_items: number;
@@ -130,7 +130,6 @@ export async function openLlm<C extends LlmStepConfig>(
     concurrency: ctx.config.concurrency,
     requestsPerMinute: ctx.config.requests_per_minute || undefined,
     tokensPerMinute: ctx.config.tokens_per_minute || undefined,
-    maxRetries: ctx.config.max_retries,
   });
   return { llm: resolution.llm };
 }
@@ -160,13 +159,15 @@ export function makeAsker(
 /** One structured call, tallied. */
 export async function ask<T>(
   asker: Asker,
-  request: Omit<GenerateRequest, 'system' | 'maxTokens'>,
+  request: Omit<GenerateRequest, 'system' | 'maxTokens' | 'maxRetries'>,
 ): Promise<T> {
   try {
     const result = await asker.llm.generate<T>({
       ...request,
       system: asker.system,
       maxTokens: asker.config.max_tokens,
+      // the step's own: other steps on the endpoint keep theirs
+      maxRetries: asker.config.max_retries,
     });
     asker.tally.add(result);
     return result.value;

@@ -75,8 +75,15 @@ export function foldGermanInflection(word: string): string {
   return word;
 }
 
-/** The merge key of an entity name (lower case); equal keys with equal types are one entity. */
+/** Whether a name holds a letter or a digit: one of punctuation alone ("…", "-", "???", "•") names nothing. */
+export const hasWordCharacter = (name: string): boolean => /[\p{L}\p{N}]/u.test(name);
+
+/**
+ * The merge key of an entity name (lower case); equal keys with equal types are one entity. '' (no entity) for a
+ * name without a letter or digit.
+ */
 export function normalizeEntityName(name: string, type: string): string {
+  if (!hasWordCharacter(name)) return '';
   let words = cleanEntityName(name).toLocaleLowerCase('de-DE').split(' ').filter(Boolean);
   if (!PROPER_NAME_TYPES.has(type.toUpperCase())) {
     if (words.length > 1 && ARTICLES.has(words[0]!)) words = words.slice(1);

@@ -3,7 +3,7 @@ import { fillPrompt } from '../llm/prompts.js';
 import { loadChunks } from './chunks.js';
 import { keepItems } from './keep-items.js';
 import { type Asker, ask, forEachItem, type KnowledgeContext } from './llm-step.js';
-import { normalizeEntityName } from './normalize.js';
+import { hasWordCharacter, normalizeEntityName } from './normalize.js';
 
 export interface RelationConfig {
   relation_types: string[];
@@ -147,6 +147,8 @@ export async function runRelationExtraction(ctx: KnowledgeContext, asker: Asker,
     const chunk = work[i]!;
     const known = byChunk.get(chunk.id)!;
     const find = (name: string) => {
+      // no entity is named by punctuation alone (normalizeEntityName), not even one stored before that was so
+      if (!hasWordCharacter(name)) return undefined;
       const exact = known.find((e) => e.name === name);
       if (exact) return exact;
       // as the database compares names: on MariaDB "Muller" is the entity stored as "müller"

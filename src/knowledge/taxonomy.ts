@@ -6,7 +6,16 @@ import { cutText } from '../text/cut.js';
 import { countTokens } from '../text/tokenizer.js';
 import { documentTitle, loadChunks, loadSections } from './chunks.js';
 import { type Asker, ask, type KnowledgeContext } from './llm-step.js';
-import { deleteOrphanTerms, lockingRead } from './retract.js';
+import { hasWordCharacter } from './normalize.js';
+import {
+  deleteOrphanTerms,
+  inLockOrder,
+  lockingRead,
+  lockTermPath,
+  placedTerms,
+  TERM_PATH_SEPARATOR,
+  termLockKey,
+} from './retract.js';
 
 export interface TaxonomyConfig {
   max_categories: number;
@@ -33,7 +42,7 @@ export const TAXONOMY_PROMPT_KEYS = [
   'max_depth',
 ] as const;
 
-export const PATH_SEPARATOR = ' > ';
+export const PATH_SEPARATOR = TERM_PATH_SEPARATOR;
 
 export function taxonomySchema(maxCategories: number, maxDepth: number) {
   return {
@@ -212,7 +221,8 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
   // with the higher confidence
   const placements = new Map<string, { names: string[]; confidence: number }>();
   for (const category of answer.categories) {
-    const names = fittingPath(category.path.map(cleanTermName).filter(Boolean));
+    // a name of punctuation alone ("…", "-") is no category
+    const names = fittingPath(category.path.map(cleanTermName).filter(hasWordCharacter));
     if (names.length === 0) continue;
     const key = names.map(foldName).join(PATH_SEPARATOR);
     const previous = placements.get(key);
@@ -221,27 +231,56 @@ export async function runTaxonomyBuild(ctx: KnowledgeContext, asker: Asker, conf
       confidence: Math.max(previous?.confidence ?? Number.NEGATIVE_INFINITY, category.confidence),
     });
   }
-  await ctx.db.transaction(async (tx) => {
-    await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [ctx.document.id]);
-    // one placement per term, with the higher confidence (two keys above may still find one term: MariaDB's
-    // collation folds a little more than foldName)
-    const byTerm = new Map<number, number>();
-    for (const placement of placements.values()) {
-      const termId = await ensureTermPath(tx, placement.names);
-      byTerm.set(termId, Math.max(byTerm.get(termId) ?? 0, placement.confidence));
-    }
-    for (const [termId, confidence] of byTerm) {
-      await tx.run('INSERT INTO document_taxonomy (document_id, term_id, confidence) VALUES (?, ?, ?)', [
-        ctx.document.id,
-        termId,
-        confidence,
-      ]);
-    }
-    await deleteOrphanTerms(tx);
-  });
+  await writePlacements(ctx.db, ctx.document.id, [...placements.values()]);
   return {
     categories: placements.size,
     terms: [...placements.values()].reduce((n, p) => n + p.names.length, 0),
     empty: false,
   };
+}
+
+/**
+ * Replaces the document's placements atomically: the terms of every path are found or created, its old
+ * placements go, and the terms it was filed under before are deleted when no document and no term uses them any
+ * more (deleteOrphanTerms). Every path involved is locked first, in lock order (see inLockOrder): the new ones
+ * as ensureTermPath finds them, the old ones as they are.
+ */
+export async function writePlacements(
+  db: SqlExecutor,
+  documentId: number,
+  placements: ReadonlyArray<{ names: string[]; confidence: number }>,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const before = await placedTerms(tx, documentId);
+    const placed = new Set(placements.map((p) => termLockKey(p.names).join(PATH_SEPARATOR)));
+    const locks = [
+      ...placements.map((placement) => ({ names: placement.names, placement })),
+      ...before
+        .map((term) => ({ names: term.path.split(PATH_SEPARATOR), path: term.path }))
+        .filter((term) => !placed.has(termLockKey(term.names).join(PATH_SEPARATOR))),
+    ];
+    // one placement per term, with the higher confidence (two placements may still find one term: MariaDB's
+    // collation folds a little more than foldName)
+    const byTerm = new Map<number, number>();
+    for (const lock of inLockOrder(locks, (l) => termLockKey(l.names))) {
+      if (!('placement' in lock)) {
+        await lockTermPath(tx, lock.path);
+        continue;
+      }
+      const termId = await ensureTermPath(tx, lock.placement.names);
+      byTerm.set(termId, Math.max(byTerm.get(termId) ?? 0, lock.placement.confidence));
+    }
+    await tx.run('DELETE FROM document_taxonomy WHERE document_id = ?', [documentId]);
+    for (const [termId, confidence] of byTerm) {
+      await tx.run('INSERT INTO document_taxonomy (document_id, term_id, confidence) VALUES (?, ?, ?)', [
+        documentId,
+        termId,
+        confidence,
+      ]);
+    }
+    await deleteOrphanTerms(
+      tx,
+      before.map((term) => term.id).filter((id) => !byTerm.has(id)),
+    );
+  });
 }

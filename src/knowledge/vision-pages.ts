@@ -182,6 +182,7 @@ export async function runVisionAnalysis(
             page_text: page.content.slice(0, config.page_text_chars),
           }),
           maxTokens: asker.config.max_tokens,
+          maxRetries: asker.config.max_retries,
           signal: ctx.signal,
         })
         .catch((error: unknown) => {

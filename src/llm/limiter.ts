@@ -1,6 +1,6 @@
 import { CpeError, ErrorCodes, isRetryable } from '../errors.js';
 import { retryAfterOf } from './provider-errors.js';
-import type { LimitSettings } from './types.js';
+import type { LimitSettings, SharedLimits } from './types.js';
 
 export const DEFAULT_LIMITS: LimitSettings = {
   concurrency: 4,
@@ -39,8 +39,9 @@ interface WindowEntry {
 
 /**
  * Limits of one provider endpoint, shared by every step that talks to it: requests in flight, requests and
- * tokens per sliding minute, and retries of retryable failures with capped exponential backoff. A Retry-After
- * from the server pauses the whole endpoint (not just the one request), since the limit is the account's.
+ * tokens per sliding minute; and retries of retryable failures with capped exponential backoff, as many as each
+ * request asks for (`maxRetries` of the settings when it does not say). A Retry-After from the server pauses the
+ * whole endpoint (not just the one request), since the limit is the account's.
  */
 export class RateLimiter {
   private limits: LimitSettings;
@@ -67,8 +68,11 @@ export class RateLimiter {
     return this.limits;
   }
 
-  /** The tightest value wins; 0 (unlimited) never loosens a set limit. */
-  tighten(limits: Partial<LimitSettings>): void {
+  /**
+   * The tightest value wins; 0 (unlimited) never loosens a set limit. Retries are no shared limit: a step's
+   * max_retries goes with its requests (run), and one step's 0 took them from every other step's.
+   */
+  tighten(limits: Partial<SharedLimits>): void {
     const tight = (current: number, wanted: number | undefined, zeroIsUnlimited: boolean) => {
       if (wanted === undefined) return current;
       if (zeroIsUnlimited) {
@@ -78,21 +82,22 @@ export class RateLimiter {
       return Math.min(current, wanted);
     };
     this.limits = {
+      ...this.limits,
       concurrency: Math.max(1, tight(this.limits.concurrency, limits.concurrency, false)),
       requestsPerMinute: tight(this.limits.requestsPerMinute, limits.requestsPerMinute, true),
       tokensPerMinute: tight(this.limits.tokensPerMinute, limits.tokensPerMinute, true),
-      maxRetries: tight(this.limits.maxRetries, limits.maxRetries, false),
     };
   }
 
   /**
-   * Runs `call` under the limits, retrying retryable failures. `estimatedTokens` books the token budget up
-   * front; `call` returns the real figure, which replaces the estimate in the window.
+   * Runs `call` under the limits, retrying retryable failures up to `maxRetries` times. `estimatedTokens` books
+   * the token budget up front; `call` returns the real figure, which replaces the estimate in the window.
    */
   async run<T>(
     estimatedTokens: number,
     call: () => Promise<{ value: T; tokens: number }>,
     signal?: AbortSignal,
+    maxRetries: number = this.limits.maxRetries,
   ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const entry = await this.acquire(estimatedTokens, signal);
@@ -102,7 +107,7 @@ export class RateLimiter {
         entry.tokens = tokens;
         return value;
       } catch (error) {
-        if (!isRetryable(error) || attempt >= this.limits.maxRetries || signal?.aborted) throw error;
+        if (!isRetryable(error) || attempt >= maxRetries || signal?.aborted) throw error;
         const retryAfterMs = retryAfterOf(error);
         const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt);
         // jitter spreads the retries of concurrent requests; a server's Retry-After is taken as given

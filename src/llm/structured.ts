@@ -13,8 +13,8 @@ import type {
   GenerateRequest,
   GenerateResult,
   JsonSchema,
-  LimitSettings,
   LlmClient,
+  SharedLimits,
 } from './types.js';
 
 const validators = new Map<string, ValidateFunction>();
@@ -139,6 +139,35 @@ function sharedFailure(error: unknown): unknown {
   }) as CpeError;
 }
 
+/** The callers waiting on a signal, and the one abort listener that tells them all. */
+const waitingOn = new WeakMap<AbortSignal, { callers: Set<() => void>; listener: () => void }>();
+
+/**
+ * Calls giveUp when the signal aborts, through one listener per signal however many callers wait on it: a step
+ * asks for many answers at once with its one signal (the parts of a long document's summary), and a listener each
+ * made Node warn of a possible leak (MaxListenersExceededWarning) past ten. Returns what stops the waiting.
+ */
+function onAbort(signal: AbortSignal, giveUp: () => void): () => void {
+  let waiting = waitingOn.get(signal);
+  if (!waiting) {
+    const callers = new Set<() => void>();
+    const listener = () => {
+      waitingOn.delete(signal);
+      for (const caller of [...callers]) caller();
+    };
+    waiting = { callers, listener };
+    waitingOn.set(signal, waiting);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { callers, listener } = waiting;
+  callers.add(giveUp);
+  return () => {
+    if (!callers.delete(giveUp) || callers.size > 0) return;
+    signal.removeEventListener('abort', listener);
+    if (waitingOn.get(signal)?.listener === listener) waitingOn.delete(signal);
+  };
+}
+
 interface SharedRequest {
   promise: Promise<GenerateResult<unknown>>;
   /** aborts the request, once no caller waits for it any more */
@@ -173,7 +202,7 @@ export class StructuredLlmClient implements LlmClient {
     return this.backend.model;
   }
 
-  withLimits(limits: Partial<LimitSettings>): LlmClient {
+  withLimits(limits: Partial<SharedLimits>): LlmClient {
     this.limiter.tighten(limits);
     return this;
   }
@@ -187,9 +216,9 @@ export class StructuredLlmClient implements LlmClient {
       schema: request.schema,
       images: request.images,
     });
-    // requests alike but for their token limit (or who checks the limits) are one answer in the cache (checked again
-    // against each request's schema when found), and two requests in flight
-    const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}:${request.limits ?? 'client'}`;
+    // requests alike but for their token limit, who checks the limits or their retries are one answer in the cache
+    // (checked again against each request's schema when found), and two requests in flight
+    const flightKey = `${key}:${request.maxTokens ?? DEFAULT_MAX_TOKENS}:${request.limits ?? 'client'}:${request.maxRetries ?? ''}`;
     let own = this.inflight.get(flightKey);
     if (!own) {
       // the request runs until every caller waiting for it has given up, not until the first one does
@@ -223,14 +252,14 @@ export class StructuredLlmClient implements LlmClient {
         reject(new CpeError(ErrorCodes.CANCELLED, `${this.backend.provider}: request cancelled`));
       };
       if (signal.aborted) return giveUp();
-      signal.addEventListener('abort', giveUp, { once: true });
+      const stopWaiting = onAbort(signal, giveUp);
       own.promise.then(
         (value) => {
-          signal.removeEventListener('abort', giveUp);
+          stopWaiting();
           if (!signal.aborted) resolve(deliver(value));
         },
         (error: unknown) => {
-          signal.removeEventListener('abort', giveUp);
+          stopWaiting();
           if (signal.aborted) return;
           try {
             fail(error);
@@ -362,6 +391,7 @@ export class StructuredLlmClient implements LlmClient {
         return { value: answer, tokens: answer.tokensIn + answer.tokensOut };
       },
       request.signal,
+      request.maxRetries,
     );
   }
 }

@@ -25,6 +25,8 @@ export interface GenerateRequest {
    * ... into descriptions): one item over one failed the whole answer, after a paid repair.
    */
   limits?: 'caller';
+  /** retries of a retryable failure (429, 529, 5xx, network, timeout); default: the endpoint's maxRetries */
+  maxRetries?: number;
   signal?: AbortSignal;
 }
 
@@ -48,9 +50,15 @@ export interface LimitSettings {
   requestsPerMinute: number;
   /** input + output tokens per minute (0 = unlimited) */
   tokensPerMinute: number;
-  /** retries of a retryable failure (429, 529, 5xx, network, timeout) before giving up */
+  /**
+   * retries of a retryable failure (429, 529, 5xx, network, timeout) before giving up, for a request that does not
+   * say (GenerateRequest.maxRetries)
+   */
   maxRetries: number;
 }
+
+/** The limits every step that talks to an endpoint shares (retries are each request's own). */
+export type SharedLimits = Omit<LimitSettings, 'maxRetries'>;
 
 export interface LlmClient {
   readonly provider: LlmProvider;
@@ -60,7 +68,7 @@ export interface LlmClient {
    * Tightens the provider's shared limits (the tightest value any step asks for wins, because the limits
    * protect one account / one server). Returns the same client.
    */
-  withLimits(limits: Partial<LimitSettings>): LlmClient;
+  withLimits(limits: Partial<SharedLimits>): LlmClient;
 }
 
 export interface DescribeImageRequest {
@@ -68,6 +76,8 @@ export interface DescribeImageRequest {
   prompt: string;
   system?: string;
   maxTokens?: number;
+  /** as GenerateRequest.maxRetries */
+  maxRetries?: number;
   signal?: AbortSignal;
 }
 
@@ -84,7 +94,7 @@ export interface VisionClient {
   readonly provider: LlmProvider;
   readonly model: string;
   describe(request: DescribeImageRequest): Promise<GenerateResult<ImageDescription>>;
-  withLimits(limits: Partial<LimitSettings>): VisionClient;
+  withLimits(limits: Partial<SharedLimits>): VisionClient;
 }
 
 export type LlmResolution = { llm: LlmClient; reason?: undefined } | { llm: undefined; reason: string };

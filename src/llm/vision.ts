@@ -3,8 +3,8 @@ import type {
   GenerateResult,
   ImageDescription,
   JsonSchema,
-  LimitSettings,
   LlmClient,
+  SharedLimits,
   VisionClient,
 } from './types.js';
 
@@ -34,7 +34,7 @@ export class StructuredVisionClient implements VisionClient {
     return this.llm.model;
   }
 
-  withLimits(limits: Partial<LimitSettings>): VisionClient {
+  withLimits(limits: Partial<SharedLimits>): VisionClient {
     this.llm.withLimits(limits);
     return this;
   }
@@ -47,6 +47,7 @@ export class StructuredVisionClient implements VisionClient {
       schemaName: 'image_description',
       images: [request.image],
       maxTokens: request.maxTokens ?? 1500,
+      maxRetries: request.maxRetries,
       signal: request.signal,
     });
   }

@@ -1,7 +1,7 @@
 import { CpeError, ErrorCodes } from '../errors.js';
 import { normalizeTitle } from '../extract/normalize.js';
 import { countTokens } from '../text/tokenizer.js';
-import { type RetrievalServices, type SearchHit, searchChunks } from './search.js';
+import { compareHits, type RetrievalServices, type SearchHit, searchChunks } from './search.js';
 
 export interface ContextOptions {
   /** token budget of the whole context (default 3000: chat; the content studio uses about 5000) */
@@ -72,7 +72,7 @@ export async function buildContext(
 
 /** The budgeted assembly on its own, for hits from anywhere. */
 export function assembleContext(hits: readonly SearchHit[], maxTokens: number): BuiltContext {
-  const sorted = [...hits].sort((a, b) => b.score - a.score);
+  const sorted = [...hits].sort(compareHits);
   const blocks: string[] = [];
   const sources: ContextSource[] = [];
   let text = '';

@@ -1,10 +1,12 @@
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
+import { chunkContextOf } from '../embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS, queryEmbedText } from '../embed/prepare.js';
 import type { Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
-import { parseJsonColumn } from '../util/json.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
+import type { VectorSearchResult } from '../vectors/types.js';
+import { type SharedFeatureTest, sharedFeatureTest } from './shared-features.js';
 
 export interface RetrievalServices {
   db: SqlExecutor;
@@ -86,68 +88,169 @@ export async function searchChunks(
       distance: 'Cosine',
     });
   }
-  const [vector] = await embedder.embed(
-    [queryEmbedText(query, embedder, options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS)],
-    options.signal,
-  );
+  const maxEmbedChars = options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS;
+  const queryText = queryEmbedText(query, embedder, maxEmbedChars);
+  const [vector] = await embedder.embed([queryText], options.signal);
+  const sharesFeature = sharedFeatureTest(embedder, queryText, maxEmbedChars);
 
+  /** what each point the index returned turned out to be: its hit, or null (a stale point, no feature in common) */
+  const judged = new Map<string, SearchHit | null>();
   let fetch = Math.min(MAX_FETCH, limit * OVERFETCH + 10);
   for (;;) {
     const results = await index.search(collection, vector, { limit: fetch });
-    // a chunk that shares nothing with the query is no hit: cosine 0 is no feature in common for the local
-    // embedder, and a dense model's non-positive cosine is no match either. Results come best first, so once
-    // one is dropped the index has no better ones left to give.
+    // a chunk that shares nothing with the query is no hit: a dense model's non-positive cosine is no match, and
+    // the local embedder's cosine 0 is no feature in common (its positive cosine may be none either: the feature
+    // test says). Results come best first, so once one is dropped the index has no better ones left to give.
     const matching = results.filter((r) => r.score > 0);
-    const hits = await joinWithSql(services.db, matching);
-    if (hits.length >= limit || matching.length < fetch || fetch >= MAX_FETCH) return hits.slice(0, limit);
+    const rows = await loadChunkRows(
+      services.db,
+      matching.filter((r) => !judged.has(r.id)),
+    );
+    const hits = takeHits(matching, limit, (result) => {
+      let hit = judged.get(result.id);
+      if (hit === undefined) {
+        hit = judgePoint(result, rows, sharesFeature);
+        judged.set(result.id, hit);
+      }
+      return hit;
+    });
+    // the index returns every point tied with its last one (see SqlVectorIndex.search), and takeHits every hit
+    // tied with the last it needs: the order among equal scores is decided here, the same on every backend,
+    // before the limit cuts
+    if (hits.length >= limit || matching.length < fetch || fetch >= MAX_FETCH)
+      return hits.sort(compareHits).slice(0, limit);
     fetch = Math.min(MAX_FETCH, fetch * 4);
   }
 }
 
-async function joinWithSql(
-  db: SqlExecutor,
-  results: ReadonlyArray<{ id: string; score: number; payload: Record<string, unknown> }>,
-): Promise<SearchHit[]> {
-  const documentIds = [
-    ...new Set(results.map((r) => Number(r.payload.document_id)).filter(Number.isInteger)),
-  ];
-  if (documentIds.length === 0) return [];
-  const rows: any[] = [];
-  for (const list of inLists(documentIds)) {
-    rows.push(
-      ...(await db.query(
-        `SELECT c.id, c.document_id, c.chunk_index, c.content, c.heading_path, c.page_start,
-                d.title, d.filename, d.source_path
-         FROM chunks c JOIN documents d ON d.id = c.document_id
-         WHERE c.document_id IN (${list.marks}) AND d.is_latest = 1 AND d.status <> 'deleted'`,
-        list.values,
-      )),
-    );
-  }
-  const byKey = new Map(rows.map((r) => [`${Number(r.document_id)}:${Number(r.chunk_index)}`, r]));
+/**
+ * Best first; equal scores by source path, then chunk index: one order on every backend (a document's id may
+ * differ between them, and the index loads its points in another order on each).
+ */
+export function compareHits(a: SearchHit, b: SearchHit): number {
+  if (a.score !== b.score) return b.score - a.score;
+  if (a.source_path !== b.source_path) return a.source_path < b.source_path ? -1 : 1;
+  return a.chunk_index - b.chunk_index;
+}
+
+/**
+ * The hits of `results` (best first), one per chunk, its best (a collection adopted from elsewhere may hold two
+ * points of one chunk): as many as `limit` and those tied with the last of them. Points further down are not
+ * judged: the feature test costs about as much as embedding the chunk.
+ */
+function takeHits(
+  results: ReadonlyArray<VectorSearchResult>,
+  limit: number,
+  hitOf: (result: VectorSearchResult) => SearchHit | null,
+): SearchHit[] {
   const hits: SearchHit[] = [];
   const seen = new Set<number>();
   for (const result of results) {
-    const row = byKey.get(`${Number(result.payload.document_id)}:${Number(result.payload.chunk_index)}`);
-    if (!row) continue;
-    // a point of a chunk that was replaced since (re-chunked, its new vector not stored yet) holds the old text's
-    // vector under the same place: not a hit for the new text. A point's payload names its chunk.
-    const chunkId = result.payload.chunk_id;
-    if (chunkId !== undefined && chunkId !== null && Number(chunkId) !== Number(row.id)) continue;
-    // one hit per chunk, its best (a collection adopted from elsewhere may hold two points of one chunk)
-    if (seen.has(Number(row.id))) continue;
-    seen.add(Number(row.id));
-    hits.push({
-      score: result.score,
-      document_id: Number(row.document_id),
-      document_title: row.title || row.filename,
-      source_path: row.source_path,
-      heading_path: parseJsonColumn<string[]>(row.heading_path, []),
-      page: row.page_start === null || row.page_start === undefined ? null : Number(row.page_start),
-      chunk_index: Number(row.chunk_index),
-      chunk_id: Number(row.id),
-      content: row.content,
-    });
+    if (hits.length >= limit && result.score < hits[limit - 1]!.score) break;
+    const hit = hitOf(result);
+    if (!hit || seen.has(hit.chunk_id)) continue;
+    seen.add(hit.chunk_id);
+    hits.push(hit);
   }
-  return hits.sort((a, b) => b.score - a.score);
+  return hits;
+}
+
+interface HitRow {
+  id: number;
+  document_id: number;
+  chunk_index: number;
+  content: string;
+  heading_path: unknown;
+  page_start: number | null;
+  title: string | null;
+  filename: string;
+  source_path: string;
+}
+
+/** Chunk rows by id, and by place ("document id:chunk index") for points that name no chunk. */
+interface ChunkRows {
+  byId: Map<number, HitRow>;
+  byPlace: Map<string, HitRow>;
+}
+
+/** The chunks of current documents (the latest version, not deleted) that `condition` selects, with their document. */
+const currentChunksWhere = (condition: string) =>
+  `SELECT c.id, c.document_id, c.chunk_index, c.content, c.heading_path, c.page_start,
+          d.title, d.filename, d.source_path
+   FROM chunks c JOIN documents d ON d.id = c.document_id
+   WHERE ${condition} AND d.is_latest = 1 AND d.status <> 'deleted'`;
+
+/**
+ * A point's hit, from its chunk's row in SQL, the source of truth; null for a point that is no hit: its chunk is
+ * gone or not current, or (sharesFeature given) the chunk shares no feature with the query.
+ */
+function judgePoint(
+  result: VectorSearchResult,
+  { byId, byPlace }: ChunkRows,
+  sharesFeature: SharedFeatureTest | undefined,
+): SearchHit | null {
+  // a point names its chunk: one of a chunk that was replaced since (re-chunked, its new vector not stored yet)
+  // holds the old text's vector under the same place, and is no hit for the new text. A point of a collection
+  // made elsewhere may not name it: then its place (document, chunk index) finds it.
+  const chunkId = pointChunkId(result);
+  const row = chunkId === undefined ? byPlace.get(placeOf(result)) : byId.get(chunkId);
+  if (!row) return null;
+  const context = chunkContextOf(row);
+  if (sharesFeature && !sharesFeature(row.content, context)) return null;
+  return {
+    score: result.score,
+    document_id: Number(row.document_id),
+    document_title: row.title || row.filename,
+    source_path: row.source_path,
+    heading_path: [...(context.headingPath ?? [])],
+    page: row.page_start === null || row.page_start === undefined ? null : Number(row.page_start),
+    chunk_index: Number(row.chunk_index),
+    chunk_id: Number(row.id),
+    content: row.content,
+  };
+}
+
+/** The chunk a point's payload names, if it names one. */
+function pointChunkId(result: VectorSearchResult): number | undefined {
+  const chunkId = result.payload.chunk_id;
+  return chunkId === undefined || chunkId === null ? undefined : Number(chunkId);
+}
+
+const placeOf = (result: VectorSearchResult) =>
+  `${Number(result.payload.document_id)}:${Number(result.payload.chunk_index)}`;
+
+/**
+ * The current chunks the points name, by id; those of points that name no chunk, by place. Only these chunks
+ * are read: reading all chunks of each document with a hit read thousands of texts to return ten.
+ */
+async function loadChunkRows(
+  db: SqlExecutor,
+  results: ReadonlyArray<VectorSearchResult>,
+): Promise<ChunkRows> {
+  const chunkIds = new Set<number>();
+  const placeless = results.filter((r) => pointChunkId(r) === undefined);
+  for (const result of results) {
+    const chunkId = pointChunkId(result);
+    if (chunkId !== undefined && Number.isInteger(chunkId)) chunkIds.add(chunkId);
+  }
+  const byId = new Map<number, HitRow>();
+  for (const list of inLists([...chunkIds])) {
+    const rows = await db.query<HitRow>(currentChunksWhere(`c.id IN (${list.marks})`), list.values);
+    for (const row of rows) byId.set(Number(row.id), row);
+  }
+  const byPlace = new Map<string, HitRow>();
+  const documentIds = [...new Set(placeless.map((r) => Number(r.payload.document_id)))].filter(
+    Number.isInteger,
+  );
+  const indexes = [...new Set(placeless.map((r) => Number(r.payload.chunk_index)))].filter(Number.isInteger);
+  for (const documents of inLists(documentIds)) {
+    for (const chunks of inLists(indexes)) {
+      const rows = await db.query<HitRow>(
+        currentChunksWhere(`c.document_id IN (${documents.marks}) AND c.chunk_index IN (${chunks.marks})`),
+        [...documents.values, ...chunks.values],
+      );
+      for (const row of rows) byPlace.set(`${Number(row.document_id)}:${Number(row.chunk_index)}`, row);
+    }
+  }
+  return { byId, byPlace };
 }

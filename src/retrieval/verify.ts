@@ -2,7 +2,7 @@ import { type ChunkRow, embedChunks } from '../embed/embed-chunks.js';
 import { DEFAULT_MAX_EMBED_CHARS } from '../embed/prepare.js';
 import type { Logger } from '../engine/plugin.js';
 import { CpeError, describeError, ErrorCodes } from '../errors.js';
-import { type EntityRow, storeEntityPoints } from '../knowledge/entities.js';
+import { type EntityRow, entityPointId, storeEntityPoints } from '../knowledge/entities.js';
 import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
 import { chunkPointId } from '../vectors/point-id.js';
@@ -62,6 +62,11 @@ export interface VerifyCounts {
    * points are gone from the index (the collection dropped or emptied behind cpe's back)
    */
   entitiesWithoutPoint: number;
+  /**
+   * points in the `entities` collection that no entity has (none names it in entities.qdrant_id, none would store
+   * it: entityPointId of its type and name): their entity was deleted and removing the point failed
+   */
+  entityOrphans: number;
 }
 
 export interface VerifyReport {
@@ -81,10 +86,13 @@ export interface VerifyReport {
   /** one line per kind of disagreement */
   problems: string[];
   repaired?: {
+    /** points deleted: from the collection, and from `entities` (entityPointsDeleted) */
     pointsDeleted: number;
     documentsRestored: number;
     chunksEmbedded: number;
     entitiesStored: number;
+    /** of those, the `entities` collection's (entityOrphans) */
+    entityPointsDeleted: number;
     /** of the chunks marked failed, the ones the embedder gave a vector this time (status embedded now) */
     failedChunksEmbedded: number;
   };
@@ -100,6 +108,11 @@ const EXAMPLES = 5;
  * them agree (deletes what should not be there, embeds and stores what is missing) and verifies again. What should
  * be there is the points of the collection's own documents (collectionDocuments), not of every document: two
  * pipelines may store into two collections.
+ *
+ * The index is listed before SQL is read, and may be while a run goes on: a run commits a document's and its chunks'
+ * rows before it stores their points, so every point listed has its rows in what is read after. Read the other way
+ * round, a document a run made and stored between the two reads was unknown, its points orphans, and repair deleted
+ * them. (What a run stores after the listing may show as missing, and repair stores it again: the same points.)
  */
 export async function verifyIndex(
   services: RetrievalServices,
@@ -144,6 +157,7 @@ export async function verifyIndex(
       wrongChunkRefs: 0,
       failedChunks: 0,
       entitiesWithoutPoint: 0,
+      entityOrphans: 0,
     },
     problems: [],
   };
@@ -162,6 +176,7 @@ export async function verifyIndex(
   }
 
   const { db } = services;
+  const points = info.exists ? await index.listPoints(collection) : [];
   const documents = await db.query<{
     id: number;
     source_path: string;
@@ -188,7 +203,6 @@ export async function verifyIndex(
       .map((d) => Number(d.id)),
   );
   const known = new Set(documents.map((d) => Number(d.id)));
-  const points = info.exists ? await index.listPoints(collection) : [];
   const own = await collectionDocuments(db, collection, points);
   const chunks = await db.query<{
     id: number;
@@ -296,8 +310,11 @@ export async function verifyIndex(
   if (wrongRefs.length > 0) {
     report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
   }
-  const unpointed = collection === 'documents' ? await entitiesWithoutPoint(services, index) : [];
+  const entities =
+    collection === 'documents' ? await entityDisagreements(services, index) : { unpointed: [], orphans: [] };
+  const { unpointed } = entities;
   c.entitiesWithoutPoint = unpointed.length;
+  c.entityOrphans = entities.orphans.length;
   if (unpointed.length > 0) {
     const gone = unpointed.filter((e) => e.qdrant_id !== null).length;
     const why = [
@@ -308,6 +325,11 @@ export async function verifyIndex(
       .join(', ');
     report.problems.push(
       `${unpointed.length} entities have no point in '${ENTITY_COLLECTION}' (${why}); e.g. ${sample(unpointed.map((e) => e.name))}`,
+    );
+  }
+  if (entities.orphans.length > 0) {
+    report.problems.push(
+      `${entities.orphans.length} points in '${ENTITY_COLLECTION}' belong to no entity in SQL; e.g. ${sample(entities.orphans)}`,
     );
   }
   report.ok = report.problems.length === 0;
@@ -325,6 +347,7 @@ export async function verifyIndex(
     ]),
   ];
   await index.deletePoints(collection, doomed);
+  await index.deletePoints(ENTITY_COLLECTION, entities.orphans);
   const toRestore = new Set<number>([
     ...missing.map(([, chunk]) => Number(chunk.document_id)),
     ...outdated.map((p) => p.documentId),
@@ -404,10 +427,11 @@ export async function verifyIndex(
   }
   const entitiesStored = await storeEntityPoints({ ...services, signal: options.signal }, unpointed);
   report.repaired = {
-    pointsDeleted: doomed.length,
+    pointsDeleted: doomed.length + entities.orphans.length,
     documentsRestored: toRestore.size,
     chunksEmbedded,
     entitiesStored,
+    entityPointsDeleted: entities.orphans.length,
     failedChunksEmbedded,
   };
   report.after = await verifyIndex(services, { ...options, repair: false });
@@ -416,22 +440,37 @@ export async function verifyIndex(
 }
 
 /**
- * Entities that should have a point in the `entities` collection and do not: entity embedding is on when the
- * collection exists or an entity names a point in it (entities.qdrant_id; the collection may have been dropped
- * behind cpe's back). An entity lacks its point when it names none (its embedding failed) or the one it names is
- * not in the collection.
+ * How the `entities` collection and the entities in SQL disagree. Entities that should have a point and do not:
+ * entity embedding is on when the collection exists or an entity names a point in it (entities.qdrant_id; the
+ * collection may have been dropped behind cpe's back); an entity lacks its point when it names none (its embedding
+ * failed) or the one it names is not in the collection. Orphans: points no entity names and none would store
+ * (entityPointId of its type and normalized name: an entity whose point is stored but not yet named in SQL still
+ * has it), left by a retraction whose deletion of them failed.
+ *
+ * The collection is listed before the entities are read, as verifyIndex lists chunk points: an entity's row is
+ * committed before its point is stored, so an entity_extract going on cannot make its new points orphans.
  */
-async function entitiesWithoutPoint(
+async function entityDisagreements(
   services: RetrievalServices,
   index: Awaited<ReturnType<RetrievalServices['providers']['vectors']>>,
-): Promise<Array<EntityRow & { qdrant_id: string | null }>> {
+): Promise<{ unpointed: Array<EntityRow & { qdrant_id: string | null }>; orphans: string[] }> {
   const exists = (await index.describeCollection(ENTITY_COLLECTION)).exists;
+  const points = exists ? (await index.listPoints(ENTITY_COLLECTION)).map((p) => p.id) : [];
   const entities = await services.db.query<EntityRow & { qdrant_id: string | null }>(
     'SELECT id, name, normalized_name, type, description, qdrant_id FROM entities',
   );
-  if (!exists && entities.every((e) => e.qdrant_id === null)) return [];
-  const present = new Set(exists ? (await index.listPoints(ENTITY_COLLECTION)).map((p) => p.id) : []);
-  return entities.filter((e) => e.qdrant_id === null || !present.has(String(e.qdrant_id)));
+  if (!exists && entities.every((e) => e.qdrant_id === null)) return { unpointed: [], orphans: [] };
+  const present = new Set(points);
+  const owned = new Set(
+    entities.flatMap((e) => [
+      entityPointId(e.normalized_name, e.type),
+      ...(e.qdrant_id === null ? [] : [String(e.qdrant_id)]),
+    ]),
+  );
+  return {
+    unpointed: entities.filter((e) => e.qdrant_id === null || !present.has(String(e.qdrant_id))),
+    orphans: points.filter((id) => !owned.has(id)),
+  };
 }
 
 /**

@@ -230,24 +230,46 @@ export class QdrantVectorIndex implements VectorIndex {
       );
     }
     if (stamp) checkStamp(stamp, spec);
-    // a collection made by someone else with the right size: adopt it under this model
-    else await writeStamp(this.db, 'qdrant', name, this.location, spec);
+    else await this.adopt(name, spec);
     this.ensured.set(name, key);
   }
 
+  /**
+   * A collection of the right size that this data set (its ki_content) has no stamp of is taken on only while it is
+   * empty. One with points is another data set's (a second ki_content using this Qdrant) or left over: taken on,
+   * `verify --repair` deleted every point of it as an orphan, and runs overwrote its points (point ids come from
+   * document ids). One stamped meanwhile was made by another process of this data set, which stamps before it stores.
+   */
+  private async adopt(name: string, spec: CollectionSpec): Promise<void> {
+    const points = await this.count(name);
+    if (points === 0) return writeStamp(this.db, 'qdrant', name, this.location, spec);
+    const stamp = await readStamp(this.db, 'qdrant', name);
+    if (!stamp) throw foreignCollection(name, points, this.location);
+    checkStamp(stamp, spec);
+  }
+
+  /**
+   * Refuses a collection with points that this data set did not make, for every caller: search would answer with
+   * another data set's chunks, and verify would count its points as orphans (and delete them with --repair).
+   */
   async describeCollection(name: string): Promise<CollectionInfo> {
     if (!(await this.exists(name))) {
       this.ensured.delete(name);
       return { name, exists: false, points: 0 };
     }
-    const [config, stamp] = await Promise.all([this.vectorConfig(name), readStamp(this.db, 'qdrant', name)]);
+    const [config, stamp, points] = await Promise.all([
+      this.vectorConfig(name),
+      readStamp(this.db, 'qdrant', name),
+      this.count(name),
+    ]);
+    if (!stamp && points > 0) throw foreignCollection(name, points, this.location);
     return {
       name,
       exists: true,
       model: stamp?.model,
       dimensions: config.size,
       distance: config.distance,
-      points: await this.count(name),
+      points,
     };
   }
 
@@ -398,6 +420,28 @@ export class QdrantVectorIndex implements VectorIndex {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * The refusal of a collection with points that this data set has no stamp of, saying what to do: a collection of its
+ * own under another name, or deleting this one when it is really left over. A configuration error (exit 2).
+ */
+function foreignCollection(name: string, points: number, location: string): CpeError {
+  const rename =
+    name === ENTITY_COLLECTION
+      ? `the name of the '${ENTITY_COLLECTION}' collection is fixed: give this data set a Qdrant of its own (CPE_QDRANT_URL)`
+      : `give this data set a collection of its own: set config.collection on the pipeline's embed step and on its ` +
+        `vector_store step (if it has one), and put the new name in place of '${name}' in config.collections of its ` +
+        'collection_setup and index_optimize steps; or give it a Qdrant of its own (CPE_QDRANT_URL)';
+  return new CpeError(
+    ErrorCodes.COLLECTION_MISMATCH,
+    `collection '${name}' in Qdrant ${location} holds ${points} point${points === 1 ? '' : 's'}, but this data set (its ki_content database) ` +
+      `did not make it: it belongs to another data set using this Qdrant, or is left over. cpe leaves it alone ` +
+      `(verify --repair would delete its points, a run would overwrite them). To go on, ${rename}. Only if the ` +
+      `collection is really left over: delete it in Qdrant (DELETE ${location}/collections/${name}), then run ` +
+      "cpe verify --repair to store this data set's points.",
+    { details: { collection: name, backend: 'qdrant', location, points } },
+  );
 }
 
 /** A 429 with a Retry-After as the client throws it: its own error, or its failure to read an HTTP date. */

@@ -90,7 +90,11 @@ class PackedCollection {
     this.rowOf.delete(id);
   }
 
-  /** the `limit` best rows by dot product with q (unit length), optionally only rows of some documents */
+  /**
+   * The `limit` best rows by dot product with q (unit length), optionally only rows of some documents, and every
+   * further row tied with the last of them: which of equal scores make the cut must not depend on the order the
+   * rows were loaded in (rowid on SQLite, point id on MariaDB), so the caller, who knows more of each row, decides.
+   */
   top(q: Float32Array, limit: number, allowed?: ReadonlySet<number>): Array<{ row: number; score: number }> {
     const d = this.dimensions;
     const m = this.matrix;
@@ -101,23 +105,25 @@ class PackedCollection {
     let floor = -Infinity;
     const keep = (row: number, score: number) => {
       // NaN (a vector that was never a number) is no score: as the floor it would let no better row in
-      if (bestRows.length === limit && score <= floor) return;
+      if (bestRows.length >= limit && score < floor) return;
       if (Number.isNaN(score)) return;
       let at = bestScores.length;
       while (at > 0 && bestScores[at - 1] < score) at--;
       bestScores.splice(at, 0, score);
       bestRows.splice(at, 0, row);
-      if (bestRows.length > limit) {
-        bestRows.pop();
-        bestScores.pop();
-      }
-      if (bestRows.length === limit) floor = bestScores[limit - 1];
+      if (bestRows.length < limit) return;
+      floor = bestScores[limit - 1];
+      // rows below the new floor drop out; those tied with it stay
+      let end = bestRows.length;
+      while (end > limit && bestScores[end - 1] < floor) end--;
+      bestRows.length = end;
+      bestScores.length = end;
     };
     if (this.simd) {
       const scores = this.simd.scores(q, n);
       for (let row = 0; row < n; row++) {
         const score = scores[row];
-        if (score <= floor && bestRows.length === limit) continue;
+        if (score < floor && bestRows.length >= limit) continue;
         if (allowed && !allowed.has(this.documentIds[row])) continue;
         keep(row, score);
       }
@@ -440,6 +446,7 @@ export class SqlVectorIndex implements VectorIndex {
     return packed;
   }
 
+  /** The `limit` best points, and any further ones tied with the last of them (see PackedCollection.top). */
   async search(
     collection: string,
     vector: Float32Array,

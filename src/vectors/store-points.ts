@@ -2,7 +2,7 @@ import { readChunkTexts } from '../content/chunk-store.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
 import { EmbeddingCache } from '../embed/cache.js';
-import type { Logger, Providers } from '../engine/plugin.js';
+import type { Logger, PipelineInfo, Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { parseJsonColumn } from '../util/json.js';
 import { chunkPointId } from './point-id.js';
@@ -39,6 +39,16 @@ export interface StorePointsResult {
   removedVersions: number[];
   /** why nothing was stored, when nothing was */
   note?: string;
+}
+
+/**
+ * The embedding model a step that stores or makes room for points uses when its own config names none: the
+ * pipeline's embed step's (its `model`, when set), whose vectors the pipeline has; undefined for the configured
+ * embedder's. Without it a pipeline whose embed step names a model stored the default model's vectors: none.
+ */
+export function pipelineEmbedModel(pipeline: Pick<PipelineInfo, 'stepConfigs'>): string | undefined {
+  const model = pipeline.stepConfigs('embed')[0]?.model;
+  return typeof model === 'string' && model !== '' ? model : undefined;
 }
 
 /** The payload's text is cut here: enough to show a hit, small enough to keep points light. */
@@ -89,6 +99,29 @@ async function loadVersions(
   const doc = rows.find((r) => Number(r.id) === documentId);
   if (!doc) throw new CpeError(ErrorCodes.STEP_FAILED, `document ${documentId} not found in ki_content`);
   return { doc, others: rows.filter((r) => r !== doc) };
+}
+
+/**
+ * Refuses to store no point for a document whose chunks are embedded, only with another model than `model`:
+ * storing nothing would remove the document's points (only the ones stored are kept) and end ok with a warning,
+ * while the model stored and the model embedded differ (vector_store's `model` is not the embed step's).
+ */
+function refuseOtherModels(
+  rows: ReadonlyArray<{ status: string; embedding_model: string | null }>,
+  model: string,
+  documentId: number,
+): void {
+  const others = new Set(
+    rows.flatMap((r) =>
+      r.status === 'embedded' && r.embedding_model && r.embedding_model !== model ? [r.embedding_model] : [],
+    ),
+  );
+  if (others.size === 0) return;
+  throw new CpeError(
+    ErrorCodes.STEP_FAILED,
+    `document ${documentId} has no vectors of ${model} to store: its chunks are embedded with ${[...others].join(', ')}; ` +
+      "the model whose vectors are stored (vector_store's config.model) must be the embed step's",
+  );
 }
 
 /** Chunks per `CASE id WHEN ... END` update. */
@@ -210,12 +243,14 @@ export async function storeDocumentPoints(
     heading_path: unknown;
     page_start: number | null;
     qdrant_id: string | null;
+    status: string;
+    embedding_model: string | null;
     text_hash: string | null;
   }>(
     // the payload shows the start of a chunk: substr counts characters (code points), at least as many UTF-16
     // units as chunkPayload keeps, so the result is the same as from the whole content, read in a fraction
     `SELECT c.id, c.chunk_index, ${knownContents ? '' : 'substr(c.content, 1, ?) AS content, '}c.heading_path,
-       c.page_start, c.qdrant_id, cv.text_hash
+       c.page_start, c.qdrant_id, c.status, c.embedding_model, cv.text_hash
      FROM chunks c LEFT JOIN chunk_vectors cv ON cv.chunk_id = c.id AND cv.model = ?
      WHERE c.document_id = ? ORDER BY c.chunk_index`,
     knownContents ? [model, doc.id] : [PAYLOAD_CONTENT_CHARS, model, doc.id],
@@ -251,6 +286,7 @@ export async function storeDocumentPoints(
     });
     pointOf.set(Number(row.id), id);
   }
+  if (points.length === 0) refuseOtherModels(rows, model, doc.id);
 
   await index.upsert(options.collection, points);
   const keepIds = points.map((p) => p.id);

@@ -351,10 +351,16 @@ export class FaultCase {
     return Object.fromEntries(rows.map((r) => [`${r.step_name}:${r.error_code ?? '-'}`, Number(r.n)]));
   }
 
-  /** Queue items that needed more than one claim (taken over after a lease expired, or retried). */
-  async reclaimedItems(): Promise<number> {
+  /**
+   * Of these queue items, how many are not finished, or were given up (dead): items a killed worker held, started or
+   * claimed ahead, must all be taken over and finished by the others.
+   */
+  async unfinishedOrGivenUp(ids: readonly number[]): Promise<number> {
+    if (ids.length === 0) return 0;
     const [row] = await this.engine.dbs.content.sql.query<{ n: number }>(
-      'SELECT COUNT(*) AS n FROM pipeline_queue WHERE attempts > 1',
+      `SELECT COUNT(*) AS n FROM pipeline_queue WHERE id IN (${ids.map(() => '?').join(', ')})
+         AND status IN ('pending', 'processing', 'dead')`,
+      [...ids],
     );
     return Number(row?.n ?? 0);
   }
@@ -387,11 +393,16 @@ export class FaultCase {
 
   /** Queue items the worker holds a lease on now. */
   async heldBy(worker: Worker): Promise<number> {
-    const [row] = await this.engine.dbs.content.sql.query<{ n: number }>(
-      "SELECT COUNT(*) AS n FROM pipeline_queue WHERE status = 'processing' AND locked_by LIKE ?",
+    return (await this.heldItems(worker)).length;
+  }
+
+  /** The ids of the queue items the worker holds a lease on now. */
+  async heldItems(worker: Worker): Promise<number[]> {
+    const rows = await this.engine.dbs.content.sql.query<{ id: number }>(
+      "SELECT id FROM pipeline_queue WHERE status = 'processing' AND locked_by LIKE ?",
       [`${this.leasePrefix(worker)}%`],
     );
-    return Number(row?.n ?? 0);
+    return rows.map((r) => Number(r.id));
   }
 
   /** SIGTERM to every worker still running; their exits are checked by verify(). */

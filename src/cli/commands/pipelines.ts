@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError, ErrorCodes } from '../../errors.js';
 import { snippet } from '../../retrieval/format.js';
 import { drawDag } from '../draw-dag.js';
 import { type GlobalArgs, globalOptions, withEngine } from '../engine-options.js';
@@ -65,8 +65,10 @@ const show: CommandModule<object, PipelineArgs> = {
     process.exitCode = await withEngine(args, {}, async (engine) => {
       const plan = await planPipeline(engine.dbs.content.sql, engine.registry, args.name).catch(
         async (error: unknown) => {
-          // an invalid pipeline: its rows as stored, so that the ones to fix can be seen; the problems follow
-          if (error instanceof ConfigError && !args.json) await printStoredRows(engine, args.name!);
+          // an invalid pipeline: its rows as stored, so that the ones to fix can be seen; the problems follow (not
+          // for one not found: a name differing in case only found another pipeline's rows on MariaDB)
+          if (error instanceof ConfigError && error.code === ErrorCodes.PIPELINE_INVALID && !args.json)
+            await printStoredRows(engine, args.name!);
           throw error;
         },
       );
@@ -98,12 +100,15 @@ const show: CommandModule<object, PipelineArgs> = {
 
 /** A pipeline's step rows as stored (no plan: it has problems), or nothing when there is no such pipeline. */
 async function printStoredRows(engine: Engine, name: string): Promise<void> {
-  const rows = await engine.dbs.content.sql.query<Record<string, unknown>>(
-    `SELECT s.id, s.name, s.step_type, s.sort_order, s.enabled, s.depends_on, s.config
-     FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id
-     WHERE p.name = ? ORDER BY s.sort_order, s.id`,
-    [name],
-  );
+  // MariaDB compares names without case and accents: the exact name is what counts, as in planning
+  const rows = (
+    await engine.dbs.content.sql.query<Record<string, unknown>>(
+      `SELECT p.name AS pipeline_name, s.id, s.name, s.step_type, s.sort_order, s.enabled, s.depends_on, s.config
+       FROM pipeline_steps s JOIN pipeline_configs p ON p.id = s.pipeline_id
+       WHERE p.name = ? ORDER BY s.sort_order, s.id`,
+      [name],
+    )
+  ).filter((r) => r.pipeline_name === name);
   if (rows.length === 0) return;
   const text = (value: unknown) => (value === null || value === undefined ? '' : String(value));
   process.stdout.write(

@@ -100,7 +100,11 @@ export async function runCommand(
   if (args['dry-run']) {
     // imported here: the scan it reads the folder with is ~10 ms of every command's start otherwise
     const { printDryRun } = await import('../dry-run.js');
-    await printDryRun(engine, plan, sourceDir, args.json ?? false);
+    await printDryRun(engine, plan, sourceDir, {
+      json: args.json ?? false,
+      force: args.force ?? false,
+      rehash: args.rehash ?? false,
+    });
     return EXIT_OK;
   }
   const progress = createProgress(process.stderr, args.json);

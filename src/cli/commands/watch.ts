@@ -14,16 +14,34 @@ import { printSummary, type RunArgs, runOptions } from './run.js';
 
 /** a changed file must keep its size and time this long before it is read */
 const SETTLE_MS = 500;
+/** the longest wait a timer takes; Node fires a longer one (and one of NaN) after 1 ms */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A yargs check of --debounce: yargs reads `--debounce=abc` as NaN, which Node's timers take as 1 ms (as they take a
+ * negative wait or one too long): the watch went on without the debounce it was given.
+ */
+function checkDebounce(argv: { debounce?: unknown }): true {
+  const value = argv.debounce;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_TIMER_MS)
+    return true;
+  throw new ConfigError(
+    ErrorCodes.USAGE,
+    `debounce must be a whole number of milliseconds from 0 to ${MAX_TIMER_MS}`,
+  );
+}
 
 export const watchModule: CommandModule<object, RunArgs & { debounce: number }> = {
   command: 'watch',
   describe: 'watch an import folder and process what arrives (debounced; files still being written wait)',
   builder: (y) =>
-    runOptions(y).option('debounce', {
-      type: 'number',
-      default: 1500,
-      describe: 'quiet milliseconds before processing',
-    }) as unknown as Argv<RunArgs & { debounce: number }>,
+    runOptions(y)
+      .option('debounce', {
+        type: 'number',
+        default: 1500,
+        describe: 'quiet milliseconds before processing',
+      })
+      .check(checkDebounce) as unknown as Argv<RunArgs & { debounce: number }>,
   handler: async (args) => {
     process.exitCode = await withEngine(
       args,

@@ -1,12 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { open } from '../../../src/index.js';
 import { createTestSetup, fixturePlugins } from '../../helpers/backends.js';
-import { projectRoot } from '../../helpers/cli.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 
@@ -55,6 +51,31 @@ describe('the programmatic API with callbacks that fail, and close() early', () 
       }
     });
   }
+
+  it('says an onEvent that throws once on stderr (README), not on each event of the run', async () => {
+    const setup = createTestSetup('sqlite');
+    const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
+    const stderr: string[] = [];
+    const write = process.stderr.write;
+    try {
+      process.stderr.write = ((chunk: string) => stderr.push(String(chunk)) > 0) as typeof write;
+      const summary = await cpe.run({
+        source: makeSourceFolder(generatedDocuments(3, 'ereignis')),
+        onEvent: () => {
+          throw new Error('Anzeige kaputt');
+        },
+      });
+      process.stderr.write = write;
+      expect(summary).to.include({ status: 'ok', docsDone: 3, docsFailed: 0 });
+      expect(stderr.filter((line) => line.includes('onEvent threw'))).to.deep.equal([
+        "warn: onEvent threw on 'run-started' (ignored, and so are its later failures in this run): Anzeige kaputt\n",
+      ]);
+    } finally {
+      process.stderr.write = write;
+      await cpe.close();
+      await setup.cleanup();
+    }
+  });
 
   it('close() called while run() still plans cancels that run instead of waiting for all of it', async () => {
     const setup = createTestSetup('sqlite', { plugins: [fixturePlugins] });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import mysql from 'mysql2/promise';
-import { listMigrations } from '../../../src/db/migrate.js';
+import { listMigrations, migrate, migrationLockName } from '../../../src/db/migrate.js';
+import { openDatabases } from '../../../src/db/open.js';
 import { ConfigError } from '../../../src/errors.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { runCli } from '../../helpers/cli.js';
@@ -34,8 +35,88 @@ for (const backend of testBackends()) {
       expect(cli.code).to.equal(2);
       expect(cli.stderr.trim()).to.equal(`cpe: ${message}`);
     });
+
+    it('names the migration that failed', async () => {
+      // a migration not recorded, whose change is there already: applying it again fails
+      const forced = listMigrations(backend, 'content').find((m) => m.name === 'queue_forced')!;
+      const engine = await setup.open();
+      await engine.dbs.content.sql.run('DELETE FROM cpe_migrations WHERE version = ?', [forced.version]);
+      await engine.close();
+      const refused = (await setup.open().catch((error: unknown) => error)) as Error;
+      expect(refused).to.be.instanceOf(Error);
+      if (backend === 'sqlite')
+        expect(refused.message).to.equal(
+          `migration ${forced.version} 'queue_forced' failed: duplicate column name: forced; the migrations of this start were rolled back. Remove the cause and run cpe again`,
+        );
+      else
+        expect(refused.message)
+          .to.match(new RegExp(`^migration ${forced.version} 'queue_forced' stopped at statement 1 of 1 `))
+          .and.to.contain("Duplicate column name 'forced'");
+    });
   });
 }
+
+describe('the MariaDB migration lock', function () {
+  this.timeout(60000);
+  let setup: TestSetup;
+  let holder: mysql.Connection | undefined;
+  before(function () {
+    if (!process.env.CPE_TEST_MYSQL_URL) this.skip();
+  });
+  beforeEach(() => {
+    setup = createTestSetup('mysql');
+  });
+  afterEach(async () => {
+    await holder?.end();
+    await setup?.cleanup();
+  });
+
+  it("waits while another process migrates the database, for as long as it takes, and not for another database's", async () => {
+    const server = new URL(setup.flags.dbUrl!);
+    const database = server.pathname.slice(1);
+    server.pathname = '/';
+    holder = await mysql.createConnection(server.toString());
+    for (const url of [setup.flags.dbUrl!, setup.flags.logDbUrl!])
+      await holder.query(`CREATE DATABASE \`${new URL(url).pathname.slice(1)}\``);
+    const dbs = await openDatabases({ ...setup.flags, dataDir: setup.dataDir, migrate: false });
+    try {
+      // "another process" migrating this database, and one migrating another data set's database on the server
+      const lock = async (name: string) => {
+        const [rows] = await holder!.query('SELECT GET_LOCK(?, 0) AS got', [name]);
+        expect((rows as Array<{ got: number }>)[0]!.got).to.equal(1);
+      };
+      await lock(migrationLockName(database, 'content'));
+      await lock(migrationLockName('another_data_set', 'content'));
+      const waits: string[] = [];
+      let finished = false;
+      const migrating = migrate(dbs.content.sql, dbs.content.dataSource, 'content', {
+        lockWaitSeconds: 1,
+        onWait: (message) => waits.push(message),
+      }).finally(() => {
+        finished = true;
+      });
+      // several waits of a second each: it asks again, and says so once
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      expect(finished, 'migrated while another process held the lock').to.equal(false);
+      const [tables] = await holder.query(
+        "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_schema = ? AND table_name = 'cpe_migrations'",
+        [database],
+      );
+      expect(Number((tables as Array<{ n: number }>)[0]!.n), 'migrated beside another process').to.equal(0);
+      expect(waits).to.deep.equal([`waiting for another process's migration of ki_content (${database})`]);
+
+      await holder.query('SELECT RELEASE_LOCK(?)', [migrationLockName(database, 'content')]);
+      expect(await migrating).to.deep.equal(listMigrations('mysql', 'content').map((m) => m.version));
+      expect(waits).to.have.length(1);
+      // ki_dev's lock is its own too: taken at once
+      const logWaits: string[] = [];
+      await migrate(dbs.log.sql, dbs.log.dataSource, 'log', { onWait: (m) => logWaits.push(m) });
+      expect(logWaits).to.deep.equal([]);
+    } finally {
+      await dbs.close();
+    }
+  });
+});
 
 describe('a MariaDB migration stopped half way', function () {
   this.timeout(60000);

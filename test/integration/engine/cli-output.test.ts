@@ -110,6 +110,37 @@ for (const backend of testBackends()) {
       const context = await runCli(['context', 'Feedback Rollen'], setup.env);
       expect(context.stdout).to.contain(': zeile zwei]').and.to.contain(': rot[31mROT[0m]');
     });
+
+    it('refuses a collection built with another model as a configuration error (exit 2)', async () => {
+      const stamp = async (model?: string) => {
+        const engine = await setup.open();
+        try {
+          const sql = engine.dbs.content.sql;
+          const where = "backend = 'embedded' AND name = 'documents'";
+          const [row] = await sql.query<{ model: string }>(
+            `SELECT model FROM vector_collections WHERE ${where}`,
+          );
+          if (model !== undefined)
+            await sql.run(`UPDATE vector_collections SET model = ? WHERE ${where}`, [model]);
+          return row!.model;
+        } finally {
+          await engine.close();
+        }
+      };
+      // as if the collection had been built with another embedder than the one configured now
+      const built = await stamp('mxbai-embed-large');
+      try {
+        for (const command of ['search', 'context']) {
+          const result = await runCli([command, 'Feedback Rollen'], setup.env);
+          expect(result.code, command).to.equal(2);
+          expect(result.stderr, command).to.contain(
+            "cpe: collection 'documents' (embedded) was built with mxbai-embed-large (1024 dimensions)",
+          );
+        }
+      } finally {
+        await stamp(built);
+      }
+    });
   });
 }
 

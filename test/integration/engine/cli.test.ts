@@ -164,6 +164,14 @@ for (const backend of testBackends()) {
         [['runs', '--last=0'], 'cpe: last must be a whole number above 0'],
         [['runs', '--last=99999999999999999999'], 'cpe: last must be a whole number above 0'],
         [['process', '--limit=-1'], 'cpe: limit must be a whole number above 0'],
+        // a debounce yargs reads as NaN, or a negative one, made the watch wait 1 ms
+        ...['abc', '-5', '1.5'].map(
+          (value) =>
+            [
+              ['watch', `--source=${source}`, `--debounce=${value}`],
+              'cpe: debounce must be a whole number of milliseconds from 0 to 2147483647',
+            ] as const,
+        ),
       ] as const) {
         const result = await runCli([...args], setup.env);
         expect(result.code, args.join(' ')).to.equal(2);
@@ -239,6 +247,11 @@ for (const backend of testBackends()) {
       expect(show.stdout).to.contain('bad: its rows in pipeline_steps as stored');
       expect(show.stdout).to.match(/\bx\s+double\b.*"value":"viel"/);
       expect(show.stderr).to.match(/'x': config\.value must be integer/);
+      // a name that differs in case only is not found (MariaDB matched it), and no rows are shown for it
+      const other = await runCli(['pipelines', 'show', 'BAD'], env);
+      expect(other.code).to.equal(2);
+      expect(other.stdout).to.equal('');
+      expect(other.stderr).to.contain("pipeline 'BAD' not found (names are exact: did you mean 'bad'?)");
       const validate = await runCli(['pipelines', 'validate', 'bad'], env);
       expect(validate.stdout).to.match(/^invalid {2}bad:\n {2}pipeline_steps id=\d+ 'x'/);
       const config = await runCli(['config'], env);
@@ -359,6 +372,33 @@ for (const backend of testBackends()) {
       expect(json.code).to.equal(0);
       expect(JSON.parse(json.stdout)).to.deep.include({ unchanged: true });
       expect(JSON.parse(json.stdout).document).to.include({ version: 1, status: 'done' });
+      // the processed file is up to date, but `run --force` runs every step of it again: so does its dry run say
+      const planned = async (...flags: string[]) => {
+        const result = await runCli(
+          ['run', '--pipeline=slow', `--source=${source}`, '--dry-run', '--json', ...flags],
+          setup.env,
+        );
+        expect(result.code, result.stderr).to.equal(0);
+        return JSON.parse(result.stdout).files.map((f: { decision: string; steps: string[] }) => [
+          f.decision,
+          f.steps,
+        ]);
+      };
+      expect(await planned()).to.deep.equal([
+        ['unchanged', []],
+        ['new', ['nap', 'double']],
+      ]);
+      for (const flags of [['--force'], ['--force', '--rehash']]) {
+        expect(await planned(...flags), flags.join(' ')).to.deep.equal([
+          ['unchanged', ['nap', 'double']],
+          ['new', ['nap', 'double']],
+        ]);
+      }
+      const text = await runCli(
+        ['run', '--pipeline=slow', `--source=${source}`, '--dry-run', '--force'],
+        setup.env,
+      );
+      expect(text.stdout).to.contain(`unchanged ${source}/dry-0000.md\n          nap -> double\n`);
     });
 
     it('watch processes files as they arrive, plans again after a pipeline edit, then stops on SIGINT with exit 0', async () => {

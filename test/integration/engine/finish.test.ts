@@ -1,10 +1,17 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import type { DocumentRow } from '../../../src/db/entities.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import { createDocumentVersion, createDocumentVersions } from '../../../src/engine/documents.js';
 import { finishDocuments, retractLeftovers } from '../../../src/engine/finish-document.js';
+import { planPipeline } from '../../../src/engine/plan.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
+import { runPipeline } from '../../../src/engine/runner.js';
+import type { VectorIndex } from '../../../src/vectors/types.js';
+import finalize from '../../../steps/finalize.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
+import { makeSourceFolder } from '../../helpers/files.js';
 import { interceptSql } from '../../helpers/sql.js';
 
 /** Queued and claimed items (by worker w1) for new versions of files (name, hash suffix), as one claim holds them. */
@@ -69,6 +76,9 @@ const recordedVersions = (
     itemId: item.id,
   }));
 
+/** finishDocuments' warn where a test expects none. */
+const noWarning = (message: string) => expect.fail(`unexpected warning: ${message}`);
+
 const checkpoint = (documentId: number, stepName: string) => ({
   documentId,
   pipelineId: 1,
@@ -101,31 +111,36 @@ for (const backend of testBackends()) {
         [a.documentId, a.documentId],
       );
 
-      const results = await finishDocuments(db, engine.providers, [
-        {
-          documentId: a.documentId,
-          options: {
-            queue: { itemId: a.itemId, worker: 'w1' },
-            checkpoints: [checkpoint(a.documentId, 's1'), checkpoint(a.documentId, 's2')],
+      const results = await finishDocuments(
+        db,
+        engine.providers,
+        [
+          {
+            documentId: a.documentId,
+            options: {
+              queue: { itemId: a.itemId, worker: 'w1' },
+              checkpoints: [checkpoint(a.documentId, 's1'), checkpoint(a.documentId, 's2')],
+            },
           },
-        },
-        {
-          documentId: lost.documentId,
-          options: {
-            queue: { itemId: lost.itemId, worker: 'w1' },
-            checkpoints: [checkpoint(lost.documentId, 's1')],
+          {
+            documentId: lost.documentId,
+            options: {
+              queue: { itemId: lost.itemId, worker: 'w1' },
+              checkpoints: [checkpoint(lost.documentId, 's1')],
+            },
           },
-        },
-        {
-          documentId: b.documentId,
-          options: {
-            queue: { itemId: b.itemId, worker: 'w1' },
-            checkpoints: [checkpoint(b.documentId, 's1')],
-            completeDocument: false,
+          {
+            documentId: b.documentId,
+            options: {
+              queue: { itemId: b.itemId, worker: 'w1' },
+              checkpoints: [checkpoint(b.documentId, 's1')],
+              completeDocument: false,
+            },
           },
-        },
-        { documentId: noQueue.documentId, options: {} },
-      ]);
+          { documentId: noQueue.documentId, options: {} },
+        ],
+        noWarning,
+      );
       expect(results).to.deep.equal([true, false, true, true]);
 
       const queue = await db.query<{ id: number; status: string; locked_by: string | null }>(
@@ -289,16 +304,24 @@ for (const backend of testBackends()) {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
       const v1 = await claimedDocument(db, 'doc', 1);
-      const [first] = await finishDocuments(db, engine.providers, [
-        { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
-      ]);
+      const [first] = await finishDocuments(
+        db,
+        engine.providers,
+        [{ documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } }],
+        noWarning,
+      );
       expect(first).to.equal(true);
       const v2 = await claimedDocument(db, 'doc', 2);
       const other = await claimedDocument(db, 'other');
-      const results = await finishDocuments(db, engine.providers, [
-        { documentId: other.documentId, options: { queue: { itemId: other.itemId, worker: 'w1' } } },
-        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
-      ]);
+      const results = await finishDocuments(
+        db,
+        engine.providers,
+        [
+          { documentId: other.documentId, options: { queue: { itemId: other.itemId, worker: 'w1' } } },
+          { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
+        ],
+        noWarning,
+      );
       expect(results).to.deep.equal([true, true]);
       const rows = await db.query<{ id: number; version: number; is_latest: number; status: string }>(
         'SELECT id, version, is_latest, status FROM documents WHERE source_path = ? ORDER BY version',
@@ -328,10 +351,17 @@ for (const backend of testBackends()) {
             ])
           )[0]!.n,
         );
-      const complete = (doc: { documentId: number; itemId: number }, providers = engine.providers) =>
-        finishDocuments(db, providers, [
-          { documentId: doc.documentId, options: { queue: { itemId: doc.itemId, worker: 'w1' } } },
-        ]);
+      const complete = (
+        doc: { documentId: number; itemId: number },
+        providers = engine.providers,
+        warn: (message: string) => void = noWarning,
+      ) =>
+        finishDocuments(
+          db,
+          providers,
+          [{ documentId: doc.documentId, options: { queue: { itemId: doc.itemId, worker: 'w1' } } }],
+          warn,
+        );
       // the vector index is down while version 2 completes: version 1 is replaced, its retraction fails
       const down = {
         ...engine.providers,
@@ -343,8 +373,19 @@ for (const backend of testBackends()) {
       await complete(v1);
       await chunkOf(v1.documentId);
       const v2 = await claimedDocument(db, 'rest', 2);
-      const [failed] = await complete(v2, down);
-      expect(String(failed)).to.contain('vector index down');
+      // version 2 is done all the same (its queue item closed: nothing would retry it), with a warning
+      const completionWarnings: string[] = [];
+      expect(await complete(v2, down, (m) => completionWarnings.push(m))).to.deep.equal([true]);
+      expect(completionWarnings).to.have.length(1);
+      expect(completionWarnings[0]).to.contain(
+        `document ${v1.documentId}, a replaced version, is not retracted yet`,
+      );
+      expect(completionWarnings[0]).to.contain('vector index down');
+      const [done] = await db.query<{ status: string; is_latest: number }>(
+        'SELECT status, is_latest FROM documents WHERE id = ?',
+        [v2.documentId],
+      );
+      expect([done!.status, Number(done!.is_latest)]).to.deep.equal(['done', 1]);
       expect(await chunksOf(v1.documentId)).to.equal(1);
       // at the start of the next run (its file unchanged, nothing else would touch it)
       const warnings: string[] = [];
@@ -361,6 +402,105 @@ for (const backend of testBackends()) {
       const v3 = await claimedDocument(db, 'rest', 3);
       expect(await complete(v3)).to.deep.equal([true]);
       expect(await chunksOf(v1.documentId)).to.equal(0);
+      await engine.close();
+    });
+
+    it('the finalize step completes a version whose replaced one it could not retract, with a warning', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const v1 = await claimedDocument(db, 'final', 1);
+      await finishDocuments(
+        db,
+        engine.providers,
+        [{ documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } }],
+        noWarning,
+      );
+      await db.run(
+        `INSERT INTO chunks (document_id, chunk_index, content, content_hash, token_count, start_offset, end_offset, status)
+         VALUES (?, 0, 'Alter Text.', ?, 3, 0, 10, 'embedded')`,
+        [v1.documentId, 'c'.repeat(64)],
+      );
+      const v2 = await claimedDocument(db, 'final', 2);
+      const warnings: string[] = [];
+      const ctx = {
+        db,
+        providers: {
+          ...engine.providers,
+          vectors: async () => {
+            throw new Error('vector index down');
+          },
+        },
+        document: { id: v2.documentId },
+        log: { warn: (message: string) => warnings.push(message) },
+        report: () => undefined,
+      };
+      await finalize.run(ctx as unknown as Parameters<typeof finalize.run>[0]);
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.contain(`document ${v1.documentId}, a replaced version, is not retracted yet`);
+      const rows = await db.query<{ status: string; is_latest: number }>(
+        'SELECT status, is_latest FROM documents WHERE source_path = ? ORDER BY version',
+        [v1.path],
+      );
+      expect(rows.map((r) => [r.status, Number(r.is_latest)])).to.deep.equal([
+        ['done', 0],
+        ['done', 1],
+      ]);
+      await engine.close();
+    });
+
+    it('a run counts a changed file done whose replaced version it could not retract, warns, and retracts it next time', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const plan = await planPipeline(db, engine.registry, 'Standard');
+      const source = makeSourceFolder({ 'rest.md': '# Rest\n\nDer erste Text handelt von Pinguinen.\n' });
+      expect(await runPipeline(engine, { plan, sourceDir: source, concurrency: 1 })).to.include({
+        docsDone: 1,
+      });
+      writeFileSync(path.join(source, 'rest.md'), '# Rest\n\nDer zweite Text handelt von Flamingos.\n');
+      // the index fails to remove a document's points (a retraction), not the stale ones of the version stored
+      const index = await engine.providers.vectors();
+      const vectors = engine.providers.vectors;
+      engine.providers.vectors = async () =>
+        new Proxy(index, {
+          get: (target, prop, receiver) =>
+            prop === 'deleteByDocument'
+              ? (...args: Parameters<VectorIndex['deleteByDocument']>) =>
+                  args[2]?.keepIds
+                    ? target.deleteByDocument(...args)
+                    : Promise.reject(new Error('vector index down'))
+              : Reflect.get(target, prop, receiver),
+        });
+      const lines: string[] = [];
+      const summary = await runPipeline(engine, {
+        plan,
+        sourceDir: source,
+        concurrency: 1,
+        onLog: (_level, line) => lines.push(line),
+      });
+      expect(summary).to.include({ status: 'ok', docsDone: 1, docsFailed: 0 });
+      expect(summary.failures).to.deep.equal([]);
+      expect(lines.filter((l) => l.includes('a replaced version, is not retracted yet'))).to.have.length(1);
+      const versions = async () =>
+        (
+          await db.query<{ version: number; is_latest: number; status: string; chunks: number }>(
+            `SELECT d.version, d.is_latest, d.status, (SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks
+             FROM documents d ORDER BY d.version`,
+          )
+        ).map((r) => [Number(r.version), Number(r.is_latest), r.status, Number(r.chunks) > 0]);
+      expect(await versions()).to.deep.equal([
+        [1, 0, 'done', true],
+        [2, 1, 'done', true],
+      ]);
+      // the index is back: the next run retracts what is left of version 1
+      engine.providers.vectors = vectors;
+      expect(await runPipeline(engine, { plan, sourceDir: source, concurrency: 1 })).to.include({
+        status: 'ok',
+        docsFailed: 0,
+      });
+      expect(await versions()).to.deep.equal([
+        [1, 0, 'done', false],
+        [2, 1, 'done', true],
+      ]);
       await engine.close();
     });
 
@@ -390,9 +530,12 @@ for (const backend of testBackends()) {
            SELECT path, path_hash, ?, 'new', 'failed', ?, ?, created_at, updated_at FROM pipeline_queue WHERE id = ?`,
           [hash, `unread ${at.slice(0, 4)}`, at, v1.itemId],
         );
-      await finishDocuments(db, engine.providers, [
-        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
-      ]);
+      await finishDocuments(
+        db,
+        engine.providers,
+        [{ documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } }],
+        noWarning,
+      );
       const queue = await db.query<{ status: string; last_error: string | null }>(
         'SELECT status, last_error FROM pipeline_queue WHERE last_error IS NOT NULL ORDER BY last_error',
       );
@@ -417,9 +560,12 @@ for (const backend of testBackends()) {
         "INSERT INTO document_pages (document_id, page_number, content, created_at) VALUES (?, 1, 'alt', '2026-01-01 00:00:00')",
         [v1.documentId],
       );
-      await finishDocuments(db, engine.providers, [
-        { documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } },
-      ]);
+      await finishDocuments(
+        db,
+        engine.providers,
+        [{ documentId: v2.documentId, options: { queue: { itemId: v2.itemId, worker: 'w1' } } }],
+        noWarning,
+      );
       // not retracted under its worker (its next step's rows would fail on foreign keys)
       const pages = async () =>
         Number(
@@ -431,9 +577,12 @@ for (const backend of testBackends()) {
         );
       expect(await pages()).to.equal(1);
       // version 1 (a retry that ran long, another worker) finishes after version 2
-      const [late] = await finishDocuments(db, engine.providers, [
-        { documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } },
-      ]);
+      const [late] = await finishDocuments(
+        db,
+        engine.providers,
+        [{ documentId: v1.documentId, options: { queue: { itemId: v1.itemId, worker: 'w1' } } }],
+        noWarning,
+      );
       expect(late).to.equal(true);
       const rows = await db.query<{ version: number; is_latest: number; status: string }>(
         'SELECT version, is_latest, status FROM documents WHERE source_path = ? ORDER BY version',

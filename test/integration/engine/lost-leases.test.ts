@@ -137,6 +137,78 @@ for (const backend of testBackends()) {
       expect(await documents()).to.deep.equal([['a.md', 'done', 1]]);
     });
 
+    it('gives up a document that kills its process every time, not the one that process had claimed ahead', async () => {
+      await insertPipeline(db(), 'killing', [
+        { name: 'detect', type: 'detect' },
+        { name: 'crash', type: 'kills_process', config: { file: 'a.md' } },
+      ]);
+      const files = ['a.md', 'b.md', 'c.md', 'd.md'];
+      const source = makeSourceFolder(
+        Object.fromEntries(files.map((f) => [f, `# ${f}\n\nText von ${f}.\n`])),
+      );
+      // one slot: a.md is claimed with b.md a slot's worth ahead; a.md "kills" the process holding both
+      const killed = async () => {
+        await db().run("UPDATE pipeline_queue SET locked_until = ? WHERE locked_by = 'killed:1:1'", [
+          sqlTime(Date.now() - 1000),
+        ]);
+        return pipeline(engine, 'killing', { sourceDir: source, concurrency: 1 });
+      };
+      const first = await pipeline(engine, 'killing', { sourceDir: source, concurrency: 1 });
+      expect(first).to.include({ docsDone: 2, docsFailed: 0, docsTakenOver: 2 });
+      // the next processes take both over, and die the same way
+      for (let i = 0; i < 2; i++) expect(await killed()).to.include({ docsDone: 0, docsTakenOver: 2 });
+      expect((await queue()).map((q) => [q.file, q.status, q.attempts, q.lockedBy])).to.deep.equal([
+        ['a.md', 'processing', 3, 'killed:1:1'],
+        // claimed ahead three times, never started
+        ['b.md', 'processing', 0, 'killed:1:1'],
+        ['c.md', 'done', 1, null],
+        ['d.md', 'done', 1, null],
+      ]);
+      // the fourth gives a.md up, and does b.md
+      expect(await killed()).to.include({ docsDone: 1, docsFailed: 1, docsTakenOver: 0 });
+      expect((await queue()).map((q) => [q.file, q.status, q.attempts, q.error])).to.deep.equal([
+        [
+          'a.md',
+          'dead',
+          3,
+          'given up: the process working on it ended 3 times before it was done (crashed or killed)',
+        ],
+        ['b.md', 'done', 1, null],
+        ['c.md', 'done', 1, null],
+        ['d.md', 'done', 1, null],
+      ]);
+      // the next run over the folder says that a file of it is given up, and how to bring it back
+      const warnings: string[] = [];
+      const next = await pipeline(engine, 'killing', {
+        sourceDir: source,
+        onLog: (level, line) => level === 'warn' && warnings.push(line),
+      });
+      expect(next).to.include({ status: 'ok', docsTotal: 0 });
+      expect(warnings).to.include(
+        'warn: 1 file(s) of this folder were given up after their attempts ran out and are not processed again until they change: `cpe status` names them, `cpe retry` queues them again',
+      );
+    });
+
+    it('processes the items it takes back while its earlier claims of them still wait or start', async () => {
+      await insertPipeline(db(), 'killing-ended', [
+        { name: 'detect', type: 'detect' },
+        { name: 'crash', type: 'kills_process', config: { file: 'a.md', ended: true } },
+      ]);
+      const files = ['a.md', 'b.md', 'c.md', 'd.md', 'e.md', 'f.md'];
+      const source = makeSourceFolder(
+        Object.fromEntries(files.map((f) => [f, `# ${f}\n\nText von ${f}.\n`])),
+      );
+      // every start of a.md loses every item of the run at once, and its next claims take them back (a.md's own
+      // outcome depends on when they do: not checked)
+      await pipeline(engine, 'killing-ended', { sourceDir: source, concurrency: 1 });
+      const rest = files.slice(1);
+      const items = (await queue()).filter((q) => rest.includes(q.file));
+      expect(items.map((q) => [q.file, q.status, q.error])).to.deep.equal(rest.map((f) => [f, 'done', null]));
+      expect((await documents()).filter(([file]) => rest.includes(file as string))).to.deep.equal(
+        rest.map((f) => [f, 'done', 1]),
+      );
+    });
+
     if (backend === 'mysql') {
       describe('a process with another data folder', () => {
         let otherDir: string;

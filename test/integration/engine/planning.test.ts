@@ -106,6 +106,16 @@ for (const backend of testBackends()) {
       ).to.be.a('string');
     });
 
+    it('plans a depends_on entry written in another Unicode normalization (NFD) than the step name', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'normalized', [
+        { name: 'Prüfung'.normalize('NFC'), type: 'double' },
+        { name: 'nap', type: 'sleep', config: { ms: 1 }, dependsOn: ['Prüfung'.normalize('NFD')] },
+      ]);
+      const plan = await planPipeline(db, engine.registry, 'normalized');
+      expect(plan.byName.get('nap')!.dependsOn).to.deep.equal(['Prüfung'.normalize('NFC')]);
+    });
+
     it("refuses an enabled flag that is not 0 or 1 ('true' by SQL read as off before)", async () => {
       const db = engine.dbs.content.sql;
       const pipelineId = await insertPipeline(db, 'flags', [

@@ -1,7 +1,14 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
-import { claimQueueItems, enqueue, failQueueItem, retryFailedItems } from '../../../src/engine/queue.js';
+import {
+  claimQueueItems,
+  enqueue,
+  failQueueItem,
+  releaseQueueItem,
+  retryFailedItems,
+  startQueueItem,
+} from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { projectRoot } from '../../helpers/cli.js';
 
@@ -103,18 +110,52 @@ for (const backend of testBackends()) {
         await enqueue(db, item);
         await enqueue(db, item);
         expect(await db.query('SELECT id FROM pipeline_queue')).to.have.length(1);
-        let [claimed] = await claimQueueItems(db, 'w', 5, 60000);
-        expect(claimed!.attempts).to.equal(1);
-        expect(await failQueueItem(db, claimed!, 'w', 'boom', true)).to.equal('failed');
+        /** claims the item and starts it, as the runner does: the start counts the attempt */
+        const claimAndStart = async () => {
+          const [claimed] = await claimQueueItems(db, 'w', 5, 60000);
+          expect(claimed!.attempts, 'a claim counts no attempt').to.equal(attempts);
+          expect(await startQueueItem(db, claimed!.id, 'w')).to.equal(true);
+          attempts++;
+          return { ...claimed!, attempts };
+        };
+        let attempts = 0;
+        expect(await failQueueItem(db, await claimAndStart(), 'w', 'boom', true)).to.equal('failed');
         await db.run('UPDATE pipeline_queue SET next_attempt_at = ?', ['2000-01-01 00:00:00.000']);
-        [claimed] = await claimQueueItems(db, 'w', 5, 60000);
-        expect(claimed!.attempts).to.equal(2);
-        expect(await failQueueItem(db, claimed!, 'w', 'boom again', true)).to.equal('dead');
+        expect(await failQueueItem(db, await claimAndStart(), 'w', 'boom again', true)).to.equal('dead');
         expect(await claimQueueItems(db, 'w', 5, 60000)).to.deep.equal([]);
         expect(await retryFailedItems(db)).to.equal(1);
-        [claimed] = await claimQueueItems(db, 'w', 5, 60000);
-        expect(claimed!.attempts).to.equal(1);
-        expect(claimed!.last_error).to.equal('boom again');
+        attempts = 0;
+        const claimed = await claimAndStart();
+        expect(claimed.attempts).to.equal(1);
+        expect(claimed.last_error).to.equal('boom again');
+      } finally {
+        await engine.close();
+      }
+    });
+
+    it('counts an attempt only for an item that starts, and only while its worker holds it', async () => {
+      const engine = await setup.open();
+      const db = engine.dbs.content.sql;
+      const attempts = async () =>
+        (await db.query<{ attempts: number }>('SELECT attempts FROM pipeline_queue ORDER BY id')).map((r) =>
+          Number(r.attempts),
+        );
+      try {
+        for (const name of ['a', 'b', 'c'])
+          await enqueue(db, { path: `/q/${name}.md`, hash: name.repeat(64), action: 'new', maxAttempts: 3 });
+        // a worker claims all three and starts the first; it dies, its leases run out
+        const [first] = await claimQueueItems(db, 'dead-worker', 3, 1);
+        expect(await startQueueItem(db, first!.id, 'dead-worker')).to.equal(true);
+        await new Promise((r) => setTimeout(r, 20));
+        const taken = await claimQueueItems(db, 'live-worker', 3, 60000);
+        expect(taken.map((t) => t.attempts)).to.deep.equal([1, 0, 0]);
+        // the dead worker's lease is gone: it cannot count an attempt any more
+        expect(await startQueueItem(db, taken[1]!.id, 'dead-worker')).to.equal(false);
+        expect(await startQueueItem(db, taken[1]!.id, 'live-worker')).to.equal(true);
+        // handed back: a started item's attempt is given back, an unstarted one has none to give
+        expect(await releaseQueueItem(db, taken[1]!.id, 'live-worker', true)).to.equal(true);
+        expect(await releaseQueueItem(db, taken[2]!.id, 'live-worker', false)).to.equal(true);
+        expect(await attempts()).to.deep.equal([1, 0, 0]);
       } finally {
         await engine.close();
       }

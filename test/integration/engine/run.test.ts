@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { mapMysqlError } from '../../../src/db/executor.js';
+import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { enqueueMany } from '../../../src/engine/queue.js';
@@ -14,7 +15,7 @@ import { lifecycleCalls } from '../../fixtures/plugins/double.js';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
-import { interceptTransactions } from '../../helpers/sql.js';
+import { interceptSql, interceptTransactions } from '../../helpers/sql.js';
 import { renderPdf } from '../../unit/extract/pdf-fixtures.js';
 
 for (const backend of testBackends()) {
@@ -701,9 +702,11 @@ for (const backend of testBackends()) {
         "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn'",
         [thrown.runId],
       );
-      expect(
-        warned.some((w) => w.message.startsWith("onEvent threw on 'document-finished' (ignored)")),
-      ).to.equal(true);
+      // said once per run (README), not on each of the run's events: 3 documents made more than a dozen of them
+      const onEventWarnings = warned.filter((w) => w.message.startsWith('onEvent threw'));
+      expect(onEventWarnings.map((w) => w.message)).to.deep.equal([
+        "onEvent threw on 'run-started' (ignored, and so are its later failures in this run): callback bug on run-started",
+      ]);
       // an async callback that rejects: the same (it was an unhandled rejection that ended the host process)
       writeFileSync(path.join(source, 'events-async.md'), '# Async\n\nEin weiteres Dokument.\n');
       const rejected = await runPipeline(engine, {
@@ -1068,20 +1071,30 @@ for (const backend of testBackends()) {
     };
 
     /**
-     * Runs `documents` new files with claims delayed by `claimDelayMs` and returns how many items each claim asked
-     * for (its LIMIT).
+     * Runs `documents` new files with claims that come back `claimDelayMs` late and returns how many items each claim
+     * asked for (its LIMIT). Late once committed, as from a server far away: a claim that held SQLite's one connection
+     * that long kept the items claimed before it from starting (each counts its attempt in the database as it starts).
      */
     const claimSizes = async (pipeline: string, documents: number, claimDelayMs: number) => {
       const db = engine.dbs.content.sql;
       const sizes: number[] = [];
-      interceptTransactions(db, async (sql, _params, next) => {
-        const limit = claimLimit(sql);
+      const transaction = db.transaction.bind(db);
+      db.transaction = async <T>(fn: (tx: SqlExecutor) => Promise<T>) => {
+        let limit: number | undefined;
+        const result = await transaction((tx) =>
+          fn(
+            interceptSql(tx, async (sql, _params, next) => {
+              limit ??= claimLimit(sql);
+              return next();
+            }),
+          ),
+        );
         if (limit !== undefined) {
           sizes.push(limit);
           await new Promise((resolve) => setTimeout(resolve, claimDelayMs));
         }
-        return next();
-      });
+        return result;
+      };
       const summary = await runPipeline(engine, {
         plan: await plan(pipeline),
         sourceDir: makeSourceFolder(generatedDocuments(documents)),

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
+import { enqueue } from '../../../src/engine/queue.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { statusReport } from '../../../src/engine/status.js';
 import { sha256 } from '../../../src/util/hash.js';
@@ -108,6 +109,18 @@ for (const backend of testBackends()) {
          VALUES ('doc.md', ?, ?, 'failed', 2, 0, ?)`,
         [path.join(source, 'doc.md'), sha256(BETA), v1!.id],
       );
+      // with its queue item, failed without a retry to come: it does not replace version 1
+      const [v2] = await db.query<{ id: number }>('SELECT id FROM documents WHERE version = 2');
+      await enqueue(db, {
+        path: path.join(source, 'doc.md'),
+        hash: sha256(BETA),
+        action: 'update',
+        maxAttempts: 1,
+      });
+      await db.run(
+        "UPDATE pipeline_queue SET status = 'failed', attempts = 1, document_id = ? WHERE hash = ?",
+        [v2!.id, sha256(BETA)],
+      );
       await db.run("UPDATE pipeline_steps SET config = '{\"value\": 3}' WHERE name = 'a'");
       const summary = await runPipeline(engine, {
         plan: await planPipeline(db, engine.registry, 'versions'),
@@ -121,6 +134,42 @@ for (const backend of testBackends()) {
         [2, 0, 'failed'],
       ]);
     });
+
+    for (const force of [false, true])
+      it(`processes only the new version of a file changed before ${force ? 'a --force run' : 'a pipeline edit'}`, async () => {
+        const db = engine.dbs.content.sql;
+        const source = makeSourceFolder({ 'doc.md': ALPHA, 'other.md': BETA });
+        await run(source);
+        const [old] = await db.query<{ id: number }>("SELECT id FROM documents WHERE filename = 'doc.md'");
+        writeFileSync(path.join(source, 'doc.md'), `${ALPHA}\nNoch ein Absatz.\n`);
+        if (!force) await db.run("UPDATE pipeline_steps SET config = '{\"value\": 3}' WHERE name = 'a'");
+        const summary = await runPipeline(engine, {
+          plan: await planPipeline(db, engine.registry, 'versions'),
+          sourceDir: source,
+          concurrency: 2,
+          force,
+        });
+        // one document per file: doc.md's new version, other.md processed again
+        expect(summary, JSON.stringify(summary.failures)).to.include({
+          docsTotal: 2,
+          docsDone: 2,
+          docsFailed: 0,
+        });
+        // the old version, thrown away once the new one is done, got no step work
+        const worked = await engine.dbs.log.sql.query<{ document_id: number }>(
+          'SELECT DISTINCT document_id FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL',
+          [summary.runId],
+        );
+        expect(worked.map((r) => Number(r.document_id))).to.not.include(Number(old!.id));
+        expect(worked).to.have.length(2);
+        const rows = await db.query<Record<string, any>>(
+          "SELECT version, is_latest, status FROM documents WHERE filename = 'doc.md' ORDER BY version",
+        );
+        expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
+          [1, 0, 'done'],
+          [2, 1, 'done'],
+        ]);
+      });
 
     it('deletes a file gone before a --force run or a config change, instead of reprocessing it from the archive', async () => {
       const db = engine.dbs.content.sql;

@@ -256,7 +256,7 @@ export async function runStep(
   const ctx: StepContext = {
     config: await withDefaults(plugin, config),
     step: { id: 1, name: plugin.type, type: plugin.type, lineageHash: 'test' },
-    pipeline: { id: 1, name: 'Test', versionHash: 'test', hasStepType: () => true },
+    pipeline: { id: 1, name: 'Test', versionHash: 'test', hasStepType: () => true, stepConfigs: () => [] },
     run: { id: 1, sourceDir: undefined, force: false },
     db,
     providers,

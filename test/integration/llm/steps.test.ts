@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { XMLValidator } from 'fast-xml-parser';
+import { retractDocument } from '../../../src/engine/retract.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { exportGraph } from '../../../src/knowledge/graph-export.js';
 import { retractDocumentKnowledge } from '../../../src/knowledge/retract.js';
@@ -355,8 +356,156 @@ describe('LLM steps on a real database', function () {
     expect(await retractDocumentKnowledge(t.db, v1.ref.id)).to.deep.equal({
       deletedEntities: 0,
       deletedEntityPointIds: [],
+      changedEntityIds: [],
       deletedTerms: 0,
     });
+  });
+
+  it('an entity that loses mentions is named and described by the ones that remain, and gets its point anew', async () => {
+    const feedback = (name: string, description: string) =>
+      anthropic.faults.answers.set('entities', { entities: [{ name, type: 'CONCEPT', description }] });
+    const entity = async () =>
+      (
+        await t.db.query<{ name: string; description: string | null; qdrant_id: string | null }>(
+          "SELECT name, description, qdrant_id FROM entities WHERE normalized_name = 'feedback'",
+        )
+      )[0]!;
+    /** the point of the entity, as a search for its text finds it */
+    const point = async (text: string) => {
+      const providers = claude();
+      const [vector] = await (await providers.embedder()).embed([text]);
+      const [hit] = await (await providers.vectors()).search('entities', vector!, { limit: 1 });
+      return { name: hit?.payload.name, description: hit?.payload.description };
+    };
+    try {
+      const old = await insertDocument(t.db, {
+        filename: 'a-alt.md',
+        chunks: [{ content: 'Feedback ist im alten Handbuch eine jährliche Beurteilung.' }],
+      });
+      feedback('FEEDBACK', 'Jährliche Beurteilung (altes Handbuch).');
+      await runStep(entityExtract, t.db, old.ref, claude());
+      const neu = await insertDocument(t.db, {
+        filename: 'b-neu.md',
+        chunks: [{ content: 'Feedback ist eine Rückmeldung über beobachtetes Verhalten.' }],
+      });
+      feedback('Feedback', 'Rückmeldung über beobachtetes Verhalten.');
+      await runStep(entityExtract, t.db, neu.ref, claude());
+      // the first mention names and describes it
+      expect(await entity()).to.include({
+        name: 'FEEDBACK',
+        description: 'Jährliche Beurteilung (altes Handbuch).',
+      });
+
+      await retractDocument(t.db, claude(), old.ref.id);
+      const after = await entity();
+      expect(after).to.include({ name: 'Feedback', description: 'Rückmeldung über beobachtetes Verhalten.' });
+      expect(after.qdrant_id, 'embedded again').to.be.a('string');
+      expect(await point('Feedback (CONCEPT): Rückmeldung über beobachtetes Verhalten.')).to.deep.equal({
+        name: 'Feedback',
+        description: 'Rückmeldung über beobachtetes Verhalten.',
+      });
+
+      // the document's mentions written anew (another answer): its own description replaces the one it gave before
+      await t.db.run('DELETE FROM llm_cache');
+      feedback('Feedback', 'Rückmeldung, neu gefasst.');
+      await runStep(entityExtract, t.db, neu.ref, claude());
+      expect(await entity()).to.include({ name: 'Feedback', description: 'Rückmeldung, neu gefasst.' });
+      expect((await entity()).qdrant_id).to.be.a('string');
+      expect(await point('Feedback (CONCEPT): Rückmeldung, neu gefasst.')).to.deep.equal({
+        name: 'Feedback',
+        description: 'Rückmeldung, neu gefasst.',
+      });
+      expect((await verifyIndex({ db: t.db, providers: claude() })).counts.entitiesWithoutPoint).to.equal(0);
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
+  it('an entity only mentions from before the mention descriptions back keeps its description', async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: [{ content: 'Die Kammer prüft.' }] });
+    const b = await insertDocument(t.db, { filename: 'b.md', chunks: [{ content: 'Die KAMMER berät.' }] });
+    anthropic.faults.answers.set('entities', {
+      entities: [{ name: 'Kammer', type: 'ORGANISATION', description: 'Prüft die Verträge.' }],
+    });
+    try {
+      await runStep(entityExtract, t.db, a.ref, claude(), { embed_entities: false });
+      anthropic.faults.answers.set('entities', {
+        entities: [{ name: 'KAMMER', type: 'ORGANISATION', description: 'Berät Betriebe.' }],
+      });
+      await runStep(entityExtract, t.db, b.ref, claude(), { embed_entities: false });
+      // as a mention written before migration 0010 is: no description recorded
+      await t.db.run('UPDATE entity_mentions SET description = NULL WHERE document_id = ?', [b.ref.id]);
+      await retractDocumentKnowledge(t.db, a.ref.id);
+      const [kammer] = await t.db.query<{ name: string; description: string }>(
+        'SELECT name, description FROM entities',
+      );
+      expect(kammer).to.deep.equal({ name: 'KAMMER', description: 'Prüft die Verträge.' });
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
+  it('takes no name of punctuation alone for an entity, a relation or a category', async () => {
+    const a = await insertDocument(t.db, {
+      filename: 'feedback.md',
+      chunks: [{ content: 'Feedback ist eine Rückmeldung … – oder ???' }],
+    });
+    const entity = (name: string) => ({ name, type: 'CONCEPT', description: 'x' });
+    anthropic.faults.answers.set('entities', {
+      entities: ['Feedback', 'Rückmeldung', '...', '…', '-', '???', '•', 'Stufe 2'].map(entity),
+    });
+    const relation = (source: string, target: string) => ({
+      source,
+      target,
+      type: 'RELATED_TO',
+      description: 'x',
+      confidence: 0.9,
+    });
+    anthropic.faults.answers.set('relations', {
+      relations: [relation('-', 'Feedback'), relation('Rückmeldung', 'Feedback'), relation('…', '•')],
+    });
+    anthropic.faults.answers.set('categories', {
+      categories: [
+        { path: ['Kommunikation', '…', 'Feedback'], confidence: 0.9 },
+        { path: ['???'], confidence: 0.8 },
+      ],
+    });
+    try {
+      for (const plugin of [entityExtract, relationExtract, taxonomyBuild])
+        expect((await runStep(plugin, t.db, a.ref, claude())).outcome, plugin.type).to.equal(undefined);
+      const names = await t.db.query<{ name: string }>('SELECT name FROM entities ORDER BY name');
+      expect(names.map((n) => n.name)).to.deep.equal(['Feedback', 'Rückmeldung', 'Stufe 2']);
+      expect(await count(t, 'entity_relations')).to.equal(1);
+      const paths = await t.db.query<{ path: string }>('SELECT path FROM taxonomy_terms ORDER BY path');
+      expect(paths.map((p) => p.path)).to.deep.equal(['Kommunikation', 'Kommunikation > Feedback']);
+    } finally {
+      anthropic.faults.answers.clear();
+    }
+  });
+
+  it("retries a step's requests as often as its max_retries says, whatever another step's says", async () => {
+    const a = await insertDocument(t.db, { filename: 'a.md', chunks: CHUNKS.slice(0, 1) });
+    // the endpoint's limits are shared: before, this step's 0 left every step on it without retries
+    expect((await runStep(semanticAnalyze, t.db, a.ref, claude(), { max_retries: 0 })).outcome).to.equal(
+      undefined,
+    );
+    // more than the default 5 (which capped every step's max_retries before)
+    anthropic.faults.failNext(7, 429, 0);
+    const run = await runStep(entityExtract, t.db, a.ref, claude(), {
+      max_retries: 7,
+      embed_entities: false,
+    });
+    expect(run.outcome).to.equal(undefined);
+    expect(anthropic.counters.faults).to.equal(7);
+    expect(await count(t, 'entity_mentions')).to.be.greaterThan(0);
+    // and a step's 0 is its own: the first 429 fails it
+    anthropic.faults.failNext(1, 429, 0);
+    const b = await insertDocument(t.db, { filename: 'b.md', chunks: [{ content: 'Die Kammer berät.' }] });
+    const error = await runStep(semanticAnalyze, t.db, b.ref, claude(), { max_retries: 0 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).to.be.instanceOf(CpeError);
+    expect(anthropic.counters.faults).to.equal(8);
   });
 
   it('an answer that stays invalid after the repair fails the item: logged with the raw answer, nothing written', async () => {

@@ -161,6 +161,8 @@ export interface CtxOptions<C> {
   type: string;
   document?: Partial<DocumentRef> & { id: number; sourcePath: string };
   stepTypes?: string[];
+  /** the configs of the pipeline's steps by type (PipelineInfo.stepConfigs; none by default) */
+  stepConfigs?: Record<string, Array<Record<string, unknown>>>;
   signal?: AbortSignal;
 }
 
@@ -187,7 +189,13 @@ export function makeCtx<C>(options: CtxOptions<C>): StepContext<C> & {
     settings: {},
     config: options.config,
     step: { id: 1, name: options.type, type: options.type, lineageHash: 'test' },
-    pipeline: { id: 1, name: 'Test', versionHash: 'test', hasStepType: (t) => stepTypes.has(t) },
+    pipeline: {
+      id: 1,
+      name: 'Test',
+      versionHash: 'test',
+      hasStepType: (t) => stepTypes.has(t),
+      stepConfigs: (t) => options.stepConfigs?.[t] ?? [],
+    },
     run: { id: 1, sourceDir: undefined, force: false },
     log: silentLogger(),
     signal: options.signal ?? new AbortController().signal,

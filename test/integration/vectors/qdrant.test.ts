@@ -82,6 +82,103 @@ for (const backend of backends()) {
       await fresh.deletePoints('never-made', [chunkPointId(1, 0)]);
     });
 
+    it('refuses a collection with points that another data set made, and leaves its points alone; an empty one is taken on', async () => {
+      // data set A (its own ki_content) stores its points into 'documents' and 'entities' of the shared Qdrant
+      const other = await openTestDatabases(backend);
+      try {
+        const indexA = createVectorIndex({ qdrantUrl: url, db: other.db });
+        const servicesA = { db: other.db, providers: makeProviders(createLocalEmbedder(), indexA) };
+        const docA = await insertDocument(other.db, { sourcePath: '/a/plan.md', title: 'Plan' });
+        await insertChunks(other.db, docA, ['Dienstplan der Station.', 'Urlaubsplanung im Sommer.']);
+        await embed.run(
+          makeCtx({
+            db: other.db,
+            providers: servicesA.providers,
+            config: embedConfig,
+            type: 'embed',
+            document: { id: docA, sourcePath: '/a/plan.md' },
+          }),
+        );
+        await other.db.run('INSERT INTO entities (name, normalized_name, type) VALUES (?, ?, ?)', [
+          'Station',
+          'station',
+          'CONCEPT',
+        ]);
+        const entityRows = await other.db.query<EntityRow>(
+          'SELECT id, name, normalized_name, type, description FROM entities',
+        );
+        await storeEntityPoints(servicesA, entityRows);
+        const pointsOfA = () => ({
+          documents: server.points('documents').map((p) => p.id),
+          entities: server.points('entities').map((p) => p.id),
+        });
+        const before = pointsOfA();
+        expect(before.documents).to.have.length(2);
+        expect(before.entities).to.have.length(1);
+
+        // data set B, moved to the same Qdrant (README: verify --repair once with the new CPE_QDRANT_URL)
+        const servicesB = { db: t.db, providers: makeProviders(createLocalEmbedder(), index) };
+        const docB = await insertDocument(t.db, { sourcePath: '/b/notiz.md', title: 'Notiz' });
+        await insertChunks(t.db, docB, ['Notizen zur Teambesprechung.']);
+        await t.db.run("UPDATE documents SET status = 'done' WHERE id = ?", [docB]);
+        const local = createLocalEmbedder();
+        const spec = { size: local.dimensions, distance: 'Cosine' as const, model: local.model };
+        const embedB = () =>
+          embed.run(
+            makeCtx({
+              db: t.db,
+              providers: servicesB.providers,
+              config: embedConfig,
+              type: 'embed',
+              document: { id: docB, sourcePath: '/b/notiz.md' },
+            }),
+          );
+        const attempts: Array<[string, () => Promise<unknown>]> = [
+          ['verify', () => verifyIndex(servicesB)],
+          ['verify --repair', () => verifyIndex(servicesB, { repair: true })],
+          ['search', () => searchChunks(servicesB, 'Dienstplan', { limit: 5 })],
+          ['ensure', () => index.ensureCollection('documents', spec)],
+          ['embed', embedB],
+        ];
+        for (const [what, attempt] of attempts) {
+          const error = (await attempt().then(
+            () => undefined,
+            (e: unknown) => e,
+          )) as CpeError | undefined;
+          expect(error, what).to.be.instanceOf(CpeError);
+          expect(error!.code, what).to.equal('COLLECTION_MISMATCH');
+          expect(error!.message, what)
+            .to.include(`collection 'documents' in Qdrant ${url} holds 2 points, but this data set`)
+            .and.include("set config.collection on the pipeline's embed step")
+            .and.include(`delete it in Qdrant (DELETE ${url}/collections/documents)`);
+          expect(pointsOfA(), what).to.deep.equal(before);
+        }
+        const entities = (await index.ensureCollection('entities', spec).catch((e: unknown) => e)) as Error;
+        expect(entities.message)
+          .to.include("collection 'entities' in Qdrant")
+          .and.include('holds 1 point, but this data set')
+          .and.include("the name of the 'entities' collection is fixed");
+        expect(pointsOfA()).to.deep.equal(before);
+        expect(
+          await t.db.query(`SELECT name FROM vector_collections WHERE backend = 'qdrant'`),
+        ).to.deep.equal([]);
+        // A's own data set goes on as before
+        expect((await verifyIndex(servicesA)).ok).to.equal(true);
+
+        // the collection really left over and deleted in Qdrant: B makes it again and stores its points into it
+        server.collections.delete('documents');
+        server.collections.get('entities')!.points.clear();
+        await embedB();
+        expect(server.points('documents').map((p) => p.id)).to.deep.equal([chunkPointId(docB, 0)]);
+        expect((await verifyIndex(servicesB)).ok).to.equal(true);
+        // the emptied 'entities' collection is taken on
+        await index.ensureCollection('entities', spec);
+        expect((await index.describeCollection('entities')).model).to.equal(local.model);
+      } finally {
+        await other.cleanup();
+      }
+    });
+
     it('embed stores points idempotently; a new version replaces; a delete removes; index_optimize indexes payload', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
       const v1 = await insertDocument(t.db, { sourcePath: '/src/q.md', title: 'Qualität' });

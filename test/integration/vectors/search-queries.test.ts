@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { createLocalEmbedder } from '../../../src/embed/local-hash.js';
+import { chunkEmbedText, queryEmbedText } from '../../../src/embed/prepare.js';
 import type { Embedder } from '../../../src/embed/types.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { buildContext } from '../../../src/retrieval/context.js';
 import { formatContext, formatSearchHits } from '../../../src/retrieval/format.js';
 import { MAX_SEARCH_LIMIT, searchChunks } from '../../../src/retrieval/search.js';
+import { chunkPointId } from '../../../src/vectors/point-id.js';
 import { SqlVectorIndex } from '../../../src/vectors/sql-vector-index.js';
 import embed from '../../../steps/embed.js';
 import {
@@ -45,6 +47,28 @@ const CHUNKS = [
   'Fluchtwege sind freizuhalten. Feuerlöscher werden jährlich geprüft.',
   'Urlaubsanträge stellen Sie bis zum 31. März. Der Kündigungsschutz gilt nach sechs Monaten.',
 ];
+
+/**
+ * Chunks of made-up words (a fixed seed): 40 that share no feature with the query "xq" and, last, one of as many
+ * words that has "xq" among them. Each has hundreds of features, so many of them score above 0 with a query by
+ * bucket collisions alone: with "xq", 21 of them above the one chunk that has it (the test checks that).
+ */
+function wordListChunks(): string[] {
+  let seed = 33;
+  const random = () => {
+    seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) | 0;
+    return ((seed >>> 0) % 100000) / 100000;
+  };
+  const letters = 'abcdefghiklmnoprstuvwyz';
+  const word = () =>
+    Array.from(
+      { length: 5 + Math.floor(random() * 6) },
+      () => letters[Math.floor(random() * letters.length)],
+    ).join('');
+  const words = (n: number) => Array.from({ length: n }, word).join(' ');
+  const noise = Array.from({ length: 40 }, () => words(150));
+  return [...noise, `${words(150)} xq ${words(150)}`];
+}
 
 for (const backend of backends()) {
   describe(`search and context queries on ${backend} (embedded index, local embedder)`, () => {
@@ -96,6 +120,134 @@ for (const backend of backends()) {
       const found = await searchChunks(services, 'Kantine', { limit: 10 });
       expect(found[0]?.chunk_index).to.equal(0);
       expect(found.every((hit) => hit.score > 0)).to.equal(true);
+    });
+
+    it('finds no chunk for a query it shares only hash buckets with, and looks further down for one it shares a word with', async () => {
+      const embedder = createLocalEmbedder();
+      const services = { db: t.db, providers: makeProviders(embedder, index) };
+      const id = await insertDocument(t.db, {
+        sourcePath: '/src/wortliste.md',
+        title: 'Wortliste',
+        status: 'done',
+      });
+      const chunks = wordListChunks();
+      const chunkIds = await insertChunks(t.db, id, chunks);
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers: services.providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id, sourcePath: '/src/wortliste.md' },
+        }),
+      );
+      const ranking = async (query: string) => {
+        const [vector] = await embedder.embed([queryEmbedText(query, embedder, 800)]);
+        return index.search('documents', vector!, { limit: chunks.length });
+      };
+      // the precondition: chunks sharing nothing with the query score above 0, and above the one that has "xq"
+      for (const query of ['你好世界', 'zzz']) {
+        expect(
+          (await ranking(query)).filter((r) => r.score > 0),
+          query,
+        ).to.have.length.above(5);
+        expect(await searchChunks(services, query), query).to.deep.equal([]);
+        const context = await buildContext(services, query);
+        expect(context, query).to.deep.include({ text: '', sources: [], matched: 0 });
+        expect(formatContext(context, query)).to.equal(`No context for "${query}": no chunk matches it.`);
+      }
+      const xq = await ranking('xq');
+      const real = xq.findIndex((r) => Number(r.payload.chunk_id) === chunkIds.at(-1));
+      expect(xq[real]!.score).to.be.above(0);
+      expect(real).to.be.above(12); // past the first round's 12 points (limit 1: 2 × 1 + 10)
+      const hits = await searchChunks(services, 'xq', { limit: 1 });
+      expect(hits.map((h) => [h.chunk_id, h.score])).to.deep.equal([[chunkIds.at(-1), xq[real]!.score]]);
+    });
+
+    it('orders and cuts equal scores by source path and chunk index, the same on every backend', async () => {
+      const services = { db: t.db, providers: makeProviders(createLocalEmbedder(), index) };
+      // the same text in six files, stored in the reverse order of their paths: by rowid (SQLite) the last paths
+      // come first, by point id (MariaDB) another order
+      const text = 'Wie gebe ich Feedback? Feedback geben Sie im Gespräch unter vier Augen.';
+      for (const n of [6, 5, 4, 3, 2, 1]) {
+        const sourcePath = `/src/feedback-${n}.md`;
+        const id = await insertDocument(t.db, { sourcePath, title: 'Feedback', status: 'done' });
+        await insertChunks(t.db, id, [text, `Kapitel ${n}`]);
+        await embed.run(
+          makeCtx({
+            db: t.db,
+            providers: services.providers,
+            config: embedConfig,
+            type: 'embed',
+            document: { id, sourcePath },
+          }),
+        );
+      }
+      const hits = await searchChunks(services, 'Wie gebe ich Feedback?', { limit: 2 });
+      expect(hits.map((h) => `${h.source_path}#${h.chunk_index}`)).to.deep.equal([
+        '/src/feedback-1.md#0',
+        '/src/feedback-2.md#0',
+      ]);
+      expect(hits[0]!.score).to.equal(hits[1]!.score);
+      const context = await buildContext(services, 'Wie gebe ich Feedback?', { limit: 3 });
+      expect(context.sources.map((s) => s.path)).to.deep.equal([
+        '/src/feedback-1.md',
+        '/src/feedback-2.md',
+        '/src/feedback-3.md',
+      ]);
+    });
+
+    it("reads only the hits' chunks from SQL, not every chunk of their documents", async () => {
+      const id = await insertDocument(t.db, {
+        sourcePath: '/src/kantine.md',
+        title: 'Kantine',
+        status: 'done',
+      });
+      await insertChunks(
+        t.db,
+        id,
+        // each of its own score: "Suppe" a different number of times
+        Array.from({ length: 40 }, (_, i) => `Speiseplan: ${'Suppe '.repeat(i + 1)}in der Kantine.`),
+      );
+      const providers = makeProviders(createLocalEmbedder(), index);
+      await embed.run(
+        makeCtx({
+          db: t.db,
+          providers,
+          config: embedConfig,
+          type: 'embed',
+          document: { id, sourcePath: '/src/kantine.md' },
+        }),
+      );
+      let chunkRows = 0;
+      const counting = Object.create(t.db) as typeof t.db;
+      counting.query = async <T>(sql: string, params?: readonly unknown[]) => {
+        const rows = await t.db.query<T>(sql, params);
+        if (/FROM chunks c JOIN documents d/.test(sql)) chunkRows += rows.length;
+        return rows;
+      };
+      const hits = await searchChunks({ db: counting, providers }, 'Kantine', { limit: 1 });
+      expect(hits).to.have.length(1);
+      expect(chunkRows).to.be.within(1, 12); // the first round's points (2 × 1 + 10), of 40 chunks
+    });
+
+    it('finds the chunk of a point that does not name it by its place, as in a collection made elsewhere', async () => {
+      const services = await ingest();
+      const [found] = await searchChunks(services, 'Kantine', { limit: 1 });
+      expect(found?.chunk_index).to.equal(0);
+      const id = chunkPointId(found!.document_id, 0);
+      const [vector] = await createLocalEmbedder().embed([
+        chunkEmbedText(CHUNKS[0]!, { title: 'Handbuch' }, Number.POSITIVE_INFINITY),
+      ]);
+      await index.upsert('documents', [
+        { id, vector: vector!, payload: { document_id: found!.document_id, chunk_index: 0 } },
+      ]);
+      const [point] = await t.db.query<{ payload: string }>(
+        'SELECT payload FROM vector_points WHERE point_id = ?',
+        [id],
+      );
+      expect(JSON.parse(point!.payload)).to.not.have.property('chunk_id');
+      expect(await searchChunks(services, 'Kantine', { limit: 1 })).to.deep.equal([found]);
     });
 
     it('refuses a query of no words whatever the embedder, by its text', async () => {

@@ -111,6 +111,29 @@ for (const backend of backends()) {
       expect(await index.search('documents', v(1, 0, 0, 0), { limit: 1 })).to.deep.equal([]);
     });
 
+    it('returns every point tied with the last one at the limit, and no point below it', async () => {
+      await index.upsert('documents', [
+        point(5, 0, v(1, 1, 0, 0)),
+        point(4, 0, v(1, 1, 0, 0)),
+        point(1, 0, v(1, 0, 0, 0)),
+        point(3, 0, v(1, 1, 0, 0)),
+        point(2, 0, v(1, 2, 0, 0)),
+        point(6, 0, v(0, 0, 1, 0)),
+      ]);
+      const tied = [chunkPointId(3, 0), chunkPointId(4, 0), chunkPointId(5, 0)];
+      const ids = async (limit: number) =>
+        (await index.search('documents', v(1, 0, 0, 0), { limit })).map((h) => h.id);
+      expect(await ids(1)).to.deep.equal([chunkPointId(1, 0)]);
+      // which of the three equal scores would make a cut at 2 or 3 is left to the caller: all three come back
+      for (const limit of [2, 3, 4]) {
+        const hits = await ids(limit);
+        expect(hits, String(limit)).to.have.length(4);
+        expect(hits[0]).to.equal(chunkPointId(1, 0));
+        expect(hits.slice(1)).to.have.members(tied);
+      }
+      expect((await ids(5)).slice(-1)).to.deep.equal([chunkPointId(2, 0)]);
+    });
+
     it('loads a collection larger than one page completely', async () => {
       const points = Array.from({ length: 23 }, (_, i) => point(10 + i, 0, v(1, i, i % 3, 1)));
       await index.upsert('documents', points);

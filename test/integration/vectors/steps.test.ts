@@ -823,11 +823,13 @@ for (const backend of backends()) {
       const afterDelete = await searchChunks(services, 'Urlaubsanträge Resturlaub', { limit: 10 });
       expect(afterDelete.map((h) => h.document_id)).to.not.include(d2);
 
-      const context = await buildContext(services, 'Urlaub', { maxTokens: 3000 });
+      // two chunks share words with the query (the third none: it is no source)
+      const context = await buildContext(services, 'Urlaub am Arbeitsplatz', { maxTokens: 3000 });
       expect(context.text.startsWith('[Quelle 1: Handbuch]\n')).to.equal(true);
+      expect(context.sources.map((s) => s.chunk_index)).to.have.members([0, 1]);
       expect(context.text.split('\n\n---\n\n')).to.have.length(context.sources.length);
       expect(context.sources[0]).to.include({ n: 1, title: 'Handbuch', path: '/src/handbuch.pdf' });
-      const small = await buildContext(services, 'Urlaub', { maxTokens: 40 });
+      const small = await buildContext(services, 'Urlaub am Arbeitsplatz', { maxTokens: 40 });
       expect(small.sources.length).to.be.lessThan(context.sources.length);
       expect(small.tokens).to.be.at.most(40);
       for (const maxTokens of [0, -1, 2.5]) {

@@ -68,7 +68,29 @@ class FeatureCounts {
   }
 }
 
+/** The distinct features of a text (their hashes), in the order first seen. */
+export function localHashFeaturesReference(text: string): number[] {
+  return [...featuresOf(text).count.keys()];
+}
+
 export function embedLocalHashReference(text: string, dimensions = 1024): Float32Array {
+  const features = featuresOf(text);
+  const vector = new Float32Array(dimensions);
+  for (const [hash, count] of features.count) {
+    const value = features.weight.get(hash)! * (1 + Math.log(count));
+    // bucket from the low bits, sign from the top bit: independent enough after the finaliser
+    vector[hash % dimensions] += (hash & 0x80000000) !== 0 ? -value : value;
+  }
+  let norm = 0;
+  for (let i = 0; i < dimensions; i++) norm += vector[i] * vector[i];
+  if (norm > 0) {
+    const scale = 1 / Math.sqrt(norm);
+    for (let i = 0; i < dimensions; i++) vector[i] *= scale;
+  }
+  return vector;
+}
+
+function featuresOf(text: string): FeatureCounts {
   const features = new FeatureCounts();
   const words = foldGerman(text).match(/[\p{L}\p{N}]+/gu) ?? [];
   let previous: string | undefined;
@@ -96,18 +118,5 @@ export function embedLocalHashReference(text: string, dimensions = 1024): Float3
       }
     }
   }
-
-  const vector = new Float32Array(dimensions);
-  for (const [hash, count] of features.count) {
-    const value = features.weight.get(hash)! * (1 + Math.log(count));
-    // bucket from the low bits, sign from the top bit: independent enough after the finaliser
-    vector[hash % dimensions] += (hash & 0x80000000) !== 0 ? -value : value;
-  }
-  let norm = 0;
-  for (let i = 0; i < dimensions; i++) norm += vector[i] * vector[i];
-  if (norm > 0) {
-    const scale = 1 / Math.sqrt(norm);
-    for (let i = 0; i < dimensions; i++) vector[i] *= scale;
-  }
-  return vector;
+  return features;
 }

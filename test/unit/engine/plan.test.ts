@@ -4,7 +4,7 @@ import type { PipelineConfigRow, PipelineStepRow } from '../../../src/db/entitie
 import { buildPlan } from '../../../src/engine/plan.js';
 import type { StepPlugin } from '../../../src/engine/plugin.js';
 import type { PluginRegistry, RegisteredPlugin } from '../../../src/engine/registry.js';
-import { describeError } from '../../../src/errors.js';
+import { type ConfigError, describeError } from '../../../src/errors.js';
 
 const plugin = (
   type: string,
@@ -305,6 +305,49 @@ describe('planning (pure)', () => {
         "pipeline_steps id=52 'chunk': duplicate step name 'chunk' (also pipeline_steps id=51)",
       ]);
     }
+  });
+
+  it('takes a depends_on entry in another Unicode normalization (NFD, NFC) for the step it names', () => {
+    const composed = 'Prüfung'.normalize('NFC');
+    const decomposed = 'Prüfung'.normalize('NFD');
+    for (const [name, entry] of [
+      [composed, decomposed],
+      [decomposed, composed],
+    ]) {
+      const plan = buildPlan(
+        config,
+        [row(name!, 'work'), row('next', 'work', { depends_on: JSON.stringify([entry]) })],
+        reg,
+      );
+      expect(plan.byName.get('next')!.dependsOn).to.deep.equal([name]);
+    }
+    // a disabled step is found so too
+    expect(() =>
+      buildPlan(
+        config,
+        [
+          row(composed, 'work', { enabled: 0 }),
+          row('next', 'work', { depends_on: JSON.stringify([decomposed]) }),
+        ],
+        reg,
+      ),
+    ).to.throw(`depends_on names disabled step '${decomposed}'`);
+  });
+
+  it('names the step a depends_on entry differing in case or accents nearly matches', () => {
+    const rows = [row('Prüfung', 'work'), row('next', 'work', { depends_on: '["prufung", "pruefung"]' })];
+    const problems = (() => {
+      try {
+        buildPlan(config, rows, reg);
+      } catch (error) {
+        return (error as ConfigError).details.problems as string[];
+      }
+      throw new Error('planned');
+    })();
+    expect(problems.filter((p) => p.includes('depends_on'))).to.deep.equal([
+      `pipeline_steps id=${rows[1]!.id} 'next': depends_on names unknown step 'prufung' (names are exact: did you mean 'Prüfung'?)`,
+      `pipeline_steps id=${rows[1]!.id} 'next': depends_on names unknown step 'pruefung'`,
+    ]);
   });
 
   it('refuses an archived pipeline', () => {

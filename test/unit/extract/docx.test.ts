@@ -13,6 +13,7 @@ import {
   extractOptions,
   makeDocx,
   type RawEntry,
+  renameMainPart,
   zerosDeflate,
 } from './office-fixtures.js';
 
@@ -317,6 +318,15 @@ describe('extract/docx', () => {
     const result = await extractDocx(edited, 'eigenschaften.docx', extractOptions);
     expect(result.metadata.title).to.equal('Handbuch Qualitätssicherung');
     expect(Object.keys(result.metadata).filter((k) => k.includes('function'))).to.deep.equal([]);
+  });
+
+  it('reads a document whose main part has another name (word/document2.xml, as Word Online saves it)', async () => {
+    const online = renameMainPart(docx, 'word/document.xml', 'word/document2.xml');
+    const renamed = await extractDocx(online, 'online.docx', extractOptions);
+    expect(renamed.text).to.equal(doc.text);
+    expect(renamed.blocks).to.deep.equal(doc.blocks);
+    expect(renamed.metadata).to.deep.equal(doc.metadata);
+    expect(renamed.warnings).to.deep.equal(doc.warnings);
   });
 
   it('block offsets cut the text exactly', () => {

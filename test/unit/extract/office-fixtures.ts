@@ -189,6 +189,26 @@ export function editPackage(
   return zipSync(files);
 }
 
+/**
+ * The package with its main part under another name (as Word Online and SharePoint save word/document2.xml): the part
+ * and its relationships renamed, the package relationships and the content types naming the new name.
+ */
+export function renameMainPart(bytes: Uint8Array, from: string, to: string): Uint8Array {
+  const files = unzipSync(bytes);
+  const relsOf = (part: string) => part.replace(/([^/]+)$/, '_rels/$1.rels');
+  for (const [old, renamed] of [
+    [from, to],
+    [relsOf(from), relsOf(to)],
+  ] as const) {
+    if (!files[old]) continue;
+    files[renamed] = files[old];
+    delete files[old];
+  }
+  for (const list of ['_rels/.rels', '[Content_Types].xml'])
+    files[list] = strToU8(strFromU8(files[list]!).replaceAll(from, to));
+  return zipSync(files);
+}
+
 export async function makeDocx(): Promise<Uint8Array> {
   const doc = new Document({
     title: 'Handbuch Qualitätssicherung',

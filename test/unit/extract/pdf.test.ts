@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ErrorCodes, FileError } from '../../../src/errors.js';
 import { extractPdf } from '../../../src/extract/pdf.js';
 import { defaultExtractOptions, type ExtractedDocument } from '../../../src/extract/types.js';
-import { germanHandbookPdf, makePng, renderPdf, softHyphenPdf } from './pdf-fixtures.js';
+import { germanHandbookPdf, handWrittenPdf, makePng, renderPdf, softHyphenPdf } from './pdf-fixtures.js';
 
 const blockTexts = (doc: ExtractedDocument, type: string) =>
   doc.blocks
@@ -244,6 +244,55 @@ describe('extract/pdf', function () {
     const error = await rejection(extractPdf(bytes, 'locked.pdf', defaultExtractOptions));
     expect(error.code).to.equal(ErrorCodes.PASSWORD_REQUIRED);
     expect(error.message).to.equal('locked.pdf: password required');
+  });
+
+  it('reports encryption with a security handler other than Standard as an encrypted document, naming it', async () => {
+    const encrypted = (dictionary: string) =>
+      handWrittenPdf('BT /F1 24 Tf 72 720 Td (geheim) Tj ET', {
+        extra: [dictionary],
+        trailer:
+          '/Encrypt 6 0 R /ID [<0123456789abcdef0123456789abcdef> <0123456789abcdef0123456789abcdef>] ',
+      });
+    const certificate = encrypted(
+      '<< /Filter /Adobe.PubSec /SubFilter /adbe.pkcs7.s5 /V 4 /R 4 /Length 128 /CF << /DefaultCryptFilter << /CFM /AESV2 /Recipients [<3082>] >> >> /StmF /DefaultCryptFilter /StrF /DefaultCryptFilter >>',
+    );
+    const error = await rejection(extractPdf(certificate, 'zertifikat.pdf', defaultExtractOptions));
+    expect(error.code).to.equal(ErrorCodes.ENCRYPTED_DOCUMENT);
+    expect(error.message).to.equal(
+      'zertifikat.pdf: encrypted PDF (security handler Adobe.PubSec is not supported)',
+    );
+    const drm = await rejection(
+      extractPdf(encrypted('<< /Filter /FOPN_foweb /V 1 /R 2 >>'), 'drm.pdf', defaultExtractOptions),
+    );
+    expect(drm.code).to.equal(ErrorCodes.ENCRYPTED_DOCUMENT);
+    expect(drm.message).to.equal('drm.pdf: encrypted PDF (security handler FOPN_foweb is not supported)');
+    const algorithm = await rejection(
+      extractPdf(encrypted('<< /Filter /Standard /V 3 /R 3 >>'), 'v3.pdf', defaultExtractOptions),
+    );
+    expect(algorithm.code).to.equal(ErrorCodes.ENCRYPTED_DOCUMENT);
+    expect(algorithm.message).to.equal('v3.pdf: encrypted PDF (its encryption method is not supported)');
+  });
+
+  it('fails a PDF none of whose page text pdf.js can parse, instead of an empty text', async () => {
+    // 20,000 nested arrays overflow pdf.js's content parser before the text
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)} TJ`;
+    const bytes = handWrittenPdf(`BT /F1 12 Tf 72 720 Td ${deep} (Rollen in der Auftragsklaerung) Tj ET`);
+    const error = await rejection(extractPdf(bytes, 'tief.pdf', defaultExtractOptions));
+    expect(error.code).to.equal(ErrorCodes.CORRUPT_FILE);
+    expect(error.message).to.match(
+      /^tief\.pdf: corrupt PDF: the text of its pages cannot be read \(page 1: RangeError: Maximum call stack/,
+    );
+  });
+
+  it('keeps the text read before a parse error on a page, with a warning naming the page', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)} TJ`;
+    const bytes = handWrittenPdf(
+      `BT /F1 12 Tf 72 720 Td (Rollen im Team) Tj 0 -20 Td ${deep} (danach) Tj ET`,
+    );
+    const doc = await extractPdf(bytes, 'halb.pdf', defaultExtractOptions);
+    expect(doc.text).to.equal('Rollen im Team');
+    expect(doc.warnings).to.have.length(1);
+    expect(doc.warnings[0]).to.match(/^page 1: text read up to an error \(RangeError: Maximum call stack/);
   });
 
   it('refuses more pages than maxPages', async () => {

@@ -6,7 +6,7 @@ import { chartTexts, paragraphText } from '../../../src/extract/drawingml-text.j
 import { extractPptx } from '../../../src/extract/pptx.js';
 import type { ExtractedDocument } from '../../../src/extract/types.js';
 import { parseXml } from '../../../src/extract/xml.js';
-import { editPackage, extractOptions, makePptx } from './office-fixtures.js';
+import { editPackage, extractOptions, makePptx, renameMainPart } from './office-fixtures.js';
 
 const blocksOf = (doc: ExtractedDocument) =>
   doc.blocks.map((b) => ({
@@ -103,6 +103,13 @@ describe('extract/pptx', () => {
     const result = await extractPptx(edited, 'deck.pptx', extractOptions);
     expect(result.metadata.title).to.equal('Einführung in die Qualitätssicherung');
     expect(result.metadata.slideCount).to.equal(3);
+  });
+
+  it('reads a deck whose presentation part has another name (ppt/presentation2.xml)', async () => {
+    const renamed = renameMainPart(pptx, 'ppt/presentation.xml', 'ppt/presentation2.xml');
+    const read = await extractPptx(renamed, 'folien.pptx', extractOptions);
+    expect(read.text).to.equal(doc.text);
+    expect(read.blocks).to.deep.equal(doc.blocks);
   });
 
   it('follows the slide order of presentation.xml, not the file names', async () => {

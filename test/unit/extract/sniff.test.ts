@@ -2,10 +2,18 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { strToU8, zipSync } from 'fflate';
+import { strToU8, unzipSync, zipSync } from 'fflate';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { readCfbNames, sniffFormat, validateBytes, validateFile } from '../../../src/extract/sniff.js';
-import { buildCfb, buildZip, makeDocx, makePptx, stored, zerosDeflate } from './office-fixtures.js';
+import {
+  buildCfb,
+  buildZip,
+  makeDocx,
+  makePptx,
+  renameMainPart,
+  stored,
+  zerosDeflate,
+} from './office-fixtures.js';
 
 function sniffError(bytes: Uint8Array, ext: string, code: string, text?: string): CpeError {
   try {
@@ -73,6 +81,23 @@ describe('extract/sniff', () => {
     sniffError(pdf, 'docx', ErrorCodes.FORMAT_MISMATCH, 'file is a PDF, not a Word document');
     sniffError(strToU8('just text'), 'docx', ErrorCodes.FORMAT_MISMATCH, 'not a Word document');
     sniffError(docx.subarray(0, 200), 'docx', ErrorCodes.CORRUPT_FILE, 'truncated or corrupt ZIP');
+  });
+
+  it('accepts a package whose main part has another name, by the content type the package gives it', () => {
+    const wordOnline = renameMainPart(docx, 'word/document.xml', 'word/document2.xml');
+    expect(sniffFormat(wordOnline, 'docx', 'online.docx').format).to.equal('docx');
+    const renamedDeck = renameMainPart(pptx, 'ppt/presentation.xml', 'ppt/presentation2.xml');
+    expect(sniffFormat(renamedDeck, 'pptx', 'folien.pptx').format).to.equal('pptx');
+    // the other kind's main part, or one the content types name but the package does not hold
+    const mismatch = sniffError(
+      wordOnline,
+      'pptx',
+      ErrorCodes.FORMAT_MISMATCH,
+      'ppt/presentation.xml missing',
+    );
+    expect(mismatch.details?.looksLike).to.equal('docx');
+    const gone = zipSync({ '[Content_Types].xml': unzipSync(wordOnline)['[Content_Types].xml']! });
+    sniffError(gone, 'docx', ErrorCodes.FORMAT_MISMATCH, 'word/document.xml missing');
   });
 
   it('finds %PDF after junk within 1024 bytes, and not later', () => {

@@ -35,4 +35,29 @@ describe('llm/limiter', () => {
     // C was behind B: it gets the slot A frees (before, B's wake-up was lost and C waited for good)
     expect(await c).to.equal('C');
   });
+
+  it('retries each request as often as it asks (the settings when it does not), whatever other requests ask', async () => {
+    const limiter = new RateLimiter({ maxRetries: 5 }, { sleep: async () => undefined });
+    const failing = (failures: number) => {
+      const state = { calls: 0 };
+      const call = async () => {
+        state.calls++;
+        if (state.calls <= failures)
+          throw new CpeError(ErrorCodes.PROVIDER_ERROR, 'HTTP 529', { retryable: true });
+        return { value: 'ok', tokens: 1 };
+      };
+      return { state, call };
+    };
+    const zero = failing(1);
+    const none = await limiter.run(1, zero.call, undefined, 0).catch((error: unknown) => error);
+    expect(none).to.be.instanceOf(CpeError);
+    expect(zero.state.calls).to.equal(1);
+    // above the default, and untouched by the request that asked for none
+    const eight = failing(8);
+    expect(await limiter.run(1, eight.call, undefined, 8)).to.equal('ok');
+    expect(eight.state.calls).to.equal(9);
+    const byDefault = failing(6);
+    expect(await limiter.run(1, byDefault.call).catch(() => 'gave up')).to.equal('gave up');
+    expect(byDefault.state.calls).to.equal(6);
+  });
 });

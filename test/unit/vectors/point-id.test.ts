@@ -124,6 +124,7 @@ describe('plain-text renderers', () => {
         wrongChunkRefs: 0,
         failedChunks: 0,
         entitiesWithoutPoint: 0,
+        entityOrphans: 0,
       },
       problems: ['1 chunks of current documents have no point'],
     };
