@@ -88,6 +88,11 @@ function describeState(report: VerifyReport): string[] {
       `wrong chunk refs: ${c.wrongChunkRefs}`,
     ...(c.foreign > 0 ? [`  points of documents another collection holds: ${c.foreign}`] : []),
     ...(c.failedChunks > 0 ? [`  chunks the embedder rejected (status failed): ${c.failedChunks}`] : []),
+    ...(c.entitiesWithoutPoint > 0 || c.entityOrphans > 0
+      ? [
+          `  entities without a point: ${c.entitiesWithoutPoint}   entity points of no entity: ${c.entityOrphans}`,
+        ]
+      : []),
     ...(c.inFlight > 0
       ? [`  points of versions still being processed (kept for when they complete): ${c.inFlight}`]
       : []),

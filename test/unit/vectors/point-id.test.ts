@@ -134,5 +134,11 @@ describe('plain-text renderers', () => {
     );
     expect(text).to.include('missing points: 1');
     expect(text.split('\n').at(-1)).to.equal('NOT OK: SQL and the vector index disagree.');
+    expect(text).not.to.include('entity points');
+    const withEntities = formatVerifyReport({
+      ...report,
+      counts: { ...report.counts, entitiesWithoutPoint: 1, entityOrphans: 2 },
+    });
+    expect(withEntities).to.include('entities without a point: 1   entity points of no entity: 2');
   });
 });
