@@ -13,28 +13,39 @@ function folderWithAWarning(): string {
   return source;
 }
 
+/** Runs `fn` with process.stderr's writes collected instead of printed; restores stderr however `fn` ends. */
+async function capturingStderr<T>(fn: () => Promise<T>): Promise<{ value: T; stderr: string[] }> {
+  const stderr: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => stderr.push(String(chunk)) > 0) as typeof write;
+  try {
+    return { value: await fn(), stderr };
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
 describe('the programmatic API with callbacks that fail, and close() early', () => {
   for (const kind of ['throws', 'rejects'] as const) {
     it(`takes an onLog that ${kind} as the callback's failure, not a document's nor the process's`, async () => {
       const setup = createTestSetup('sqlite');
       const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
-      const stderr: string[] = [];
-      const write = process.stderr.write;
       try {
-        process.stderr.write = ((chunk: string) => stderr.push(String(chunk)) > 0) as typeof write;
-        const summary = await cpe.run({
-          source: folderWithAWarning(),
-          onLog:
-            kind === 'throws'
-              ? () => {
-                  throw new Error('Anzeige kaputt');
-                }
-              : async () => {
-                  throw new Error('Anzeige kaputt');
-                },
+        const { value: summary, stderr } = await capturingStderr(async () => {
+          const summary = await cpe.run({
+            source: folderWithAWarning(),
+            onLog:
+              kind === 'throws'
+                ? () => {
+                    throw new Error('Anzeige kaputt');
+                  }
+                : async () => {
+                    throw new Error('Anzeige kaputt');
+                  },
+          });
+          await new Promise((resolve) => setImmediate(resolve)); // a rejection would surface by now
+          return summary;
         });
-        await new Promise((resolve) => setImmediate(resolve)); // a rejection would surface by now
-        process.stderr.write = write;
         expect(summary).to.include({ status: 'ok', docsDone: 2, docsFailed: 0 });
         const said = stderr.filter((line) => line.includes('onLog callback failed'));
         expect(said).to.deep.equal([
@@ -45,7 +56,6 @@ describe('the programmatic API with callbacks that fail, and close() early', () 
         );
         expect(Number(logged!.n)).to.equal(1);
       } finally {
-        process.stderr.write = write;
         await cpe.close();
         await setup.cleanup();
       }
@@ -55,23 +65,20 @@ describe('the programmatic API with callbacks that fail, and close() early', () 
   it('says an onEvent that throws once on stderr (README), not on each event of the run', async () => {
     const setup = createTestSetup('sqlite');
     const cpe = await open({ flags: setup.flags, env: setup.env, cwd: setup.dataDir });
-    const stderr: string[] = [];
-    const write = process.stderr.write;
     try {
-      process.stderr.write = ((chunk: string) => stderr.push(String(chunk)) > 0) as typeof write;
-      const summary = await cpe.run({
-        source: makeSourceFolder(generatedDocuments(3, 'ereignis')),
-        onEvent: () => {
-          throw new Error('Anzeige kaputt');
-        },
-      });
-      process.stderr.write = write;
+      const { value: summary, stderr } = await capturingStderr(() =>
+        cpe.run({
+          source: makeSourceFolder(generatedDocuments(3, 'ereignis')),
+          onEvent: () => {
+            throw new Error('Anzeige kaputt');
+          },
+        }),
+      );
       expect(summary).to.include({ status: 'ok', docsDone: 3, docsFailed: 0 });
       expect(stderr.filter((line) => line.includes('onEvent threw'))).to.deep.equal([
         "warn: onEvent threw on 'run-started' (ignored, and so are its later failures in this run): Anzeige kaputt\n",
       ]);
     } finally {
-      process.stderr.write = write;
       await cpe.close();
       await setup.cleanup();
     }
