@@ -26,7 +26,7 @@ export interface QueueItem {
    * item, not only the one that queued it
    */
   forced: boolean;
-  /** MariaDB/MySQL: the worker whose expired lease this claim took the item over from */
+  /** the worker whose expired lease this claim took the item over from (its process ended, or hung, holding it) */
   takenFrom?: string;
 }
 
@@ -127,6 +127,12 @@ export async function enqueueMany(db: SqlExecutor, items: readonly EnqueueItem[]
   }
 }
 
+/** the item with the worker it was taken over from, when the claim took it from an expired lease */
+const withHolder = (item: QueueItem, takenFrom: ReadonlyMap<number, string>): QueueItem => {
+  const from = takenFrom.get(item.id);
+  return from ? { ...item, takenFrom: from } : item;
+};
+
 const CLAIMABLE = `(status = 'pending'
   OR (status = 'failed' AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?)
   OR (status = 'processing' AND locked_until < ?))`;
@@ -137,8 +143,9 @@ const CLAIMABLE = `(status = 'pending'
  * still working on those items (a step that held the event loop past the lease kept its heartbeat from renewing
  * them), and a claim of its own item ran it twice at once, the first attempt's end taking the second for a lost lease
  * (the run ended "ok, 0 done" with the items left `processing`). A claim counts no attempt: startQueueItem counts it
- * when the item's processing starts, so that the items a process claimed ahead and never started are not charged when
- * it is killed (taken over after three kills, they were given up as if they had crashed it).
+ * when the item's processing starts, so that the items a process claimed ahead and never started are not
+ * charged when it is killed (taken over after three kills, they were given up as if they had crashed it). Items taken
+ * over say from whom (`takenFrom`).
  */
 export async function claimQueueItems(
   db: SqlExecutor,
@@ -166,7 +173,14 @@ export async function claimQueueItems(
     },
   ];
   if (db.dialect === 'sqlite') {
-    // one statement: atomic under SQLite's write lock, and cheap
+    // atomic under SQLite's write lock (the caller's transaction), and cheap: whose expired leases are taken over
+    // (an index lookup that finds nothing in most claims), then one statement for the claim
+    const expired = arms[2]!;
+    const holders = await db.query<{ id: number; locked_by: string | null }>(
+      `SELECT id, locked_by FROM pipeline_queue WHERE ${expired.where} ORDER BY id LIMIT ${take}`,
+      expired.params,
+    );
+    const takenFrom = new Map(holders.flatMap((r) => (r.locked_by ? [[Number(r.id), r.locked_by]] : [])));
     const union = arms
       .map((a) => `SELECT id FROM (SELECT id FROM pipeline_queue WHERE ${a.where} ORDER BY id LIMIT ${take})`)
       .join(' UNION ALL ');
@@ -176,7 +190,7 @@ export async function claimQueueItems(
        RETURNING *`,
       [worker, until, now, ...arms.flatMap((a) => a.params)],
     );
-    return rows.map(numeric).sort((a, b) => a.id - b.id);
+    return rows.map((row) => withHolder(numeric(row), takenFrom)).sort((a, b) => a.id - b.id);
   }
   return db.transaction(async (tx) => {
     const ids: number[] = [];
@@ -207,10 +221,7 @@ export async function claimQueueItems(
       `SELECT * FROM pipeline_queue WHERE id IN (${list}) ORDER BY id`,
       ids,
     );
-    return items.map((item) => {
-      const from = takenFrom.get(Number(item.id));
-      return from ? { ...numeric(item), takenFrom: from } : numeric(item);
-    });
+    return items.map((item) => withHolder(numeric(item), takenFrom));
   });
 }
 
@@ -260,6 +271,14 @@ export async function startQueueItem(db: SqlExecutor, itemId: number, worker: st
   );
   return affectedRows > 0;
 }
+
+/**
+ * Whether an item is processed alone (no other item of its process beside it): taken over from a process that ended
+ * (or hung) after its processing had started, it may be what ended that process. Alone, a crash it causes again
+ * charges an attempt to it only, not to the documents that happened to run beside it.
+ */
+export const runsAlone = (item: Pick<QueueItem, 'takenFrom' | 'attempts'>): boolean =>
+  item.takenFrom !== undefined && item.attempts > 0;
 
 /** Extends the leases of the given items; returns the ids whose lease this worker no longer holds. */
 export async function heartbeat(

@@ -52,6 +52,7 @@ import {
   releaseLeasesOfGoneProcesses,
   releaseQueueItem,
   retireFailures,
+  runsAlone,
   startQueueItem,
   undeferQueueItem,
 } from './queue.js';
@@ -1069,6 +1070,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     let starved = false;
     const waiting: number[] = []; // claimed, not started, oldest first
     let running = 0; // items holding a slot
+    /** the item running alone (see runsAlone): nothing else starts until it has freed its slot */
+    let alone: number | undefined;
     const beat = setInterval(
       () => {
         const ids = [...active.keys()];
@@ -1141,6 +1144,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         if (!holdsSlot) return;
         holdsSlot = false;
         running--;
+        if (alone === id) alone = undefined;
         wake?.();
       };
       emit({ type: 'document-started', item });
@@ -1276,7 +1280,18 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     };
     try {
       while (!stopClaiming.aborted && !fatal) {
-        while (running < options.concurrency && waiting.length > 0) startItem(waiting.shift()!);
+        while (running < options.concurrency && waiting.length > 0 && alone === undefined) {
+          const next = active.get(waiting[0]!)?.item;
+          if (next && runsAlone(next)) {
+            // it may be what ended the process it is taken over from: alone, once the others have freed their slots
+            if (running > 0) break;
+            alone = next.id;
+            runLogger.info(
+              `${next.path}: taken over from ${next.takenFrom}, which ended while working on it; processed alone, so that a crash it causes again charges no other document`,
+            );
+          }
+          startItem(waiting.shift()!);
+        }
         const queued = running + waiting.length;
         // Claim while a claim's worth still waits: enough for the free slots and up to two claims ahead, while items
         // go quickly (the queue's round trips would leave slots idle). Until one has finished, or while they take

@@ -195,7 +195,8 @@ function listFiles(
       unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error), folder: true });
       return;
     }
-    entries.sort((a, b) => a.name.localeCompare(b.name));
+    // a fixed order, by code point: localeCompare's first call loads ICU's collator (~12 ms, on every run)
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       if (ignoredName(entry.name)) continue;
       const full = path.join(dir, entry.name);

@@ -189,6 +189,66 @@ for (const backend of testBackends()) {
       );
     });
 
+    it('processes the items taken over from a killed process alone, so that the one killing it charges no other', async () => {
+      await insertPipeline(db(), 'killing-beside', [
+        { name: 'detect', type: 'detect' },
+        // both slots busy when a.md "kills" the process: b.md's attempt has started (300 ms before), and is lost
+        // with it (300 ms later)
+        { name: 'before', type: 'sleep', config: { ms: 300 } },
+        { name: 'crash', type: 'kills_process', config: { file: 'a.md' }, dependsOn: ['before'] },
+        { name: 'after', type: 'sleep', config: { ms: 300 }, dependsOn: ['crash'] },
+      ]);
+      const files = ['a.md', 'b.md', 'c.md', 'd.md'];
+      const source = makeSourceFolder(
+        Object.fromEntries(files.map((f) => [f, `# ${f}\n\nText von ${f}.\n`])),
+      );
+      const run = () =>
+        pipeline(engine, 'killing-beside', {
+          sourceDir: source,
+          concurrency: 2,
+        });
+      const killed = async () => {
+        await db().run("UPDATE pipeline_queue SET locked_until = ? WHERE locked_by = 'killed:1:1'", [
+          sqlTime(Date.now() - 1000),
+        ]);
+        return run();
+      };
+      expect(await run()).to.include({ docsDone: 0, docsTakenOver: 4 });
+      expect((await queue()).map((q) => [q.file, q.attempts])).to.deep.equal([
+        ['a.md', 1],
+        ['b.md', 1],
+        ['c.md', 0],
+        ['d.md', 0],
+      ]);
+      // taken over: a.md and b.md had started, either may be what killed the process; each runs alone, a.md first,
+      // and kills the process again, charging itself only
+      for (let i = 0; i < 2; i++) expect(await killed()).to.include({ docsDone: 0, docsTakenOver: 4 });
+      expect((await queue()).map((q) => [q.file, q.attempts])).to.deep.equal([
+        ['a.md', 3],
+        ['b.md', 1],
+        ['c.md', 0],
+        ['d.md', 0],
+      ]);
+      // the run log (ki_dev) says why
+      const said = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE message LIKE '%processed alone%' ORDER BY id",
+      );
+      const alone = (file: string) =>
+        `${file}: taken over from killed:1:1, which ended while working on it; processed alone, so that a crash it causes again charges no other document`;
+      // (b.md's turn comes after a.md's, whose "kill" took b.md's lease again: b.md then ends taken over, unstarted)
+      expect(said.map((r) => path.basename(r.message))).to.deep.equal(
+        ['a.md', 'b.md', 'a.md', 'b.md'].map(alone),
+      );
+      // a.md is given up; b.md, alone, and the others are done
+      expect(await killed()).to.include({ docsDone: 3, docsFailed: 1, docsTakenOver: 0 });
+      expect((await queue()).map((q) => [q.file, q.status, q.attempts])).to.deep.equal([
+        ['a.md', 'dead', 3],
+        ['b.md', 'done', 2],
+        ['c.md', 'done', 1],
+        ['d.md', 'done', 1],
+      ]);
+    });
+
     it('processes the items it takes back while its earlier claims of them still wait or start', async () => {
       await insertPipeline(db(), 'killing-ended', [
         { name: 'detect', type: 'detect' },

@@ -7,6 +7,7 @@ import {
   failQueueItem,
   releaseQueueItem,
   retryFailedItems,
+  runsAlone,
   startQueueItem,
 } from '../../../src/engine/queue.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -133,7 +134,7 @@ for (const backend of testBackends()) {
       }
     });
 
-    it('counts an attempt only for an item that starts, and only while its worker holds it', async () => {
+    it('counts an attempt only for an item that starts, only while its worker holds it, and says whose items it took over', async () => {
       const engine = await setup.open();
       const db = engine.dbs.content.sql;
       const attempts = async () =>
@@ -144,11 +145,15 @@ for (const backend of testBackends()) {
         for (const name of ['a', 'b', 'c'])
           await enqueue(db, { path: `/q/${name}.md`, hash: name.repeat(64), action: 'new', maxAttempts: 3 });
         // a worker claims all three and starts the first; it dies, its leases run out
-        const [first] = await claimQueueItems(db, 'dead-worker', 3, 1);
-        expect(await startQueueItem(db, first!.id, 'dead-worker')).to.equal(true);
+        const claimed = await claimQueueItems(db, 'dead-worker', 3, 1);
+        expect(claimed.map((c) => c.takenFrom)).to.deep.equal([undefined, undefined, undefined]);
+        expect(await startQueueItem(db, claimed[0]!.id, 'dead-worker')).to.equal(true);
         await new Promise((r) => setTimeout(r, 20));
         const taken = await claimQueueItems(db, 'live-worker', 3, 60000);
         expect(taken.map((t) => t.attempts)).to.deep.equal([1, 0, 0]);
+        expect(taken.map((t) => t.takenFrom)).to.deep.equal(Array(3).fill('dead-worker'));
+        // the one that had started may be what ended its process: it runs alone
+        expect(taken.map(runsAlone)).to.deep.equal([true, false, false]);
         // the dead worker's lease is gone: it cannot count an attempt any more
         expect(await startQueueItem(db, taken[1]!.id, 'dead-worker')).to.equal(false);
         expect(await startQueueItem(db, taken[1]!.id, 'live-worker')).to.equal(true);
@@ -156,6 +161,9 @@ for (const backend of testBackends()) {
         expect(await releaseQueueItem(db, taken[1]!.id, 'live-worker', true)).to.equal(true);
         expect(await releaseQueueItem(db, taken[2]!.id, 'live-worker', false)).to.equal(true);
         expect(await attempts()).to.deep.equal([1, 0, 0]);
+        // claimed again from the queue (not from a lease): nobody's
+        const again = await claimQueueItems(db, 'live-worker', 3, 60000);
+        expect(again.map((t) => t.takenFrom)).to.deep.equal([undefined, undefined]);
       } finally {
         await engine.close();
       }
