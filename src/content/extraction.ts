@@ -5,9 +5,9 @@ import { rowSlices } from '../db/statement-shapes.js';
 import type { StepContext } from '../engine/plugin.js';
 import { CpeError, ErrorCodes, FileError, renameFileError } from '../errors.js';
 import { extractIsolated } from '../extract/isolate.js';
-import { extractMarkdown } from '../extract/markdown.js';
+import { extractMarkdown, markdownHeldInsteadOfText } from '../extract/markdown.js';
 import { checkFileSize, sniffFormat } from '../extract/sniff.js';
-import { extractTxt } from '../extract/txt.js';
+import { extractTxt, heldInsteadOfText, noTextReason } from '../extract/txt.js';
 import {
   defaultExtractOptions,
   type ExtractedDocument,
@@ -58,12 +58,41 @@ export async function getExtraction(
       // warnings name the file as errors do: by its source, not by the archived copy the reader was given
       extracted.warnings = extracted.warnings.map((w) => w.split(archived).join(sourcePath));
     }
+    await refuseTextlessVersion(ctx, extracted, extractOptions(limits));
     ctx.memo.set(MEMO_KEY, extracted);
     if (fresh) ctx.memo.set(key, extracted);
     return extracted;
   } catch (error) {
     throw renameFileError(error, sourcePath);
   }
+}
+
+/**
+ * A Markdown or text version without text (the file emptied but for a byte order mark, white space or front matter,
+ * as Notepad saves an emptied file) while another version of the file is current fails as FILE_EMPTY, as a file
+ * of 0 bytes does: the current version stays searchable instead of being replaced by one without chunks. A first
+ * version without text is stored as extracted. PDF, DOCX and PPTX without text are left to later steps (OCR, vision).
+ */
+async function refuseTextlessVersion(
+  ctx: StepContext,
+  extracted: ExtractedDocument,
+  options: ExtractOptions,
+): Promise<void> {
+  if (extracted.blocks.length > 0 || (extracted.format !== 'md' && extracted.format !== 'txt')) return;
+  const { id, sourcePath } = ctx.document;
+  const [current] = await ctx.db.query<{ version: number }>(
+    "SELECT version FROM documents WHERE source_path = ? AND id <> ? AND is_latest = 1 AND status = 'done'",
+    [sourcePath, id],
+  );
+  if (!current) return;
+  const bytes = ctx.document.archivedBytes ?? readFileSync(ctx.document.archivePath);
+  const held =
+    extracted.format === 'md' ? markdownHeldInsteadOfText(bytes, options) : heldInsteadOfText(bytes);
+  throw new FileError(
+    ErrorCodes.FILE_EMPTY,
+    sourcePath,
+    `${noTextReason(held)}: not made the current version, version ${current.version} stays current`,
+  );
 }
 
 /** Plain text and Markdown up to this size are extracted in the calling process (see extractArchived). */

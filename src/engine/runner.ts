@@ -1070,7 +1070,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     let starved = false;
     const waiting: number[] = []; // claimed, not started, oldest first
     let running = 0; // items holding a slot
-    /** the item running alone (see runsAlone): nothing else starts until it has freed its slot */
+    /**
+     * The item running alone (see runsAlone): nothing else starts until it has ended, its completion committed (a
+     * crash caused by the next item must not lose it, and charge it again)
+     */
     let alone: number | undefined;
     const beat = setInterval(
       () => {
@@ -1144,7 +1147,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         if (!holdsSlot) return;
         holdsSlot = false;
         running--;
-        if (alone === id) alone = undefined;
+        // its completion waits for company no longer: the items after it wait for its commit
+        if (alone === id) void completions.flush();
         wake?.();
       };
       emit({ type: 'document-started', item });
@@ -1201,6 +1205,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           // (a claim never hands this run an item it still works on: see claimAhead)
           if (active.get(item.id) === entry) active.delete(item.id);
           closingItems.delete(item.id);
+          if (alone === id) alone = undefined;
           wake?.();
         });
     };
@@ -1282,9 +1287,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       while (!stopClaiming.aborted && !fatal) {
         while (running < options.concurrency && waiting.length > 0 && alone === undefined) {
           const next = active.get(waiting[0]!)?.item;
-          if (next && runsAlone(next)) {
-            // it may be what ended the process it is taken over from: alone, once the others have freed their slots
-            if (running > 0) break;
+          // (one whose attempts are used up is given up at its start: it runs nothing)
+          if (next && runsAlone(next) && next.attempts < next.max_attempts) {
+            // it may be what ended the process it is taken over from: alone, once every item started before it has
+            // ended, its completion committed (a crash it causes again must not lose theirs, and charge them again)
+            if (active.size > waiting.length) {
+              void completions.flush();
+              break;
+            }
             alone = next.id;
             runLogger.info(
               `${next.path}: taken over from ${next.takenFrom}, which ended while working on it; processed alone, so that a crash it causes again charges no other document`,

@@ -53,7 +53,15 @@ export async function statusReport(engine: Engine, runCount = 5): Promise<Status
   const runs = await lastRuns(engine, runCount);
   await releaseLeasesOfGoneProcesses(db, os.hostname());
   const now = sqlTime();
-  const chunkCounts = await countBy(db, 'SELECT status AS k, COUNT(*) AS n FROM chunks GROUP BY status');
+  // the chunks of the versions searched now and of those on their way (a failed or replaced version's chunks wait for
+  // nothing: its file is saved again, or `cpe retry` runs it)
+  const chunkCounts = await countBy(
+    db,
+    `SELECT c.status AS k, COUNT(*) AS n FROM chunks c JOIN documents d ON d.id = c.document_id
+     WHERE d.status = 'done' AND d.is_latest = 1 OR d.status IN ('pending', 'processing') AND NOT EXISTS
+       (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version AND n.status = 'done')
+     GROUP BY c.status`,
+  );
   const workers = await db.query<{ locked_by: string; n: number; since: string | null }>(
     `SELECT locked_by, COUNT(*) AS n, MIN(updated_at) AS since FROM pipeline_queue
      WHERE status = 'processing' AND locked_by IS NOT NULL AND locked_until >= ? GROUP BY locked_by ORDER BY locked_by`,

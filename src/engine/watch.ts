@@ -1,7 +1,6 @@
-import { type FSWatcher, type Stats, statSync, watch } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import path from 'node:path';
-import { ignoredName } from './scan.js';
+import { type TreeWatcher, watchTree } from './tree-watcher.js';
 
 export interface WatchOptions {
   /** quiet time after the last change before a batch is processed */
@@ -40,7 +39,7 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let busy: Promise<void> = Promise.resolve();
-  let watcher: FSWatcher;
+  let watcher: TreeWatcher;
 
   const flush = async () => {
     const paths = [...pending];
@@ -92,24 +91,15 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
       void busy.then(() => (error ? reject(error) : resolve()));
     };
     /**
-     * The recursive watcher; it ends itself when a folder inside goes away while it reads it (unzip, rsync, git
-     * make and remove folders quickly: ENOENT from its scan). Then it is started again and the whole folder gets
-     * a pass, so that nothing that changed meanwhile is missed; the source folder itself gone ends the watch,
-     * saying so.
+     * The watcher of the folder and the folders inside it (see watchTree). When the folder's own watch fails (it was
+     * removed, or replaced), it is started again and the whole folder gets a pass, so that nothing that changed
+     * meanwhile is missed; the source folder itself gone ends the watch, saying so.
      */
     let generation = 0;
     const start = () => {
       const mine = ++generation;
-      const current = watch(folder, { recursive: true }, (_event, name) => {
-        if (!name) return;
-        const relative = name.toString();
-        if (relative.split(path.sep).some(ignoredName)) return;
-        pending.add(path.join(folder, relative));
-        schedule();
-      });
-      watcher = current;
       const restart = () => {
-        // once per watcher (its 'error' is followed by its 'close'), and not when the watch is stopping
+        // once per watcher, and not when the watch is stopping
         if (mine !== generation || stopped || options.signal.aborted) return;
         generation++;
         current.close();
@@ -123,8 +113,15 @@ export function watchFolder(folder: string, options: WatchOptions): Promise<void
           })
           .catch(() => stop(gone()));
       };
-      current.on('error', restart);
-      current.on('close', restart);
+      const current = watchTree(
+        folder,
+        (changed) => {
+          pending.add(changed);
+          schedule();
+        },
+        restart,
+      );
+      watcher = current;
     };
     start();
     options.signal.addEventListener('abort', () => stop(), { once: true });

@@ -26,7 +26,7 @@ import {
   withoutPandocAttributes,
 } from './markdown-lines.js';
 import { joinSoftHyphenBreaks, normalizeText, normalizeTitle } from './normalize.js';
-import { decodeText, splitPages } from './txt.js';
+import { blankTextOf, byteOrderMarkOf, decodeText, splitPages } from './txt.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
@@ -442,6 +442,25 @@ export function extractMarkdown(
   if (title !== undefined) metadata.title = title;
   metadata.logicalPages = pages.length;
   return Promise.resolve(builder.build(metadata));
+}
+
+/**
+ * What a Markdown file that extracts to no text holds instead (for noTextReason): a byte order mark, front matter,
+ * markup that is not shown (an HTML comment, a rule, an empty heading), white space.
+ */
+export function markdownHeldInsteadOfText(bytes: Uint8Array, options?: ExtractOptions): string[] {
+  const { text, encoding } = decodeText(bytes);
+  const pages = splitPages(text, options?.maxPages);
+  const frontMatterLines = readFrontMatter(pages[0]!.split('\n'))?.lines ?? 0;
+  const body = pages
+    .map((page, index) => (index === 0 ? page.split('\n').slice(frontMatterLines).join('\n') : page))
+    .join('\n');
+  const held = byteOrderMarkOf(encoding);
+  if (frontMatterLines > 0) held.push('front matter');
+  // text that normalising leaves is markup the reader drops (a comment, a rule, an empty heading)
+  if (normalizeText(body).trim() !== '') held.push('markup that is not shown, such as comments');
+  else if (frontMatterLines === 0) held.push(...blankTextOf(body));
+  return held;
 }
 
 /**

@@ -300,6 +300,29 @@ export function extractTxt(
 }
 
 /**
+ * Why a text or Markdown file of some bytes has no text: "no text (only a byte order mark)", what Notepad saves of
+ * an emptied file. `held`: what the file holds instead (heldInsteadOfText, markdownHeldInsteadOfText).
+ */
+export function noTextReason(held: readonly string[]): string {
+  const list = held.length > 1 ? `${held.slice(0, -1).join(', ')} and ${held[held.length - 1]}` : held[0];
+  return list === undefined ? 'no text' : `no text (only ${list})`;
+}
+
+/** What a plain text file that extracts to no text holds instead (for noTextReason). */
+export function heldInsteadOfText(bytes: Uint8Array): string[] {
+  const { text, encoding } = decodeText(bytes);
+  return [...byteOrderMarkOf(encoding), ...blankTextOf(text)];
+}
+
+/** 'a byte order mark' when the text was decoded by one (for noTextReason) */
+export const byteOrderMarkOf = (encoding: string): string[] =>
+  encoding.endsWith('-bom') ? ['a byte order mark'] : [];
+
+/** what the decoded `text` of a file without text is made of (for noTextReason) */
+export const blankTextOf = (text: string): string[] =>
+  text === '' ? [] : text.trim() === '' ? ['white space'] : ['invisible characters'];
+
+/**
  * Form feeds separate logical pages; a form feed at the very end does not open an empty page. At most `maxPages`
  * (the extract step's `max_pages`): the form feeds after the last one that opens a page are line breaks, said in
  * `warnings`. A file of form feeds made a page of every character (8 MB: 4 million pages, 1.3 GB, as many rows).

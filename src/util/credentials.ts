@@ -69,6 +69,25 @@ export const fetchWithUrlCredentials =
   };
 
 /**
+ * A base URL's user and password taken out of it (`http://user:pass@proxy:6333`): the URL without them, and the Basic
+ * authorization they are sent as, for a client that takes a URL and headers but ignores user info in the URL
+ * (@qdrant/js-client-rest). A URL without them, or text that is no URL, is returned as it is, with no authorization.
+ */
+export function splitUrlCredentials(url: string): { url: string; authorization?: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url };
+  }
+  if (!parsed.username && !parsed.password) return { url };
+  const authorization = `Basic ${basicCredentials(parsed).token}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), authorization };
+}
+
+/**
  * The secrets a URL carries: its password, and the Basic authorization made of its user and password (a proxy
  * may echo the header it got). None for a URL without a password, or text that is no URL.
  */

@@ -3,6 +3,7 @@ import type { SqlExecutor } from '../db/sql.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
 import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../llm/provider-errors.js';
+import { splitUrlCredentials } from '../util/credentials.js';
 import { clampCosine } from './clamp-cosine.js';
 import {
   type CollectionStamp,
@@ -98,11 +99,15 @@ export class QdrantVectorIndex implements VectorIndex {
     this.upsertBatch = options.upsertBatch ?? 128;
     const apiKey = options.apiKey || undefined;
     this.apiKeyOverHttp = apiKey !== undefined && options.url.startsWith('http:');
+    // the client ignores user and password in its URL: they go as a Basic authorization on every request (to a
+    // reverse proxy in front of Qdrant), beside the api-key
+    const { url, authorization } = splitUrlCredentials(options.url);
     this.clientOptions = {
-      url: options.url,
+      url,
       apiKey,
       checkCompatibility: false,
       timeout: this.timeoutMs,
+      ...(authorization ? { headers: { authorization } } : {}),
     };
   }
 

@@ -266,6 +266,33 @@ for (const backend of testBackends()) {
       ]);
     });
 
+    it('counts in status only the chunks of versions searched now or on their way', async () => {
+      const db = engine.dbs.content.sql;
+      await insertPipeline(db, 'breaks-after-chunk', [
+        { name: 'detect', type: 'detect' },
+        { name: 'extract', type: 'extract' },
+        { name: 'chunk', type: 'chunk', dependsOn: ['extract'] },
+        { name: 'breaks', type: 'throws_permanent', config: { match: 'bad' }, dependsOn: ['chunk'] },
+        { name: 'embed', type: 'embed', dependsOn: ['breaks'] },
+      ]);
+      const source = makeSourceFolder({ 'ok.md': ALPHA, 'bad.md': BETA });
+      const summary = await runPipeline(engine, {
+        plan: await planPipeline(db, engine.registry, 'breaks-after-chunk'),
+        sourceDir: source,
+        concurrency: 2,
+      });
+      expect(summary).to.include({ docsDone: 1, docsFailed: 1 });
+      // bad.md's chunk is stored, never embedded: its version failed, and nothing will embed it until `cpe retry`
+      const stored = await db.query<{ status: string }>('SELECT status FROM chunks ORDER BY id');
+      expect(stored.map((c) => c.status).sort()).to.deep.equal(['embedded', 'pending']);
+      expect((await statusReport(engine)).chunks).to.deep.equal({
+        total: 1,
+        waitingForEmbedding: 0,
+        embedded: 1,
+        failed: 0,
+      });
+    });
+
     it('reprocess runs the pipeline that processed the document, unless told another', async () => {
       const source = makeSourceFolder({ 'doc.md': ALPHA });
       await run(source);

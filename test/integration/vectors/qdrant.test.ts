@@ -443,6 +443,44 @@ for (const backend of backends()) {
       );
     });
 
+    it('sends user and password in the URL as Basic authorization on every request, beside the API key', async () => {
+      await server.close();
+      server = new QdrantTestServer({ apiKey: 'geheim-123' });
+      // a reverse proxy in front of Qdrant: no request passes without the Basic authorization it expects
+      const expected = `Basic ${Buffer.from('qd:Qd@Pass:1234').toString('base64')}`;
+      const authorizationsSeen: Array<string | undefined> = [];
+      server.mount((req, res) => {
+        authorizationsSeen.push(req.headers.authorization);
+        if (req.headers.authorization === expected) return false;
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: { error: 'Unauthorized' }, time: 0 }));
+        return true;
+      });
+      const bare = (await server.start()).url;
+      const withUser = (password: string) => bare.replace('http://', `http://qd:${password}@`);
+      // percent-encoded in the URL, decoded in the header
+      const good = createVectorIndex({
+        qdrantUrl: withUser('Qd%40Pass%3A1234'),
+        qdrantApiKey: 'geheim-123',
+        db: t.db,
+      }) as QdrantVectorIndex;
+      await good.ensureCollection('documents', { size: 4, distance: 'Cosine', model: 'm' });
+      expect(await good.count('documents')).to.equal(0);
+      expect(authorizationsSeen.length).to.be.greaterThan(1);
+      expect(authorizationsSeen.every((a) => a === expected)).to.equal(true);
+      expect(server.apiKeysSeen.every((k) => k === 'geheim-123')).to.equal(true);
+      expect(good.location).to.equal(bare.replace(/\/$/, ''));
+
+      const bad = createVectorIndex({ qdrantUrl: withUser('Falsch%21789'), db: t.db });
+      const error = await bad.count('documents').catch((e) => e);
+      expect(error).to.be.instanceOf(CpeError);
+      expect((error as CpeError).retryable).to.equal(false);
+      expect((error as Error).message).to.include('401');
+      expect(JSON.stringify({ m: (error as Error).message, d: (error as CpeError).details })).to.not.match(
+        /Falsch|qd:/,
+      );
+    });
+
     it('verify finds missing and orphan points and repair makes Qdrant agree with SQL', async () => {
       const providers = makeProviders(createLocalEmbedder(), index);
       const id = await insertDocument(t.db, { sourcePath: '/src/v.md', title: 'V' });

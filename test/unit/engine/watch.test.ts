@@ -49,6 +49,84 @@ describe('watching a folder', function () {
     await watching;
   });
 
+  /** a watch of dir whose batches are collected; stop() ends it */
+  const watching = () => {
+    const changed = new Set<string>();
+    const controller = new AbortController();
+    const done = watchFolder(dir, {
+      debounceMs: 20,
+      settleMs: 30,
+      signal: controller.signal,
+      onBatch: async (paths) => {
+        for (const p of paths) changed.add(p);
+      },
+      first: async () => undefined,
+    });
+    return {
+      changed,
+      /** waits until `file` is reported, then forgets what was reported */
+      async saw(file: string) {
+        await until(() => changed.has(file));
+        changed.clear();
+      },
+      async stop() {
+        controller.abort();
+        await done;
+      },
+    };
+  };
+
+  it('sees a file saved in place after it was saved by renaming a copy over it (as editors do)', async () => {
+    const file = path.join(dir, 'notiz.txt');
+    writeFileSync(file, 'eins');
+    const watch = watching();
+    await watch.saw(dir);
+    writeFileSync(path.join(dir, 'notiz.tmp'), 'zwei');
+    renameSync(path.join(dir, 'notiz.tmp'), file);
+    await watch.saw(file);
+    // Node's recursive watcher (Linux) kept watching the replaced file's inode: this write raised nothing
+    writeFileSync(file, 'drei');
+    await watch.saw(file);
+    writeFileSync(file, 'vier');
+    await watch.saw(file);
+    await watch.stop();
+  });
+
+  it('goes on watching a folder renamed to a name that begins with its old one, and the folders in it', async () => {
+    mkdirSync(path.join(dir, 'kurs', 'teil'), { recursive: true });
+    writeFileSync(path.join(dir, 'kurs', 'k.txt'), 'Kurs');
+    const watch = watching();
+    await watch.saw(dir);
+    renameSync(path.join(dir, 'kurs'), path.join(dir, 'kurs2'));
+    await watch.saw(path.join(dir, 'kurs2'));
+    // Node's recursive watcher forgot every path that began with `kurs` when `kurs` went: `kurs2` too
+    writeFileSync(path.join(dir, 'kurs2', 'k.txt'), 'geändert');
+    await watch.saw(path.join(dir, 'kurs2', 'k.txt'));
+    writeFileSync(path.join(dir, 'kurs2', 'teil', 'neu.txt'), 'neu');
+    await watch.saw(path.join(dir, 'kurs2', 'teil', 'neu.txt'));
+    // and the old name, made again, is a folder of its own
+    mkdirSync(path.join(dir, 'kurs'));
+    await watch.saw(path.join(dir, 'kurs'));
+    writeFileSync(path.join(dir, 'kurs', 'wieder.txt'), 'wieder');
+    await watch.saw(path.join(dir, 'kurs', 'wieder.txt'));
+    await watch.stop();
+  });
+
+  it('reports thousands of files written into a new folder', async () => {
+    const watch = watching();
+    await watch.saw(dir);
+    mkdirSync(path.join(dir, 'bulk'));
+    await watch.saw(path.join(dir, 'bulk'));
+    for (let i = 0; i < 3000; i++) {
+      writeFileSync(path.join(dir, 'bulk', `f${i}.txt`), `Dokument ${i}`);
+      if (i % 100 === 99) await new Promise((r) => setTimeout(r, 0));
+    }
+    // (Node's recursive watcher read the whole folder again on each event: ~19 s here, against under 1 s)
+    const bulk = path.join(dir, 'bulk', 'f');
+    await until(() => [...watch.changed].filter((p) => p.startsWith(bulk)).length === 3000, 60_000);
+    await watch.stop();
+  });
+
   it('ends, saying so, when the source folder itself goes away, once the pass in progress is done', async () => {
     const controller = new AbortController();
     let passDone = false;

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
-import { extractMarkdown } from '../../../src/extract/markdown.js';
-import { decodeText, decodeWindows1252, extractTxt } from '../../../src/extract/txt.js';
+import { extractMarkdown, markdownHeldInsteadOfText } from '../../../src/extract/markdown.js';
+import {
+  decodeText,
+  decodeWindows1252,
+  extractTxt,
+  heldInsteadOfText,
+  noTextReason,
+} from '../../../src/extract/txt.js';
 import { defaultExtractOptions } from '../../../src/extract/types.js';
 
 const GERMAN = 'Größe: äöü ÄÖÜ ß – „Zitat“ € 5';
@@ -241,6 +247,37 @@ describe('extract/txt extractTxt', () => {
     expect(doc.text).to.equal('');
     expect(doc.blocks).to.deep.equal([]);
     expect(doc.format).to.equal('txt');
+  });
+
+  it('says what a file without text holds instead: a byte order mark, white space, front matter, markup', async () => {
+    const bytes = (...parts: Array<string | number[]>) =>
+      Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+    const bom = [0xef, 0xbb, 0xbf];
+    const cases: Array<['txt' | 'md', Uint8Array, string]> = [
+      ['txt', bytes(bom), 'no text (only a byte order mark)'],
+      ['txt', bytes('   \n\n\t \n'), 'no text (only white space)'],
+      ['txt', bytes(bom, ' \r\n'), 'no text (only a byte order mark and white space)'],
+      ['txt', bytes([0xff, 0xfe, 0x20, 0x00]), 'no text (only a byte order mark and white space)'],
+      ['txt', bytes('\u200B\n'), 'no text (only invisible characters)'],
+      ['md', bytes(bom), 'no text (only a byte order mark)'],
+      ['md', bytes(' \n\t\n'), 'no text (only white space)'],
+      ['md', bytes('---\ntitle: x\n---\n\n'), 'no text (only front matter)'],
+      [
+        'md',
+        bytes('---\ntitle: x\n---\n<!-- nur Kommentar -->\n'),
+        'no text (only front matter and markup that is not shown, such as comments)',
+      ],
+      ['md', bytes(bom, '---\r\ntitle: x\r\n---\r\n'), 'no text (only a byte order mark and front matter)'],
+      ['md', bytes('<!-- x -->\n\n***\n#\n'), 'no text (only markup that is not shown, such as comments)'],
+    ];
+    for (const [format, content, reason] of cases) {
+      const label = `${format}: ${JSON.stringify(Buffer.from(content).toString('latin1'))}`;
+      // the extractors give an empty document; the engine refuses it as a new version (content/extraction.ts)
+      const doc = await (format === 'md' ? extractMarkdown : extractTxt)(content, `f.${format}`);
+      expect(doc.blocks, label).to.deep.equal([]);
+      const held = format === 'md' ? markdownHeldInsteadOfText(content) : heldInsteadOfText(content);
+      expect(noTextReason(held), label).to.equal(reason);
+    }
   });
 });
 
