@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { maskUrl, registerSecrets, urlSecrets } from '../util/credentials.js';
 import { schemaValidator } from '../util/schema-validators.js';
+import { findJsonSyntaxError } from './json-syntax-error.js';
 import { type AppConfig, configSchema, defaultConfig, envNames, type Secrets } from './schema.js';
 
 export interface LoadedConfig {
@@ -23,6 +24,14 @@ const numberKeys = new Set<keyof AppConfig>([
   'retryBaseMs',
 ]);
 const pathKeys = new Set<keyof AppConfig>(['dataDir', 'source', 'archiveDir']);
+/** The settings that are URLs, each checked by parsing it (a list: each of its entries). */
+const urlKeys: ReadonlyArray<keyof AppConfig> = [
+  'dbUrl',
+  'logDbUrl',
+  'qdrantUrl',
+  'anthropicBaseUrl',
+  'ollamaHosts',
+];
 
 function fromEnv(key: keyof AppConfig, raw: string): unknown {
   if (key === 'plugins') return raw.split(path.delimiter).filter(Boolean);
@@ -55,13 +64,18 @@ export function loadConfig(
   const configFile = explicit ? path.resolve(cwd, explicit) : path.join(cwd, 'cpe.config.json');
   let fileValues: Record<string, unknown> = {};
   if (existsSync(configFile)) {
+    // a byte order mark (Windows editors write one) is not JSON: left out
+    const text = readFileSync(configFile, 'utf8').replace(/^\uFEFF/, '');
     try {
-      // a byte order mark (Windows editors write one) is not JSON: left out
-      fileValues = JSON.parse(readFileSync(configFile, 'utf8').replace(/^\uFEFF/, ''));
-    } catch (error) {
+      fileValues = JSON.parse(text);
+    } catch {
+      // not JSON.parse's message: it quotes a snippet of the file, which may be part of a secret pasted into it
+      const found = findJsonSyntaxError(text);
       throw new ConfigError(
         ErrorCodes.CONFIG_INVALID,
-        `${configFile}: not valid JSON (${(error as Error).message})`,
+        found
+          ? `${configFile}: not valid JSON at line ${found.line}, column ${found.column} (${found.reason})`
+          : `${configFile}: not valid JSON`,
       );
     }
     if (fileValues === null || typeof fileValues !== 'object' || Array.isArray(fileValues)) {
@@ -106,23 +120,26 @@ export function loadConfig(
     sources[key as keyof AppConfig] = 'flag';
   }
 
+  const whereFrom = (key: string) => {
+    const origin = sources[key as keyof AppConfig];
+    return origin === 'env'
+      ? `environment ${envNames[key as keyof AppConfig]}`
+      : origin === 'file'
+        ? configFile
+        : (origin ?? 'config');
+  };
   // the schema's validator (no meta-schema check on every start: a test checks the schema in ajv's strict mode)
   const validateConfig = schemaValidator('config', configSchema);
+  const refused = new Set<string>();
   if (!validateConfig(merged)) {
     for (const error of validateConfig.errors ?? []) {
       const key =
         error.instancePath.split('/')[1] ??
         (error.params as { additionalProperty?: string }).additionalProperty ??
         '';
-      const origin = sources[key as keyof AppConfig];
-      const where =
-        origin === 'env'
-          ? `environment ${envNames[key as keyof AppConfig]}`
-          : origin === 'file'
-            ? configFile
-            : (origin ?? 'config');
+      refused.add(error.instancePath);
       problems.push(
-        `${where}: ${key}${error.instancePath
+        `${whereFrom(key)}: ${key}${error.instancePath
           .split('/')
           .slice(2)
           .map((p) => `[${p}]`)
@@ -133,6 +150,22 @@ export function loadConfig(
         }`,
       );
     }
+  }
+  // the schema checks only the scheme: a URL that does not parse (a port out of range, a space in the host, no host)
+  // failed every document later with a bare "Invalid URL". Not quoted: one that does not parse may hold a password
+  // no masking can find (a space in it)
+  for (const key of urlKeys) {
+    if (refused.has(`/${key}`)) continue;
+    const value = merged[key];
+    const urls = Array.isArray(value) ? value : [value];
+    urls.forEach((url, index) => {
+      if (typeof url !== 'string' || refused.has(`/${key}/${index}`) || URL.canParse(url)) return;
+      const name = Array.isArray(value) ? `${key}[${index}]` : key;
+      const hint = url.includes('@')
+        ? ' (an @, /, ? or # in its user or password must be percent-encoded)'
+        : '';
+      problems.push(`${whereFrom(key)}: ${name} is not a valid URL${hint}`);
+    });
   }
   if (problems.length > 0) {
     throw new ConfigError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  ${problems.join('\n  ')}`, {

@@ -8,6 +8,7 @@ import { configSchema } from '../../../src/config/schema.js';
 import { describeProfile } from '../../../src/engine/providers.js';
 import { ConfigError, describeError } from '../../../src/errors.js';
 import { maskUrl } from '../../../src/util/credentials.js';
+import { runCli } from '../../helpers/cli.js';
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
 
@@ -155,6 +156,105 @@ describe('configuration', () => {
     expect(() => loadConfig({ cwd, env: {}, flags: { source: '' } })).to.throw(ConfigError, /source/);
     writeFileSync(path.join(cwd, 'cpe.config.json'), '\uFEFF{"concurrency": 3}');
     expect(loadConfig({ cwd, env: {} }).config.concurrency).to.equal(3);
+  });
+
+  it('refuses at load a service or database URL that does not parse, naming key and origin, never the value', async () => {
+    const refusal = (env: NodeJS.ProcessEnv, cwd = dir()) => {
+      try {
+        loadConfig({ cwd, env });
+      } catch (error) {
+        expect(error).to.be.instanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      return expect.fail(`loaded ${JSON.stringify(env)}`);
+    };
+    for (const [name, key] of [
+      ['CPE_QDRANT_URL', 'qdrantUrl'],
+      ['CPE_ANTHROPIC_BASE_URL', 'anthropicBaseUrl'],
+      ['CPE_OLLAMA_HOST', 'ollamaHosts[0]'],
+    ]) {
+      // (in CPE_OLLAMA_HOST a space separates hosts: the file's list below has one with a space)
+      for (const url of [
+        'http://h:99999',
+        'http://',
+        ...(name === 'CPE_OLLAMA_HOST' ? [] : ['http://exa mple:6333']),
+      ]) {
+        expect(refusal({ [name]: url }), `${name}=${url}`).to.equal(
+          `invalid configuration:\n  environment ${name}: ${key} is not a valid URL`,
+        );
+      }
+    }
+    // each Ollama host (one given as host:port too), and the database URLs
+    expect(refusal({ CPE_OLLAMA_HOST: 'http://gpu1:11434,gpu2:99999' })).to.contain(
+      'environment CPE_OLLAMA_HOST: ollamaHosts[1] is not a valid URL',
+    );
+    expect(refusal({ CPE_DB_URL: 'mysql://root@127.0.0.1:99999/ki_content' })).to.contain(
+      'environment CPE_DB_URL: dbUrl is not a valid URL',
+    );
+    expect(refusal({ CPE_LOG_DB_URL: 'mysql://root@exa mple/ki_dev' })).to.contain(
+      'environment CPE_LOG_DB_URL: logDbUrl is not a valid URL',
+    );
+    // from the config file: named, all at once, the password (one with a space, no masking finds it) never shown
+    const cwd = dir();
+    const file = path.join(cwd, 'cpe.config.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        qdrantUrl: 'http://q:sec ret1@h:99999',
+        ollamaHosts: ['http://o:Pw d9@gpu1:99999', 'http://gpu2:70000', 'http://gpu 3:11434'],
+      }),
+    );
+    const message = refusal({}, cwd);
+    expect(message).to.contain(`${file}: qdrantUrl is not a valid URL (an @, /, ? or # in its user`);
+    expect(message).to.contain(`${file}: ollamaHosts[0] is not a valid URL`);
+    expect(message).to.contain(`${file}: ollamaHosts[1] is not a valid URL`);
+    expect(message).to.contain(`${file}: ollamaHosts[2] is not a valid URL`);
+    for (const secret of ['sec ret1', 'ret1', 'Pw d9', 'd9@']) expect(message).to.not.contain(secret);
+    // valid ones still load
+    expect(loadConfig({ cwd: dir(), env: { CPE_QDRANT_URL: 'http://q:6333' } }).config.qdrantUrl).to.equal(
+      'http://q:6333',
+    );
+    // as a user sees it: every command refuses it, exit 2 (`cpe config` showed the password in clear and exited 0)
+    writeFileSync(file, '{}');
+    const shown = await runCli(['config'], {
+      PATH: process.env.PATH,
+      HOME: cwd,
+      CPE_CONFIG: file,
+      CPE_DATA_DIR: path.join(cwd, '.cpe'),
+      CPE_QDRANT_URL: 'http://q:sec ret1@h:99999',
+    });
+    expect(shown.code, shown.stderr).to.equal(2);
+    expect(shown.stderr).to.contain('environment CPE_QDRANT_URL: qdrantUrl is not a valid URL');
+    expect(shown.stdout + shown.stderr).to.not.contain('ret1');
+  });
+
+  it('names the file, line and column of a JSON syntax error, never quoting the file (it may hold a secret)', () => {
+    const cases: Array<[string, string]> = [
+      ['{"anthropicApiKey": sk-ant-SECRETKEY123456}', 'line 1, column 21 (a value expected'],
+      [
+        '{\n  "qdrantUrl": "http://q:6333",\n  "concurrency": 3,\n}',
+        'line 4, column 1 (a property name in double quotes expected)',
+      ],
+      ['{"a": "sk-ant-SECRET\tKEY"}', 'line 1, column 21 (control character'],
+      ['{"a": "sk-ant-SECRETKEY" "b": 1}', "line 1, column 26 (',' or '}' expected after a property value)"],
+      ['{"a": 1}} sk-ant-SECRETKEY', 'line 1, column 9 (more text after the JSON value)'],
+      ['{"a": "sk-ant-SECRETKEY', 'line 1, column 24 (unexpected end of file)'],
+      ['\uFEFF{"a": trueSECRETKEY}', 'line 1, column 11 ('],
+    ];
+    for (const [text, where] of cases) {
+      const cwd = dir();
+      const file = path.join(cwd, 'g.json');
+      writeFileSync(file, text);
+      try {
+        loadConfig({ cwd, env: {}, configPath: 'g.json' });
+        expect.fail(`loaded ${text}`);
+      } catch (error) {
+        expect(error, text).to.be.instanceOf(ConfigError);
+        const message = (error as Error).message;
+        expect(message, text).to.contain(`${file}: not valid JSON at ${where}`);
+        expect(message, text).to.not.match(/SEC|KEY|sk-ant|qdrant/);
+      }
+    }
   });
 
   it('splits CPE_PLUGIN_DIRS on the path delimiter', () => {
