@@ -43,6 +43,10 @@ const STATUS_RUN_COLUMNS = [
   'tokens_out',
 ] as const;
 
+/** a version `d` no newer done version of its file has replaced */
+const NOT_REPLACED = `NOT EXISTS
+  (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version AND n.status = 'done')`;
+
 /**
  * Everything `cpe status` shows, as data. A lease of a process of this machine that is gone (killed, crashed;
  * SQLite files only) is first ended as the next run would end it: status would otherwise show the dead process
@@ -58,8 +62,7 @@ export async function statusReport(engine: Engine, runCount = 5): Promise<Status
   const chunkCounts = await countBy(
     db,
     `SELECT c.status AS k, COUNT(*) AS n FROM chunks c JOIN documents d ON d.id = c.document_id
-     WHERE d.status = 'done' AND d.is_latest = 1 OR d.status IN ('pending', 'processing') AND NOT EXISTS
-       (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version AND n.status = 'done')
+     WHERE d.status = 'done' AND d.is_latest = 1 OR d.status IN ('pending', 'processing') AND ${NOT_REPLACED}
      GROUP BY c.status`,
   );
   const workers = await db.query<{ locked_by: string; n: number; since: string | null }>(
@@ -92,8 +95,7 @@ export async function statusReport(engine: Engine, runCount = 5): Promise<Status
       db,
       // current versions, and versions not done that no newer done version of their file has replaced (a failed
       // bad save counts until the file is saved again)
-      `SELECT status AS k, COUNT(*) AS n FROM documents d WHERE d.is_latest = 1 OR (d.status <> 'done' AND NOT EXISTS
-         (SELECT 1 FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version AND n.status = 'done'))
+      `SELECT status AS k, COUNT(*) AS n FROM documents d WHERE d.is_latest = 1 OR (d.status <> 'done' AND ${NOT_REPLACED})
        GROUP BY status`,
     ),
     chunks: {

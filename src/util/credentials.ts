@@ -57,21 +57,18 @@ export const fetchWithUrlCredentials =
   (base: typeof fetch = fetch) =>
   (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const url = new URL(href);
-    if (!url.username && !url.password) return base(input, init);
+    const { url, authorization } = splitUrlCredentials(href);
+    if (!authorization) return base(input, init);
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     // a client that authorizes itself (the Anthropic SDK's key) keeps its header; the proxy's go beside it
-    const basic = `Basic ${basicCredentials(url).token}`;
-    headers.set(headers.has('authorization') ? 'proxy-authorization' : 'authorization', basic);
-    url.username = '';
-    url.password = '';
+    headers.set(headers.has('authorization') ? 'proxy-authorization' : 'authorization', authorization);
     return base(url, { ...init, headers });
   };
 
 /**
  * A base URL's user and password taken out of it (`http://user:pass@proxy:6333`): the URL without them, and the Basic
- * authorization they are sent as, for a client that takes a URL and headers but ignores user info in the URL
- * (@qdrant/js-client-rest). A URL without them, or text that is no URL, is returned as it is, with no authorization.
+ * authorization they are sent as (fetchWithUrlCredentials; and for a client that takes a URL and headers but ignores
+ * user info in the URL: @qdrant/js-client-rest). A URL without them, or text that is no URL, is returned as it is, with no authorization.
  */
 export function splitUrlCredentials(url: string): { url: string; authorization?: string } {
   let parsed: URL;
