@@ -8,6 +8,7 @@ import embed from '../../../steps/embed.js';
 import { OllamaTestServer } from '../../servers/ollama-server.js';
 import {
   backends,
+  embedConfig,
   insertChunks,
   insertDocument,
   makeCtx,
@@ -16,7 +17,6 @@ import {
   type TestDatabases,
 } from './helpers.js';
 
-const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
 const CHUNKS = Array.from({ length: 8 }, (_, i) => `Absatz ${i}: Die Anlage wird täglich geprüft.`);
 
 for (const backend of backends()) {

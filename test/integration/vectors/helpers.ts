@@ -13,6 +13,9 @@ import type { VectorIndex } from '../../../src/vectors/types.js';
 export type Backend = 'sqlite' | 'mysql';
 
 /** SQLite always; MariaDB too when CPE_TEST_MYSQL_URL is set (e.g. mysql://root@127.0.0.1:3306). */
+/** the embed step's config in these tests: the defaults, into the `documents` collection */
+export const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
+
 export function backends(): Backend[] {
   return process.env.CPE_TEST_MYSQL_URL ? ['sqlite', 'mysql'] : ['sqlite'];
 }

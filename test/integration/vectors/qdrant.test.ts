@@ -12,6 +12,7 @@ import indexOptimize from '../../../steps/index_optimize.js';
 import { QdrantTestServer } from '../../servers/qdrant-server.js';
 import {
   backends,
+  embedConfig,
   insertChunks,
   insertDocument,
   makeCtx,
@@ -20,8 +21,6 @@ import {
   openTestDatabases,
   type TestDatabases,
 } from './helpers.js';
-
-const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
 
 for (const backend of backends()) {
   describe(`Qdrant index (real client, fake Qdrant) with stamps on ${backend}`, () => {

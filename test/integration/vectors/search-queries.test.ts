@@ -11,6 +11,7 @@ import { SqlVectorIndex } from '../../../src/vectors/sql-vector-index.js';
 import embed from '../../../steps/embed.js';
 import {
   backends,
+  embedConfig,
   insertChunks,
   insertDocument,
   makeCtx,
@@ -18,8 +19,6 @@ import {
   openTestDatabases,
   type TestDatabases,
 } from './helpers.js';
-
-const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
 
 /**
  * The local embedder's vectors with an embedder of a context window, as Ollama's is: the texts it is asked to embed

@@ -22,6 +22,7 @@ import vectorStore from '../../../steps/vector_store.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 import {
   backends,
+  embedConfig,
   insertChunks,
   insertDocument,
   makeCtx,
@@ -30,8 +31,6 @@ import {
   openTestDatabases,
   type TestDatabases,
 } from './helpers.js';
-
-const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
 
 /** The local embedder, counting the texts it is asked to embed. */
 function countingEmbedder(inner: Embedder = createLocalEmbedder()): Embedder & { texts: string[] } {

@@ -11,6 +11,7 @@ import type { VectorIndex } from '../../../src/vectors/types.js';
 import embed from '../../../steps/embed.js';
 import {
   backends,
+  embedConfig,
   insertChunks,
   insertDocument,
   makeCtx,
@@ -18,8 +19,6 @@ import {
   openTestDatabases,
   type TestDatabases,
 } from './helpers.js';
-
-const embedConfig = { batch_size: 256, max_embed_chars: 800, collection: 'documents' };
 
 /** The index with `around` called instead of one of its methods (given the real one). */
 function intercepted<K extends keyof VectorIndex>(
