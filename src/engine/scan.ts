@@ -14,6 +14,7 @@ import path from 'node:path';
 import { type Dialect, escapeLike, type SqlExecutor } from '../db/sql.js';
 import { inLists, rowSlices } from '../db/statement-shapes.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
+import { byCodeUnits } from '../util/compare.js';
 import { sha256, sha256File } from '../util/hash.js';
 import { sqlTime } from '../util/time.js';
 import { ArchiveWriter } from './archive.js';
@@ -195,8 +196,8 @@ function listFiles(
       unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error), folder: true });
       return;
     }
-    // a fixed order, by code point: localeCompare's first call loads ICU's collator (~12 ms, on every run)
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // a fixed order by code unit: localeCompare's first call loads ICU's collator (~12 ms, on every run)
+    entries.sort((a, b) => byCodeUnits(a.name, b.name));
     for (const entry of entries) {
       if (ignoredName(entry.name)) continue;
       const full = path.join(dir, entry.name);

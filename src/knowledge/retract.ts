@@ -1,6 +1,7 @@
 import { comparedName, foldName } from '../db/collation.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
+import { byCodeUnits } from '../util/compare.js';
 
 /** Name of the vector collection that holds one point per entity. */
 export const ENTITY_COLLECTION = 'entities';
@@ -32,8 +33,6 @@ async function deleteByIds(db: SqlExecutor, table: string, ids: readonly number[
  * SQLite runs one write transaction at a time.
  */
 export const lockingRead = (db: SqlExecutor): string => (db.dialect === 'mysql' ? ' FOR UPDATE' : '');
-
-const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Lists of names compared name by name (a list before the longer ones it begins). */
 function compareNameLists(a: readonly string[], b: readonly string[]): number {
