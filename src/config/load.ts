@@ -40,8 +40,23 @@ function fromEnv(key: keyof AppConfig, raw: string): unknown {
       .split(/[,\s]+/)
       .filter(Boolean)
       .map(withScheme);
-  if (numberKeys.has(key)) return Number(raw);
+  // decimal only: Number() also reads '0x10', '1e1', '0b11' and '' (0); anything else stays text, which the schema
+  // refuses naming the variable
+  if (numberKeys.has(key)) return DECIMAL.test(raw) ? Number(raw) : raw;
   return raw;
+}
+
+/** A number as people write one in a setting: digits, optionally signed, optionally with a decimal fraction. */
+const DECIMAL = /^\s*[+-]?\d+(\.\d+)?\s*$/;
+
+function hasDecodableUserInfo(url: URL): boolean {
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** CPE_OLLAMA_HOST may be given as host:port, as Ollama's own OLLAMA_HOST is. */
@@ -159,8 +174,16 @@ export function loadConfig(
     const value = merged[key];
     const urls = Array.isArray(value) ? value : [value];
     urls.forEach((url, index) => {
-      if (typeof url !== 'string' || refused.has(`/${key}/${index}`) || URL.canParse(url)) return;
+      if (typeof url !== 'string' || refused.has(`/${key}/${index}`)) return;
       const name = Array.isArray(value) ? `${key}[${index}]` : key;
+      if (URL.canParse(url)) {
+        // a `%` not followed by two hex digits parses, but cannot be decoded into the user or password to send
+        if (!hasDecodableUserInfo(new URL(url)))
+          problems.push(
+            `${whereFrom(key)}: ${name} has a malformed percent-escape in its user or password (a % in them is written %25)`,
+          );
+        return;
+      }
       const hint = url.includes('@')
         ? ' (an @, /, ? or # in its user or password must be percent-encoded)'
         : '';

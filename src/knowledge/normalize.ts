@@ -10,7 +10,7 @@ export function cleanEntityName(name: string): string {
   return (
     name
       .normalize('NFC')
-      .replace(/[\u00ad\u200b-\u200d\ufeff]/g, '')
+      .replace(/[\u00ad\u200b-\u200d\u2060\ufeff]/g, '')
       .replace(/\s+/g, ' ')
       .replace(/^[\s"'„“”‚‘’»«()[\]]+/, '')
       // from the first character of the closing run only: tried at every character of a long run, it was quadratic

@@ -7,7 +7,7 @@ import { describeConfig, loadConfig } from '../../../src/config/load.js';
 import { configSchema } from '../../../src/config/schema.js';
 import { describeProfile } from '../../../src/engine/providers.js';
 import { ConfigError, describeError } from '../../../src/errors.js';
-import { maskUrl } from '../../../src/util/credentials.js';
+import { maskUrl, redactCredentials } from '../../../src/util/credentials.js';
 import { runCli } from '../../helpers/cli.js';
 
 const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
@@ -226,6 +226,50 @@ describe('configuration', () => {
     expect(shown.code, shown.stderr).to.equal(2);
     expect(shown.stderr).to.contain('environment CPE_QDRANT_URL: qdrantUrl is not a valid URL');
     expect(shown.stdout + shown.stderr).to.not.contain('ret1');
+  });
+
+  it('reads numbers from the environment only as decimals, refusing hex, exponents and words by variable', () => {
+    const cwd = dir();
+    expect(loadConfig({ cwd, env: { CPE_CONCURRENCY: ' 6 ' } }).config.concurrency).to.equal(6);
+    expect(loadConfig({ cwd, env: { CPE_MAX_FILE_MB: '2.5' } }).config.maxFileMb).to.equal(2.5);
+    for (const [name, raw, complaint] of [
+      ['CPE_CONCURRENCY', '0x10', 'concurrency must be integer'],
+      ['CPE_CONCURRENCY', '1e1', 'concurrency must be integer'],
+      ['CPE_LEASE_SECONDS', '0b11111', 'leaseSeconds must be integer'],
+      ['CPE_MAX_FILE_MB', 'abc', 'maxFileMb must be number'],
+      ['CPE_MAX_FILE_MB', 'Infinity', 'maxFileMb must be number'],
+    ]) {
+      expect(() => loadConfig({ cwd, env: { [name!]: raw } }), `${name}=${raw}`).to.throw(
+        ConfigError,
+        `environment ${name}: ${complaint}`,
+      );
+    }
+  });
+
+  it('refuses at load a URL whose user or password holds a malformed percent-escape, never quoting it', () => {
+    for (const [name, key] of [
+      ['CPE_QDRANT_URL', 'qdrantUrl'],
+      ['CPE_ANTHROPIC_BASE_URL', 'anthropicBaseUrl'],
+      ['CPE_OLLAMA_HOST', 'ollamaHosts[0]'],
+      ['CPE_DB_URL', 'dbUrl'],
+    ]) {
+      const scheme = name === 'CPE_DB_URL' ? 'mysql' : 'http';
+      let message = '';
+      try {
+        loadConfig({ cwd: dir(), env: { [name!]: `${scheme}://user:abc%zzSECRET@h:1234` } });
+      } catch (error) {
+        expect(error).to.be.instanceOf(ConfigError);
+        message = (error as Error).message;
+      }
+      expect(message, name).to.contain(
+        `environment ${name}: ${key} has a malformed percent-escape in its user or password (a % in them is written %25)`,
+      );
+      expect(message).to.not.contain('SECRET');
+    }
+    // a well-formed escape loads, and its decoded password is masked as a secret
+    const loaded = loadConfig({ cwd: dir(), env: { CPE_QDRANT_URL: 'http://u:p%25wSECRET@h:6333' } });
+    expect(loaded.config.qdrantUrl).to.equal('http://u:p%25wSECRET@h:6333');
+    expect(redactCredentials('proxy said: p%wSECRET')).to.equal('proxy said: ***');
   });
 
   it('names the file, line and column of a JSON syntax error, never quoting the file (it may hold a secret)', () => {

@@ -15,6 +15,10 @@ describe('entity name normalisation', () => {
       'Der Ausbildungsvertrag',
       'ausbildungsvertrages',
       '  Ausbildungs\u00advertrag ',
+      // the invisible characters text normalisation removes: zero-width space, (non-)joiner, word joiner, BOM
+      'Ausbildungs\u200bver\u200ctrag',
+      'Ausbildungs\u2060vertrag\ufeff',
+      'Ausbildungs\u200dvertrag',
       '„Ausbildungsvertrag“',
     ]) {
       expect(normalizeEntityName(variant, 'CONCEPT'), variant).to.equal(key);
