@@ -19,6 +19,7 @@ const numberKeys = new Set<keyof AppConfig>([
   'embedThreads',
   'helperThreadNice',
   'leaseSeconds',
+  'llmTimeoutSeconds',
   'maxAttempts',
   'maxFileMb',
   'retryBaseMs',

@@ -39,6 +39,8 @@ export interface AppConfig {
   llmProvider?: 'anthropic' | 'ollama';
   /** base URL of the Anthropic API (for proxies and tests) */
   anthropicBaseUrl?: string;
+  /** how long one LLM or vision request may wait for its answer (default 120 s Anthropic, 300 s Ollama) */
+  llmTimeoutSeconds?: number;
   /** queue lease length; a worker heartbeats at a third of it */
   leaseSeconds: number;
   /** attempts per queue item before it is dead */
@@ -72,6 +74,7 @@ export const envNames: Record<keyof AppConfig, string> = {
   helperThreadNice: 'CPE_HELPER_THREAD_NICE',
   llmProvider: 'CPE_LLM_PROVIDER',
   anthropicBaseUrl: 'CPE_ANTHROPIC_BASE_URL',
+  llmTimeoutSeconds: 'CPE_LLM_TIMEOUT_SECONDS',
   leaseSeconds: 'CPE_LEASE_SECONDS',
   maxAttempts: 'CPE_MAX_ATTEMPTS',
   maxFileMb: 'CPE_MAX_FILE_MB',
@@ -91,6 +94,7 @@ export const whenUnset: Partial<Record<keyof AppConfig, string>> = {
   embedThreads: 'one per core',
   llmProvider: 'anthropic when ANTHROPIC_API_KEY is set, else ollama when CPE_OLLAMA_HOST is, else none',
   anthropicBaseUrl: "Anthropic's API",
+  llmTimeoutSeconds: '120 s with Anthropic, 300 s with Ollama',
 };
 
 export const configSchema = {
@@ -112,6 +116,7 @@ export const configSchema = {
     helperThreadNice: { type: 'integer', minimum: 0, maximum: 19 },
     llmProvider: { enum: ['anthropic', 'ollama'] },
     anthropicBaseUrl: { type: 'string', pattern: '^https?://' },
+    llmTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
     leaseSeconds: { type: 'integer', minimum: 5, maximum: 86400 },
     maxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
     maxFileMb: { type: 'number', exclusiveMinimum: 0 },

@@ -1,3 +1,4 @@
+import { comparedName } from '../db/collation.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inList, rowSlices } from '../db/statement-shapes.js';
 import { sha256 } from '../util/hash.js';
@@ -18,6 +19,13 @@ export interface CheckpointRow {
    * there. Set only when other pipelines have checkpoints (see othersWriting).
    */
   supersedes?: readonly string[];
+  /**
+   * Names of this pipeline's checkpoints of this document that this step's run makes stale: steps no longer in
+   * the plan (disabled or renamed) of a type that writes what this step wrote. Kept, such a checkpoint would make
+   * the step look current when it comes back, over data another step has replaced since. Steps in the plan keep
+   * theirs even when they write the same kind of data (see supersededBy).
+   */
+  replaces?: readonly string[];
 }
 
 /** The checkpoint hash of a step that ended `skipped`: valid only while the provider profile stays the same. */
@@ -60,27 +68,65 @@ export function othersWriting(
   return [...types].sort();
 }
 
+/** Whether a step name is one of the plan's document steps, compared as the database compares step names. */
+export type InPlan = (stepName: string) => boolean;
+
+/** The InPlan test for these document steps (made once per run). */
+export function inPlan(db: Pick<SqlExecutor, 'dialect'>, steps: readonly PlannedStep[]): InPlan {
+  const compared = comparedName(db);
+  const names = new Set(steps.map((step) => compared(step.name)));
+  return (stepName) => names.has(compared(stepName));
+}
+
+export interface StoredCheckpoints {
+  /** the pipeline's checkpoints: lineage hash by step name */
+  done: Map<string, string>;
+  /** whether other pipelines have checkpoints of the document (see CheckpointRow.supersedes) */
+  othersHave: boolean;
+  /** the pipeline's checkpoints of steps not in the plan, with their step type (see CheckpointRow.replaces) */
+  unplanned: Array<{ name: string; type: string }>;
+}
+
 /**
- * Which steps of a document are done for a pipeline, with the lineage hash they were done with, and whether other
- * pipelines have checkpoints of it (then the steps run here supersede theirs: see CheckpointRow.supersedes). One
- * statement on the (document_id, ...) key.
+ * Which steps of a document are done for a pipeline, with the lineage hash they were done with, whether other
+ * pipelines have checkpoints of it, and which of the pipeline's checkpoints belong to steps no longer in the plan
+ * (the steps run here may supersede both: see supersededBy). One statement on the (document_id, ...) key.
  */
 export async function loadCheckpoints(
   db: SqlExecutor,
   documentId: number,
   pipelineId: number,
-): Promise<{ done: Map<string, string>; othersHave: boolean }> {
-  const rows = await db.query<{ pipeline_id: number; step_name: string; config_hash: string }>(
-    'SELECT pipeline_id, step_name, config_hash FROM step_checkpoints WHERE document_id = ?',
+  planned: InPlan,
+): Promise<StoredCheckpoints> {
+  type Row = { pipeline_id: number; step_name: string; step_type: string; config_hash: string };
+  const rows = await db.query<Row>(
+    'SELECT pipeline_id, step_name, step_type, config_hash FROM step_checkpoints WHERE document_id = ?',
     [documentId],
   );
   const done = new Map<string, string>();
+  const unplanned: StoredCheckpoints['unplanned'] = [];
   let othersHave = false;
   for (const row of rows) {
-    if (Number(row.pipeline_id) === pipelineId) done.set(row.step_name, row.config_hash);
-    else othersHave = true;
+    if (Number(row.pipeline_id) !== pipelineId) othersHave = true;
+    else {
+      done.set(row.step_name, row.config_hash);
+      if (!planned(row.step_name)) unplanned.push({ name: row.step_name, type: row.step_type });
+    }
   }
-  return { done, othersHave };
+  return { done, othersHave, unplanned };
+}
+
+/**
+ * What a step's run makes stale of a document's stored checkpoints, given the step types that write what it
+ * writes (othersWriting): those types' checkpoints in other pipelines, and this pipeline's checkpoints of those
+ * types whose steps are not in the plan. Empty when there is nothing to drop (the usual case).
+ */
+export function supersededBy(
+  types: readonly string[],
+  stored: StoredCheckpoints,
+): Pick<CheckpointRow, 'supersedes' | 'replaces'> {
+  const replaces = stored.unplanned.filter((c) => types.includes(c.type)).map((c) => c.name);
+  return { ...(stored.othersHave && { supersedes: types }), ...(replaces.length > 0 && { replaces }) };
 }
 
 /** Checkpoint rows per statement. */
@@ -113,25 +159,42 @@ export async function saveCheckpoints(db: SqlExecutor, rows: readonly Checkpoint
   await dropSupersededCheckpoints(db, rows);
 }
 
-/** Deletes the other pipelines' checkpoints that `rows` supersede (one statement per document and pipeline). */
+/**
+ * Deletes the checkpoints that `rows` make stale: the other pipelines' ones of the types they supersede, and their
+ * own pipeline's ones of the steps they replace (CheckpointRow.supersedes, .replaces). One statement per document
+ * and pipeline, none for rows that make nothing stale.
+ */
 async function dropSupersededCheckpoints(db: SqlExecutor, rows: readonly CheckpointRow[]): Promise<void> {
-  const byDocument = new Map<string, { documentId: number; pipelineId: number; types: Set<string> }>();
+  const byDocument = new Map<
+    string,
+    { documentId: number; pipelineId: number; types: Set<string>; names: Set<string> }
+  >();
   for (const row of rows) {
-    if (!row.supersedes?.length) continue;
+    if (!row.supersedes?.length && !row.replaces?.length) continue;
     const key = `${row.documentId}:${row.pipelineId}`;
     const entry = byDocument.get(key) ?? {
       documentId: row.documentId,
       pipelineId: row.pipelineId,
       types: new Set(),
+      names: new Set(),
     };
-    for (const type of row.supersedes) entry.types.add(type);
+    for (const type of row.supersedes ?? []) entry.types.add(type);
+    for (const name of row.replaces ?? []) entry.names.add(name);
     byDocument.set(key, entry);
   }
-  for (const { documentId, pipelineId, types } of byDocument.values()) {
-    const list = inList([...types].sort());
-    await db.run(
-      `DELETE FROM step_checkpoints WHERE document_id = ? AND pipeline_id <> ? AND step_type IN (${list.marks})`,
-      [documentId, pipelineId, ...list.values],
-    );
+  for (const { documentId, pipelineId, types, names } of byDocument.values()) {
+    const where: string[] = [];
+    const params: unknown[] = [documentId];
+    if (types.size > 0) {
+      const list = inList([...types].sort());
+      where.push(`(pipeline_id <> ? AND step_type IN (${list.marks}))`);
+      params.push(pipelineId, ...list.values);
+    }
+    if (names.size > 0) {
+      const list = inList([...names].sort());
+      where.push(`(pipeline_id = ? AND step_name IN (${list.marks}))`);
+      params.push(pipelineId, ...list.values);
+    }
+    await db.run(`DELETE FROM step_checkpoints WHERE document_id = ? AND (${where.join(' OR ')})`, params);
   }
 }

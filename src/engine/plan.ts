@@ -183,7 +183,11 @@ export function buildPlan(
   registry: PluginRegistry,
 ): Plan {
   const problems: string[] = [...registry.problems];
-  const label = (row: PipelineStepRow) => `pipeline_steps id=${row.id} '${row.name ?? row.step_type}'`;
+  // a name or type stored as a BLOB by a hand edit (`CAST('chunky' AS BLOB)`) is read as its UTF-8 text, as config
+  // and depends_on are; a BLOB type is refused for an enabled step below
+  const nameOf = (row: PipelineStepRow) => columnText(row.name);
+  const typeOf = (row: PipelineStepRow) => columnText(row.step_type) ?? String(row.step_type);
+  const label = (row: PipelineStepRow) => `pipeline_steps id=${row.id} '${nameOf(row) ?? typeOf(row)}'`;
   if (!isFlag(config.is_default))
     problems.push(
       `pipeline_configs id=${config.id} '${config.name}': is_default must be 0 or 1 (is ${JSON.stringify(config.is_default)})`,
@@ -210,14 +214,14 @@ export function buildPlan(
     );
   // in NFC, as depends_on entries are compared (see byNormalName)
   const disabledNames = new Set(
-    rows.filter((r) => !truthy(r.enabled)).map((r) => (r.name ?? r.step_type).normalize('NFC')),
+    rows.filter((r) => !truthy(r.enabled)).map((r) => (nameOf(r) ?? typeOf(r)).normalize('NFC')),
   );
   const seen = new Map<string, PipelineStepRow>();
   const folded = new Map<string, { name: string; row: PipelineStepRow }>();
   let previous: string | undefined;
 
   for (const row of enabledRows) {
-    const stepName = (row.name ?? '').trim() || row.step_type;
+    const stepName = (nameOf(row) ?? '').trim() || typeOf(row);
     const other = seen.get(stepName);
     const alike = folded.get(foldName(stepName));
     if (other)
@@ -229,8 +233,15 @@ export function buildPlan(
     seen.set(stepName, row);
     folded.set(foldName(stepName), { name: stepName, row });
 
-    const registered = registry.get(row.step_type);
-    if (!registered) {
+    // Other commands look steps up by type in SQL (search finds the embed step's collection so), where a BLOB never
+    // equals a text: a step whose type is one would run here and be missing there.
+    const typeIsBlob = (row.step_type as unknown) instanceof Uint8Array;
+    if (typeIsBlob)
+      problems.push(
+        `${label(row)}: step_type must be text (is a BLOB, which SQL lookups of the step by its type do not find): store it as text, e.g. SET step_type = CAST(step_type AS TEXT)`,
+      );
+    const registered = typeIsBlob ? undefined : registry.get(row.step_type);
+    if (!registered && !typeIsBlob) {
       const known = registry
         .all()
         .map((r) => r.plugin.type)
@@ -311,7 +322,7 @@ export function buildPlan(
     drafts.push({
       id: row.id,
       name: stepName,
-      type: row.step_type,
+      type: typeOf(row),
       scope: registered?.plugin.scope ?? 'document',
       plugin: registered?.plugin as StepPlugin,
       sortOrder: Number(row.sort_order),
@@ -341,18 +352,21 @@ export function buildPlan(
     }
   }
 
-  // Kahn's algorithm; ready steps are taken in (sort_order, name) order so the plan is deterministic.
+  // Kahn's algorithm; ready steps are taken in (sort_order, name) order so the plan is deterministic. A step named
+  // like one before it (a duplicate, refused above) is left out: its name stands for the first, and the steps that
+  // follow one twin and precede the other are no cycle.
+  const distinct = drafts.filter((d, i) => drafts.findIndex((x) => x.name === d.name) === i);
   const order: Draft[] = [];
   const remaining = new Map(
-    drafts.map((d) => [d.name, d.dependsOn.filter((x) => byName.has(x) && x !== d.name).length]),
+    distinct.map((d) => [d.name, d.dependsOn.filter((x) => byName.has(x) && x !== d.name).length]),
   );
-  const ready = drafts.filter((d) => remaining.get(d.name) === 0);
+  const ready = distinct.filter((d) => remaining.get(d.name) === 0);
   const byOrder = (a: Draft, b: Draft) => a.sortOrder - b.sortOrder || a.name.localeCompare(b.name);
   while (ready.length > 0) {
     ready.sort(byOrder);
     const next = ready.shift()!;
     order.push(next);
-    for (const d of drafts) {
+    for (const d of distinct) {
       if (d.dependsOn.includes(next.name)) {
         const left = remaining.get(d.name)! - 1;
         remaining.set(d.name, left);
@@ -360,8 +374,8 @@ export function buildPlan(
       }
     }
   }
-  if (order.length < drafts.length) {
-    const stuck = drafts.filter((d) => !order.includes(d));
+  if (order.length < distinct.length) {
+    const stuck = distinct.filter((d) => !order.includes(d));
     problems.push(`pipeline '${config.name}': steps form a cycle: ${describeCycle(stuck)}`);
   } else {
     problems.push(...dataFlowProblems(order, label));

@@ -31,6 +31,7 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
     anthropicBaseUrl: config.anthropicBaseUrl,
     ollamaHosts: config.ollamaHosts,
     defaultProvider: config.llmProvider as LlmProvider | undefined,
+    timeoutMs: config.llmTimeoutSeconds === undefined ? undefined : config.llmTimeoutSeconds * 1000,
     db,
   });
   return {

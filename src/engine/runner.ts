@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
 import { ConfigError, CpeError, describeError, ErrorCodes, isRetryable, messageOf } from '../errors.js';
+import { describeRetry, onLlmRetry } from '../llm/retry-notices.js';
 import { commandLine } from '../util/command-line.js';
 import { redactCredentials } from '../util/credentials.js';
 import { abortableSleep } from '../util/sleep.js';
@@ -19,11 +20,13 @@ import {
 } from './archive.js';
 import {
   type CheckpointRow,
+  inPlan,
   loadCheckpoints,
   othersWriting,
   saveCheckpoints,
   skippedCheckpointHash,
   stepsToRun,
+  supersededBy,
 } from './checkpoints.js';
 import {
   ContentAlreadyVersioned,
@@ -529,8 +532,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   };
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
+  /** which of a document's checkpoints are of steps in this plan (the others may be stale: see supersededBy) */
+  const planned = inPlan(db, documentSteps);
   let superseded: Map<string, readonly string[]> | undefined;
-  /** per document step: the step types whose checkpoints in other pipelines its run makes stale */
+  /** per document step: the step types whose checkpoints (elsewhere, or of steps not planned) its run makes stale */
   const supersededTypes = () => {
     const plugins = engine.registry.all().map((r) => r.plugin);
     superseded ??= new Map(documentSteps.map((s) => [s.name, othersWriting(s, plugins)]));
@@ -703,7 +708,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       if (!(await countAttempt())) return 'taken-over';
       // a deletion runs no steps: a lease lost now stops nothing (its completion says whether it held the item)
       closing();
-      // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it)
+      // the file came back after the scan decided it was gone: nothing to delete (the next scan sees it). Whatever
+      // its extension: one the detect step no longer lists is out of scope, not gone (the scan decides alike, with
+      // the same listableFile: goneFromSource), and its documents stay.
       // checked against the run's folder when the item is from it (items other scans queued are checked alone)
       const fromSource =
         options.sourceDir !== undefined && item.path.startsWith(`${options.sourceDir}${path.sep}`);
@@ -859,12 +866,16 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       archivedBytes,
     };
     // a new version has no checkpoints; a document processed before may have some, of this pipeline and others
-    const stored = item.document_id ? await loadCheckpoints(db, doc.id, plan.pipeline.id) : undefined;
+    const stored = item.document_id
+      ? await loadCheckpoints(db, doc.id, plan.pipeline.id, planned)
+      : undefined;
     // forced by this run, or by whoever queued the item (`cpe reprocess`, `cpe run --force` with a worker claiming)
     const checkpoints = options.force || item.forced || !stored ? new Map<string, string>() : stored.done;
-    // a document's data is one set whichever pipeline wrote it: what runs here makes other pipelines' checkpoints
-    // of the same data stale
-    const supersedes = stored?.othersHave ? supersededTypes() : undefined;
+    // a document's data is one set whichever pipeline or step wrote it: what runs here makes other pipelines'
+    // checkpoints of the same data stale, and this pipeline's ones of steps since disabled or renamed (which would
+    // otherwise look current when they come back)
+    const supersedes =
+      stored && (stored.othersHave || stored.unplanned.length > 0) ? supersededTypes() : undefined;
     // Checkpoints of quick steps are written with the document's completion (one statement); a step that took
     // longer than a second is checkpointed at once, so a crash does not make a resumed run repeat it.
     const pendingCheckpoints: CheckpointRow[] = [];
@@ -901,7 +912,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         stepType: step.type,
         hash: outcome.status === 'ok' ? step.lineageHash : skippedHash(step),
         runId,
-        ...(supersedes && { supersedes: supersedes.get(step.name) }),
+        ...(supersedes && stored && supersededBy(supersedes.get(step.name)!, stored)),
       };
       if (Date.now() - began > 1000) await saveCheckpoints(db, [checkpointRow]);
       else pendingCheckpoints.push(checkpointRow);
@@ -1013,6 +1024,8 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     return 'done';
   };
 
+  // retries of LLM requests inside a step (a failing or hung server) go into this run's log as they happen
+  const stopRetryNotices = onLlmRetry((notice) => runLogger.warn(describeRetry(notice)));
   try {
     await runRunSteps('pre');
     if (options.runPreSteps !== false && options.sourceDir) {
@@ -1403,6 +1416,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     );
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
+    stopRetryNotices();
   }
   const status =
     runController.signal.aborted || options.drain?.aborted ? 'cancelled' : runError ? 'failed' : 'ok';

@@ -135,7 +135,8 @@ export const ignoredName = (name: string): boolean =>
   name.startsWith('.') || name.startsWith('~$') || name.startsWith('~WRL');
 
 /**
- * Whether a scan would list the file at this path as a document: it is there, a regular file and not a symbolic
+ * Whether a scan would list the file at this path as a document, whatever its extension (one the detect step no
+ * longer lists is out of scope, not gone: see goneFromSource): it is there, a regular file and not a symbolic
  * link, and its name is not one scans pass over; with the source folder known, it is inside that folder once
  * links on its way are followed (a folder replaced by a link to a folder elsewhere is not followed by the scan).
  * A delete item skips a file that is back only then: a file replaced by a link, now named like an office lock
@@ -163,19 +164,54 @@ export function listableFile(file: string, sourceRoot?: string): boolean {
   }
 }
 
+/** Whether a file's extension is one of `extensions` (lower-case, with the dot), whatever the case of its name. */
+const hasListedExtension = (file: string, extensions: readonly string[]): boolean =>
+  extensions.includes(path.extname(file).toLowerCase());
+
+/**
+ * Whether the file of a document that a scan of `sourceRoot` did not list is gone, so that its documents are
+ * deleted. A file with an extension the scan lists would have been listed had it been there: it is gone, without a
+ * look at the file system. One with another extension (the detect step lists fewer than when it was stored) was
+ * passed over, not missed: while it is there it is out of the scan's scope, and its documents are left as they are
+ * (a narrower filter retracts nothing; documents are deleted explicitly). That is listableFile, the check a delete
+ * item makes before it deletes anything, so the two agree: the scan queues no deletion that the item would refuse
+ * run after run. A file really gone is deleted whatever its extension. With `walked`, the folders the scan listed
+ * (by the paths it walked them by), a file in one of them costs one lstat: a regular file there is one the scan
+ * passed over, as listableFile finds it, without resolving its path.
+ */
+export function goneFromSource(
+  file: string,
+  sourceRoot: string,
+  extensions: readonly string[],
+  walked?: ReadonlySet<string>,
+): boolean {
+  if (hasListedExtension(file, extensions)) return true;
+  if (walked?.has(path.dirname(file))) {
+    try {
+      const info = lstatSync(file, { throwIfNoEntry: false });
+      return info?.isFile() !== true || ignoredName(path.basename(file));
+    } catch {
+      // not to be looked at (a folder that may be read but not searched): as listableFile decides
+    }
+  }
+  return !listableFile(file, sourceRoot);
+}
+
 /**
  * Lists the files of a source folder recursively: hidden files and folders ignored (and office lock files), symbolic links leaving the
  * folder (or looping) not followed. What cannot be opened is reported in `unreadable` with its reason and the
  * walk goes on: a name that is not UTF-8, a dangling link named like a document, a link leaving the folder (to a
  * folder or a document). Yields absolute paths. Synchronous calls on purpose: on this kind of machine
  * an awaited fs.promises.stat costs ~50 µs of the event loop's time against ~2 µs for statSync (the thread-pool
- * round trip dominates), and the scan runs before any document work that could be starved.
+ * round trip dominates), and the scan runs before any document work that could be starved. The folders it lists go
+ * into `walked`, by the paths it walked them by (see goneFromSource).
  */
 function listFiles(
   root: string,
   options: ScanOptions,
   ignoredCount: { n: number },
   unreadable: ScanResult['unreadable'],
+  walked: Set<string>,
 ) {
   const rootReal = realpathSync(root);
   const files: ListedFile[] = [];
@@ -187,7 +223,7 @@ function listFiles(
    */
   const folderLinks: Array<{ path: string; real: string }> = [];
   const inside = (real: string) => real === rootReal || real.startsWith(`${rootReal}${path.sep}`);
-  const supported = (name: string) => options.extensions.includes(path.extname(name).toLowerCase());
+  const supported = (name: string) => hasListedExtension(name, options.extensions);
   const walk = (dir: string) => {
     let entries: Dirent[];
     try {
@@ -196,6 +232,7 @@ function listFiles(
       unreadable.push({ path: dir, reason: notOpened('cannot list folder', dir, error), folder: true });
       return;
     }
+    walked.add(dir);
     // a fixed order by code unit: localeCompare's first call loads ICU's collator (~12 ms, on every run)
     entries.sort((a, b) => byCodeUnits(a.name, b.name));
     for (const entry of entries) {
@@ -379,7 +416,9 @@ export async function scanSource(
   const changingAfterNs =
     options.leaveChangedWithinMs === undefined ? undefined : settledBefore(options.leaveChangedWithinMs);
   const leftChanging: string[] = [];
-  const files = listFiles(root, options, ignored, unreadable);
+  /** the folders listed, by the paths walked (see goneFromSource) */
+  const walked = new Set<string>();
+  const files = listFiles(root, options, ignored, unreadable, walked);
 
   const recorded = new Map<string, { statKey: string; hash: string }>();
   if (options.useStatCache !== false) {
@@ -499,8 +538,11 @@ export async function scanSource(
     if (u.kept) seen.add(u.path);
     if (u.file) u.file.documentId = known.get(u.path)?.id ?? null;
   }
+  // a file the listing does not contain is gone unless its extension is one the scan no longer lists
+  const gone = (file: string) =>
+    !seen.has(file) && !underUnlisted(file) && goneFromSource(file, root, options.extensions, walked);
   for (const [sourcePath, doc] of known) {
-    if (!seen.has(sourcePath) && !underUnlisted(sourcePath)) {
+    if (gone(sourcePath)) {
       changed();
       result.push({ path: sourcePath, decision: 'delete', hash: doc.hash, size: 0, documentId: doc.id });
     }
@@ -508,7 +550,7 @@ export async function scanSource(
   // a file gone before the item queued for it made a version: deleted too, or that item would make one of it from
   // the bytes the scan archived, the current document of a file that is not there
   for (const [sourcePath, hash] of queued) {
-    if (!known.has(sourcePath) && !seen.has(sourcePath) && !underUnlisted(sourcePath)) {
+    if (!known.has(sourcePath) && gone(sourcePath)) {
       changed();
       result.push({ path: sourcePath, decision: 'delete', hash, size: 0, documentId: null });
     }

@@ -12,6 +12,7 @@
  */
 import { paragraphProperties, textElement } from './docx-compat.js';
 import { inheritedFrom, type ParagraphStyle } from './docx-styles.js';
+import { alphabeticNumeral, romanNumeral } from './list-numbers.js';
 import { attr, child, children, parseXml, sanitizeXml, type XmlElement } from './xml.js';
 import type { ZipArchive } from './zip.js';
 
@@ -96,32 +97,6 @@ function numberedStyles(styles: ReadonlyMap<string, ParagraphStyle>): Numbering[
   return numbered;
 }
 
-const ROMAN: Array<[number, string]> = [
-  [1000, 'm'],
-  [900, 'cm'],
-  [500, 'd'],
-  [400, 'cd'],
-  [100, 'c'],
-  [90, 'xc'],
-  [50, 'l'],
-  [40, 'xl'],
-  [10, 'x'],
-  [9, 'ix'],
-  [5, 'v'],
-  [4, 'iv'],
-  [1, 'i'],
-];
-
-const roman = (n: number) => {
-  let out = '';
-  for (const [value, digits] of ROMAN) for (; n >= value; n -= value) out += digits;
-  return out;
-};
-
-/** a, b, ..., z, aa, bb, ... (Word repeats the letter) */
-const letters = (n: number) =>
-  n < 1 ? '' : String.fromCharCode(97 + ((n - 1) % 26)).repeat(Math.ceil(n / 26));
-
 /** A counter in a level's number format; undefined for formats that show no number (bullet, none). */
 function formatNumber(n: number, format: string): string | undefined {
   switch (format) {
@@ -129,13 +104,13 @@ function formatNumber(n: number, format: string): string | undefined {
     case 'none':
       return undefined;
     case 'lowerLetter':
-      return letters(n);
+      return alphabeticNumeral(n);
     case 'upperLetter':
-      return letters(n).toUpperCase();
+      return alphabeticNumeral(n).toUpperCase();
     case 'lowerRoman':
-      return roman(n);
+      return romanNumeral(n);
     case 'upperRoman':
-      return roman(n).toUpperCase();
+      return romanNumeral(n).toUpperCase();
     case 'decimalZero':
       return String(n).padStart(2, '0');
     default:

@@ -16,7 +16,9 @@
  * shape; a slide without a title placeholder has no heading. A paragraph is a list item (level = a:pPr lvl) when
  * its bullet says so, looked up as PowerPoint does: the paragraph's own a:pPr, the shape's a:lstStyle, the list
  * style of the matching placeholder on the slide's layout, and last the placeholder's kind (body/content
- * placeholders have bullets, other text has none); other text is a paragraph. Slide numbers are dropped.
+ * placeholders have bullets, other text has none); other text is a paragraph. An auto-numbered item (a:buAutoNum,
+ * looked up the same way) starts with its number as PowerPoint shows it ("1. ", "a) "): counted per level within its
+ * text body, a sub-list starting again each time, the outer list counting on past it. Slide numbers are dropped.
  * Date and footer placeholders are page furniture: always in the page metadata, and as text only the first
  * time a given text occurs in the deck (so it is searchable once, not repeated on every slide). Comments are
  * not text. Embedded objects are counted, never opened. Hidden slides are extracted and marked hidden; hidden
@@ -32,6 +34,7 @@
 import { ErrorCodes, FileError, isCorruptFile } from '../errors.js';
 import { DocumentBuilder } from './document-builder.js';
 import { chartTexts, paragraphs, paragraphText, smartArtTexts } from './drawingml-text.js';
+import { autoNumberLabel, MAX_START_AT } from './list-numbers.js';
 import {
   officeDocumentPart,
   type Relationship,
@@ -190,8 +193,11 @@ class SlideReader {
     const bulletsByDefault = phType !== undefined && BULLET_PLACEHOLDERS.has(phType);
     // the layout is read only when neither the paragraph nor its shape decides, and only for a placeholder
     const layoutStyle = () => (ph ? this.layoutListStyle(slide.layout, ph) : undefined);
+    /** the auto-numbered list running at each level of this text body, with the count it has reached */
+    const counters: Array<(AutoNumber & { count: number }) | undefined> = [];
     for (const paragraph of paragraphs(body)) {
       const text = paragraphText(paragraph);
+      // PowerPoint draws no number on an empty paragraph and counts on after it: it neither counts nor ends a list
       if (!text.trim()) continue;
       const pPr = child(paragraph, 'pPr');
       const level = Math.max(0, Math.min(Number.parseInt(attr(pPr, 'lvl') ?? '0', 10) || 0, 8));
@@ -201,7 +207,24 @@ class SlideReader {
         bulletOf(child(child(body, 'lstStyle'), levelStyle)) ??
         bulletOf(child(layoutStyle(), levelStyle)) ??
         bulletsByDefault;
-      state.items.push(bullet ? { type: 'list_item', text, level } : { type: 'paragraph', text });
+      // any paragraph ends the lists deeper than itself (a sub-list starts again each time), a paragraph without a
+      // number the one at its own level; a sub-list in between leaves the outer list counting on
+      counters.length = level + 1;
+      if (typeof bullet !== 'object') {
+        counters[level] = undefined;
+        state.items.push(bullet ? { type: 'list_item', text, level } : { type: 'paragraph', text });
+        continue;
+      }
+      // the same scheme and start counts on (writers repeat startAt on every item); another starts a new list
+      const running = counters[level];
+      const counter =
+        running && running.type === bullet.type && running.startAt === bullet.startAt
+          ? { ...running, count: running.count + 1 }
+          : { ...bullet, count: bullet.startAt };
+      counters[level] = counter;
+      // the label leads the item's text, one space before it, as a Word list item's does ("1) Schritt eins")
+      const label = autoNumberLabel(counter.type, counter.count);
+      state.items.push({ type: 'list_item', text: `${label} ${text.trimStart()}`, level });
     }
   }
 
@@ -332,11 +355,28 @@ function isHidden(shape: XmlElement): boolean {
   return isTrue(attr(child(properties, 'cNvPr'), 'hidden'));
 }
 
-/** A paragraph properties element's (a:pPr, a:lvl1pPr…) word on bullets: none, some, or undefined for no word. */
-function bulletOf(properties: XmlElement | undefined): boolean | undefined {
+/** An auto-numbered paragraph's a:buAutoNum: its scheme (ST_TextAutonumberScheme) and the number it starts at. */
+interface AutoNumber {
+  type: string;
+  startAt: number;
+}
+
+/**
+ * A paragraph properties element's (a:pPr, a:lvl1pPr…) word on bullets: none (false), a bullet character or picture
+ * (true), a number (its a:buAutoNum), or undefined for no word.
+ */
+function bulletOf(properties: XmlElement | undefined): boolean | AutoNumber | undefined {
   if (child(properties, 'buNone')) return false;
-  if (child(properties, 'buChar') || child(properties, 'buAutoNum') || child(properties, 'buBlip'))
-    return true;
+  const autoNumber = child(properties, 'buAutoNum');
+  if (autoNumber) {
+    // outside ST_TextBulletStartAtNum (1 to 32767) the start is damaged: a huge one would only make a huge label
+    const startAt = Number.parseInt(attr(autoNumber, 'startAt') ?? '1', 10);
+    return {
+      type: attr(autoNumber, 'type') ?? 'arabicPeriod',
+      startAt: startAt >= 1 && startAt <= MAX_START_AT ? startAt : 1,
+    };
+  }
+  if (child(properties, 'buChar') || child(properties, 'buBlip')) return true;
   return undefined;
 }
 

@@ -198,9 +198,10 @@ export function billFailure(tally: LlmTally, error: unknown): void {
 }
 
 /**
- * Runs `work` for every item with at most `concurrency` at once. An item whose answer stays invalid after the
- * repair is logged (with the raw answer, truncated) and counted; other errors (provider down after retries,
- * cancel) stop the step. More failed items than `max_failed_items` fail the step before anything is written.
+ * Runs `work` for every item with at most `concurrency` at once. An item without a valid answer (invalid after
+ * the repair, cut off at max_tokens, declined) is logged (with the raw answer, truncated) and counted; other errors
+ * (provider down after retries, cancel) stop the step. More failed items than `max_failed_items` fail the step
+ * before anything is written.
  */
 export async function forEachItem<I, R>(
   ctx: Pick<KnowledgeContext, 'log' | 'signal'>,
@@ -213,6 +214,9 @@ export async function forEachItem<I, R>(
   let next = 0;
   let fatal: unknown;
   let failed = 0;
+  // The failed item first in the list, whose reason the step's error quotes: an answer cut off at max_tokens or
+  // declined is not repaired, and only the item's own message says which it was.
+  let first: { index: number; message: string } | undefined;
   const worker = async () => {
     while (fatal === undefined && next < items.length) {
       if (ctx.signal.aborted) {
@@ -227,6 +231,7 @@ export async function forEachItem<I, R>(
         if (error instanceof CpeError && error.code === ErrorCodes.INVALID_ANSWER) {
           failed++;
           asker.tally.failed++;
+          if (!first || index < first.index) first = { index, message: error.message };
           ctx.log.error(`no valid LLM answer: ${error.message}`, {
             ...describe(item),
             errors: error.details.errors,
@@ -245,7 +250,7 @@ export async function forEachItem<I, R>(
   if (failed > asker.config.max_failed_items) {
     throw new CpeError(
       ErrorCodes.INVALID_ANSWER,
-      `${failed} of ${items.length} items got no valid LLM answer after one repair (max_failed_items: ${asker.config.max_failed_items}); nothing was written`,
+      `${failed} of ${items.length} items got no valid LLM answer (max_failed_items: ${asker.config.max_failed_items}); nothing was written. First failure: ${first?.message}`,
       { retryable: false },
     );
   }

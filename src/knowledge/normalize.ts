@@ -5,13 +5,18 @@
 
 import { cutText } from '../text/cut.js';
 
-/** Unicode NFC, soft hyphens and zero-width characters removed, whitespace collapsed, quotes trimmed. */
+/**
+ * Unicode NFC, soft hyphens, zero-width and control characters removed, whitespace collapsed, quotes trimmed.
+ */
 export function cleanEntityName(name: string): string {
   return (
     name
       .normalize('NFC')
       .replace(/[\u00ad\u200b-\u200d\u2060\ufeff]/g, '')
-      .replace(/\s+/g, ' ')
+      // C0 and C1 control characters an LLM answer may carry (a NUL, an escape) go: they would be stored in the
+      // name as they are. Tab, line breaks and NEL separate words: the collapse below makes them a space.
+      .replace(/[\u0000-\u0008\u000e-\u001f\u007f-\u0084\u0086-\u009f]/g, '')
+      .replace(/[\s\u0085]+/g, ' ')
       .replace(/^[\s"'„“”‚‘’»«()[\]]+/, '')
       // from the first character of the closing run only: tried at every character of a long run, it was quadratic
       .replace(/(?<![\s"'„“”‚‘’»«()[\]:;,.])[\s"'„“”‚‘’»«()[\]:;,.]+$/, keepClosingBrackets)

@@ -1,5 +1,6 @@
 import { CpeError, ErrorCodes, isRetryable } from '../errors.js';
-import { retryAfterOf } from './provider-errors.js';
+import { retryAfterOf, timedOut } from './provider-errors.js';
+import { noticeLlmRetry } from './retry-notices.js';
 import type { LimitSettings, SharedLimits } from './types.js';
 
 export const DEFAULT_LIMITS: LimitSettings = {
@@ -31,6 +32,13 @@ import { abortableSleep } from '../util/sleep.js';
 export { abortableSleep };
 
 const WINDOW_MS = 60_000;
+
+/**
+ * Retries of a request whose answer did not come within the timeout, whatever `maxRetries` allows: each such try
+ * holds a request slot for the whole timeout (2-5 minutes), and a server that let one pass is hung or overloaded.
+ * With the engine's own attempts of the step on top, 5 of them made one call of a hung server take 36 minutes.
+ */
+export const MAX_TIMEOUT_RETRIES = 1;
 
 interface WindowEntry {
   at: number;
@@ -99,6 +107,7 @@ export class RateLimiter {
     signal?: AbortSignal,
     maxRetries: number = this.limits.maxRetries,
   ): Promise<T> {
+    let timeouts = 0;
     for (let attempt = 0; ; attempt++) {
       const entry = await this.acquire(estimatedTokens, signal);
       let delayMs: number;
@@ -108,6 +117,7 @@ export class RateLimiter {
         return value;
       } catch (error) {
         if (!isRetryable(error) || attempt >= maxRetries || signal?.aborted) throw error;
+        if (timedOut(error) && ++timeouts > MAX_TIMEOUT_RETRIES) throw error;
         const retryAfterMs = retryAfterOf(error);
         const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt);
         // jitter spreads the retries of concurrent requests; a server's Retry-After is taken as given
@@ -117,6 +127,7 @@ export class RateLimiter {
             : backoff * (0.5 + Math.random() / 2);
         if (retryAfterMs !== undefined) this.pausedUntil = Math.max(this.pausedUntil, this.now() + delayMs);
         this.onRetry?.({ attempt: attempt + 1, delayMs, error, retryAfterMs });
+        noticeLlmRetry({ attempt: attempt + 1, maxRetries, delayMs, error });
       } finally {
         this.release(entry);
       }

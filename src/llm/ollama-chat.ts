@@ -77,7 +77,9 @@ export class OllamaChatBackend implements ChatBackend {
         throw new CpeError(ErrorCodes.CANCELLED, 'ollama: request cancelled', { cause: error });
       }
       if (timeout.aborted) {
-        throw networkFailure('ollama', `no answer from ${maskUrl(host)} within ${this.timeoutMs} ms`, error);
+        throw networkFailure('ollama', `no answer from ${maskUrl(host)} within ${this.timeoutMs} ms`, error, {
+          timedOut: true,
+        });
       }
       const status = (error as { status_code?: unknown }).status_code;
       if (typeof status === 'number') {

@@ -41,8 +41,32 @@ export function httpFailure(
   return new CpeError(code, text, { cause, details, retryable: false });
 }
 
-/** A request that never got an HTTP answer (refused, reset, timed out): always worth another try. */
-export function networkFailure(provider: string, message: string, cause?: unknown): CpeError {
+/**
+ * A request that never got an HTTP answer (refused, reset, timed out): worth another try. `timedOut` marks one
+ * that got no answer within the client's timeout (the limiter retries those fewer times: MAX_TIMEOUT_RETRIES).
+ */
+export function networkFailure(
+  provider: string,
+  message: string,
+  cause?: unknown,
+  options: { timedOut?: boolean } = {},
+): CpeError {
+  return new ProviderError(`${provider}: ${message}`, {
+    cause,
+    details: { provider, ...(options.timedOut ? { timedOut: true } : {}) },
+  });
+}
+
+/** Whether the error is a request that got no answer within its timeout (networkFailure's `timedOut`). */
+export function timedOut(error: unknown): boolean {
+  return error instanceof CpeError && error.details.timedOut === true;
+}
+
+/**
+ * An answer that came but cannot be read as the provider's reply: a proxy's error page, a body cut off, JSON of
+ * another shape. Worth another try, like a dropped connection: the next answer may well be whole.
+ */
+export function malformedAnswer(provider: string, message: string, cause?: unknown): CpeError {
   return new ProviderError(`${provider}: ${message}`, { cause, details: { provider } });
 }
 

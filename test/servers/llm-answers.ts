@@ -244,6 +244,11 @@ export class FaultPlan {
     for (let i = 0; i < count; i++) this.queue.push({ status: 0, stallMs: ms });
   }
 
+  /** forgets the faults not yet taken */
+  clear(): void {
+    this.queue.length = 0;
+  }
+
   takeFault(): { status: number; retryAfterSeconds?: number; stallMs?: number } | undefined {
     return this.queue.shift();
   }

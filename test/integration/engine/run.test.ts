@@ -500,6 +500,47 @@ for (const backend of testBackends()) {
       expect(await db.query('SELECT id FROM chunks WHERE document_id = ?', [gone!.id])).to.have.length(0);
     });
 
+    it('leaves the documents of files whose extension the detect step no longer lists, and deletes them once they are gone', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({
+        'regeln.md': '# Regeln\n\nEin Text über Konflikte im Team und wie man sie klärt.\n',
+        'liste.txt':
+          'Prüfliste für Leitern und Tritte: Sprossen, Holme und Gelenke werden jährlich geprüft.\n',
+      });
+      const run = async () =>
+        runPipeline(engine, { plan: await plan('Standard'), sourceDir: source, concurrency: 1 });
+      expect(await run()).to.include({ docsDone: 2 });
+      await db.run(
+        `UPDATE pipeline_steps SET config = '{"extensions": [".md"]}' WHERE step_type = 'detect'
+         AND pipeline_id = (SELECT id FROM pipeline_configs WHERE name = 'Standard')`,
+      );
+      const documents = async () =>
+        (
+          await db.query<{ source_path: string; status: string; chunks: number }>(
+            `SELECT source_path, status, (SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks
+             FROM documents d ORDER BY source_path`,
+          )
+        ).map((r) => [path.basename(r.source_path), r.status, Number(r.chunks) > 0]);
+      const deletions = async () =>
+        (await db.query("SELECT id FROM pipeline_queue WHERE action = 'delete'")).length;
+      // out of scope, not gone: neither queued for deletion nor deleted, run after run
+      for (let i = 0; i < 2; i++) expect(await run()).to.include({ docsTotal: 0 });
+      expect(await deletions()).to.equal(0);
+      expect(await documents()).to.deep.equal([
+        ['liste.txt', 'done', true],
+        ['regeln.md', 'done', true],
+      ]);
+      // gone: deleted, though its extension is not listed
+      rmSync(path.join(source, 'liste.txt'));
+      const gone = await run();
+      expect(gone, JSON.stringify(gone.failures)).to.include({ docsFailed: 0 });
+      expect(await deletions()).to.equal(1);
+      expect(await documents()).to.deep.equal([
+        ['liste.txt', 'deleted', false],
+        ['regeln.md', 'done', true],
+      ]);
+    });
+
     it('gives up an item whose process ended on every attempt, instead of crashing every worker in turn', async () => {
       const db = engine.dbs.content.sql;
       const source = makeSourceFolder(generatedDocuments(1, 'absturz'));

@@ -3,6 +3,7 @@ import {
   mkdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   statSync,
   symlinkSync,
   utimesSync,
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { archivePathFor, INLINE_ARCHIVE_BYTES, readInlineArchive } from '../../../src/engine/archive.js';
 import type { Engine } from '../../../src/engine/engine.js';
+import { enqueueMany } from '../../../src/engine/queue.js';
 import { recordSourceFiles, type ScanOptions, scanSource } from '../../../src/engine/scan.js';
 import { sha256 } from '../../../src/util/hash.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -196,6 +198,43 @@ for (const backend of testBackends()) {
       ]);
       const later = await scanSource(db, source, options());
       expect(later.entries.find((e) => e.path === changing)?.decision).to.equal('update');
+    });
+
+    it('takes a file whose extension it no longer lists for out of scope, not deleted, while it is there', async () => {
+      const engine = await open();
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({
+        ...files,
+        'd.txt': 'Noch nicht verarbeitet.\n',
+        'e.TXT': 'Groß.\n',
+        'alt/f.txt': 'Im Unterordner.\n',
+      });
+      // stored while `.txt` was listed: b.txt, e.TXT and alt/f.txt with documents, d.txt queued and not yet processed
+      for (const name of ['b.txt', 'e.TXT', path.join('alt', 'f.txt')])
+        await db.run(
+          "INSERT INTO documents (filename, source_path, content_hash, status, version, is_latest) VALUES (?, ?, 'h', 'done', 1, 1)",
+          [name, path.join(source, name)],
+        );
+      await enqueueMany(db, [{ path: path.join(source, 'd.txt'), hash: 'h', action: 'new', maxAttempts: 3 }]);
+      const decisions = async () =>
+        (await scanSource(db, source, options({ extensions: ['.md'] }))).entries
+          .map((e) => [path.relative(source, e.path), e.decision])
+          .sort();
+      expect(await decisions()).to.deep.equal([
+        ['a.md', 'new'],
+        [path.join('sub', 'c.md'), 'new'],
+      ]);
+      // really gone: deleted, whatever its extension
+      for (const name of ['b.txt', 'd.txt', 'e.TXT', 'alt'])
+        rmSync(path.join(source, name), { recursive: true });
+      expect(await decisions()).to.deep.equal([
+        ['a.md', 'new'],
+        [path.join('alt', 'f.txt'), 'delete'],
+        ['b.txt', 'delete'],
+        ['d.txt', 'delete'],
+        ['e.TXT', 'delete'],
+        [path.join('sub', 'c.md'), 'new'],
+      ]);
     });
 
     it('archives new files from the bytes it hashed (small ones in SQL), and forgets files gone from the folder', async () => {

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -66,6 +66,35 @@ describe('the Standard pipeline with an LLM (Anthropic test server)', function (
     const ask = await runCli(['ask', 'Was gehört zu gutem Feedback?'], setup.env);
     expect(ask.code, ask.stderr).to.equal(0);
     expect(ask.stdout).to.match(/\[Quelle 1\] .*feedback/i);
+  });
+
+  it('gives up on a hung server after the configured timeout and one retry, each retry in the run log', async () => {
+    // answers that never come in time: CPE_LLM_TIMEOUT_SECONDS=1, and one attempt of the document
+    const engine = await setup.open({ llmTimeoutSeconds: 1, maxAttempts: 1 });
+    const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-llm-hung-'));
+    writeFileSync(
+      path.join(source, 'zeitlimit.md'),
+      '# Zeitlimit\n\nEin Server, der nicht antwortet, hält keinen Lauf eine halbe Stunde auf.\n',
+    );
+    server.faults.stallNext(50, 2500);
+    const before = server.counters.requests;
+    try {
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
+      const run = await runPipeline(engine, { plan, sourceDir: source, concurrency: 1 });
+      expect(run.failures.map((f) => f.error).join('\n')).to.contain('anthropic: Request timed out');
+      const logged = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn' AND message LIKE 'LLM request failed%'",
+        [run.runId],
+      );
+      expect(logged.length).to.be.greaterThan(0);
+      for (const { message } of logged)
+        expect(message).to.match(/^LLM request failed \(anthropic: Request timed out\.?\): try 2 of \d+ in /);
+      // a timed-out request is tried twice, not six times: one notice per call, two requests each
+      expect(server.counters.requests - before).to.equal(2 * logged.length);
+    } finally {
+      server.faults.clear();
+      await engine.close();
+    }
   });
 
   it('without an LLM, `cpe ask` says so and shows the context it would have used', async () => {

@@ -232,12 +232,16 @@ describe('configuration', () => {
     const cwd = dir();
     expect(loadConfig({ cwd, env: { CPE_CONCURRENCY: ' 6 ' } }).config.concurrency).to.equal(6);
     expect(loadConfig({ cwd, env: { CPE_MAX_FILE_MB: '2.5' } }).config.maxFileMb).to.equal(2.5);
+    expect(loadConfig({ cwd, env: { CPE_LLM_TIMEOUT_SECONDS: '30' } }).config.llmTimeoutSeconds).to.equal(30);
+    expect(loadConfig({ cwd }).config.llmTimeoutSeconds).to.equal(undefined);
     for (const [name, raw, complaint] of [
       ['CPE_CONCURRENCY', '0x10', 'concurrency must be integer'],
       ['CPE_CONCURRENCY', '1e1', 'concurrency must be integer'],
       ['CPE_LEASE_SECONDS', '0b11111', 'leaseSeconds must be integer'],
       ['CPE_MAX_FILE_MB', 'abc', 'maxFileMb must be number'],
       ['CPE_MAX_FILE_MB', 'Infinity', 'maxFileMb must be number'],
+      ['CPE_LLM_TIMEOUT_SECONDS', '0', 'llmTimeoutSeconds must be >= 1'],
+      ['CPE_LLM_TIMEOUT_SECONDS', '2.5', 'llmTimeoutSeconds must be integer'],
     ]) {
       expect(() => loadConfig({ cwd, env: { [name!]: raw } }), `${name}=${raw}`).to.throw(
         ConfigError,

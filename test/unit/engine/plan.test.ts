@@ -59,6 +59,16 @@ const reg = registry(
   plugin('optimize', 'run'),
 );
 
+/** The problems planning reports for `rows` (it fails the test when they plan). */
+function problemsOf(rows: PipelineStepRow[]): string[] {
+  try {
+    buildPlan(config, rows, reg);
+  } catch (error) {
+    return (error as ConfigError).details.problems as string[];
+  }
+  throw new Error('planned');
+}
+
 describe('planning (pure)', () => {
   it('puts run steps before or after the documents by what they wait for, in a deterministic order', () => {
     const plan = buildPlan(
@@ -305,6 +315,52 @@ describe('planning (pure)', () => {
         "pipeline_steps id=52 'chunk': duplicate step name 'chunk' (also pipeline_steps id=51)",
       ]);
     }
+  });
+
+  it('reports a duplicate name between chained steps once, not also as a cycle', () => {
+    // Standard with its chunk step renamed like extract: the step between the twins follows one and precedes the other
+    const rows = [
+      row('detect', 'scan'),
+      row('extract', 'work'),
+      row('structure', 'work'),
+      row('extract', 'work', { id: 61 }),
+      row('embed', 'work'),
+    ];
+    expect(problemsOf(rows)).to.deep.equal([
+      `pipeline_steps id=61 'extract': duplicate step name 'extract' (also pipeline_steps id=${rows[1]!.id})`,
+    ]);
+    // a cycle of other steps beside a duplicate is still one
+    const cyclic = [
+      row('a', 'work', { depends_on: '["b"]' }),
+      row('b', 'work', { depends_on: '["a"]' }),
+      row('c', 'work', { id: 62 }),
+      row('c', 'work', { id: 63 }),
+    ];
+    expect(problemsOf(cyclic)).to.deep.equal([
+      "pipeline_steps id=63 'c': duplicate step name 'c' (also pipeline_steps id=62)",
+      `pipeline 'P': steps form a cycle: a -> b -> a (pipeline_steps id=${cyclic[0]!.id}, id=${cyclic[1]!.id})`,
+    ]);
+  });
+
+  it('reads a step name stored as a BLOB as its text, and refuses a step type stored so, naming the row', () => {
+    const blob = (text: string) => new TextEncoder().encode(text) as unknown as string;
+    const plan = buildPlan(
+      config,
+      [row(blob('chunky'), 'work'), row('next', 'work', { depends_on: '["chunky"]' })],
+      reg,
+    );
+    expect(plan.steps.map((s) => s.name)).to.deep.equal(['chunky', 'next']);
+    // a disabled one is named by its type when it has no name
+    expect(
+      problemsOf([
+        row(null as unknown as string, blob('work'), { enabled: 0 }),
+        row('next', 'work', { depends_on: '["work"]' }),
+      ]),
+    ).to.deep.equal([`pipeline_steps id=${nextId - 1} 'next': depends_on names disabled step 'work'`]);
+    const typed = row(blob('chunky'), blob('work'), { id: 71 });
+    expect(problemsOf([row('scan', 'scan'), typed])).to.deep.equal([
+      "pipeline_steps id=71 'chunky': step_type must be text (is a BLOB, which SQL lookups of the step by its type do not find): store it as text, e.g. SET step_type = CAST(step_type AS TEXT)",
+    ]);
   });
 
   it('takes a depends_on entry in another Unicode normalization (NFD, NFC) for the step it names', () => {

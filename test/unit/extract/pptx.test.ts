@@ -436,6 +436,77 @@ describe('extract/pptx', () => {
     expect(damaged.warnings).to.deep.equal([]);
   });
 
+  it('puts the numbers of auto-numbered lists in front of their items, as PowerPoint shows them', async () => {
+    const p = (text: string, pPr = '') => `<a:p>${pPr}<a:r><a:t>${text}</a:t></a:r></a:p>`;
+    const num = (type: string, lvl = 0, startAt = '') =>
+      `<a:pPr lvl="${lvl}"><a:buAutoNum type="${type}"${startAt ? ` startAt="${startAt}"` : ''}/></a:pPr>`;
+    const box = (paragraphs: string, listStyle = '') =>
+      `<p:sp><p:nvSpPr><p:cNvPr id="5" name="Textfeld 4"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle>${listStyle}</a:lstStyle>${paragraphs}</p:txBody></p:sp>`;
+    const shapes = [
+      // arabicPeriod from 3: writers repeat startAt on every item, which counts on; an empty paragraph neither
+      // counts nor ends the list
+      box(
+        p('Drei', num('arabicPeriod', 0, '3')) +
+          '<a:p><a:pPr><a:buAutoNum type="arabicPeriod" startAt="3"/></a:pPr><a:endParaRPr/></a:p>' +
+          p('Vier', num('arabicPeriod', 0, '3')),
+      ),
+      box(p('Apfel', num('alphaLcParenR')) + p('Birne', num('alphaLcParenR'))),
+      // romanUcPeriod from the shape's list style, the paragraphs saying nothing of their own
+      box(
+        p('Eins') + p('Zwei') + p('Drei') + p('Vier'),
+        '<a:lvl1pPr><a:buAutoNum type="romanUcPeriod"/></a:lvl1pPr>',
+      ),
+      // a sub-list starts again each time it begins; the outer list counts on past it; a paragraph without a
+      // number ends the list; another scheme starts a list of its own, one we do not draw numbered as arabicPeriod
+      box(
+        p('Planen', num('arabicPeriod')) +
+          p('Ziele', num('alphaLcPeriod', 1)) +
+          p('Termine', num('alphaLcPeriod', 1)) +
+          p('Umsetzen', num('arabicPeriod')) +
+          p('Schulen', num('alphaLcPeriod', 1)) +
+          p('Prüfen', num('arabicPeriod')) +
+          p('Zwischentext', '<a:pPr><a:buNone/></a:pPr>') +
+          p('Neu', num('arabicPeriod')) +
+          p('Fremd', num('ea1JpnKorPeriod')),
+      ),
+      // bullets are no numbers: their items stay as they are
+      box(
+        p('Punkt eins', '<a:pPr><a:buChar char="•"/></a:pPr>') +
+          p('Punkt zwei', '<a:pPr><a:buChar char="•"/></a:pPr>'),
+      ),
+    ].join('');
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    expect(
+      blocksOf(result)
+        .filter((b) => b.page === 3)
+        .map((b) => [b.type, b.level, b.text]),
+    ).to.deep.equal([
+      ['list_item', 0, '3. Drei'],
+      ['list_item', 0, '4. Vier'],
+      ['list_item', 0, 'a) Apfel'],
+      ['list_item', 0, 'b) Birne'],
+      ['list_item', 0, 'I. Eins'],
+      ['list_item', 0, 'II. Zwei'],
+      ['list_item', 0, 'III. Drei'],
+      ['list_item', 0, 'IV. Vier'],
+      ['list_item', 0, '1. Planen'],
+      ['list_item', 1, 'a. Ziele'],
+      ['list_item', 1, 'b. Termine'],
+      ['list_item', 0, '2. Umsetzen'],
+      ['list_item', 1, 'a. Schulen'],
+      ['list_item', 0, '3. Prüfen'],
+      ['paragraph', undefined, 'Zwischentext'],
+      ['list_item', 0, '1. Neu'],
+      ['list_item', 0, '1. Fremd'],
+      ['list_item', 0, 'Punkt eins'],
+      ['list_item', 0, 'Punkt zwei'],
+    ]);
+  });
+
   it('puts SmartArt nodes in the order of the diagram tree (parOf connections by srcOrd), the unconnected last', async () => {
     const point = (id: string, text: string) =>
       `<dgm:pt modelId="${id}"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/><a:p><a:r><a:t>${text}</a:t></a:r></a:p></dgm:t></dgm:pt>`;

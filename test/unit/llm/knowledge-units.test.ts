@@ -20,9 +20,17 @@ describe('entity name normalisation', () => {
       'Ausbildungs\u2060vertrag\ufeff',
       'Ausbildungs\u200dvertrag',
       '„Ausbildungsvertrag“',
+      // control characters an LLM answer may carry: NUL, escape, DEL, C1 (CSI); tab and NEL separate words
+      'Ausbildungs\u0000vertrag',
+      '\u001bAusbildungs\u009bvertrag\u007f',
+      'Der\tAusbildungsvertrag',
+      'Der\u0085Ausbildungsvertrag',
     ]) {
-      expect(normalizeEntityName(variant, 'CONCEPT'), variant).to.equal(key);
+      expect(normalizeEntityName(variant, 'CONCEPT'), JSON.stringify(variant)).to.equal(key);
     }
+    expect(cleanEntityName('Aus\u0000bildungs\u009bvertrag\u0007')).to.equal('Ausbildungsvertrag');
+    expect(cleanEntityName('Duale \u0000 Ausbildung\r\n')).to.equal('Duale Ausbildung');
+    expect(cleanEntityName('Duale\tAusbildung')).to.equal('Duale Ausbildung');
     expect(normalizeEntityName('Prüfung', 'CONCEPT')).to.equal(
       normalizeEntityName('Pru\u0308fungen', 'CONCEPT'),
     );

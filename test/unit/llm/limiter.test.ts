@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
-import { RateLimiter } from '../../../src/llm/limiter.js';
+import { MAX_TIMEOUT_RETRIES, RateLimiter } from '../../../src/llm/limiter.js';
+import { networkFailure } from '../../../src/llm/provider-errors.js';
+import { describeRetry, onLlmRetry, type RetryNotice } from '../../../src/llm/retry-notices.js';
 
 describe('llm/limiter', () => {
   it('lets a request waiting for a slot be cancelled at once, and the requests behind it still run', async () => {
@@ -59,5 +61,52 @@ describe('llm/limiter', () => {
     const byDefault = failing(6);
     expect(await limiter.run(1, byDefault.call).catch(() => 'gave up')).to.equal('gave up');
     expect(byDefault.state.calls).to.equal(6);
+  });
+
+  it('retries a request that timed out only once, other failures as often as allowed, and tells every retry', async () => {
+    const limiter = new RateLimiter({ maxRetries: 5 }, { sleep: async () => undefined });
+    const notices: RetryNotice[] = [];
+    const stop = onLlmRetry((notice) => notices.push(notice));
+    try {
+      let calls = 0;
+      const hung = async (): Promise<{ value: string; tokens: number }> => {
+        calls++;
+        throw networkFailure('ollama', 'no answer from http://gpu1:11434 within 1000 ms', undefined, {
+          timedOut: true,
+        });
+      };
+      const error = await limiter.run(1, hung).catch((e: unknown) => e);
+      expect((error as Error).message).to.equal('ollama: no answer from http://gpu1:11434 within 1000 ms');
+      expect(calls).to.equal(1 + MAX_TIMEOUT_RETRIES);
+      expect(notices.map((n) => [n.attempt, n.maxRetries])).to.deep.equal([[1, 5]]);
+      expect(describeRetry(notices[0]!)).to.match(
+        /^LLM request failed \(ollama: no answer from http:\/\/gpu1:11434 within 1000 ms\): try 2 of 6 in \d+\.\d s$/,
+      );
+      // a refused connection is no timeout: all five retries, each told
+      notices.length = 0;
+      calls = 0;
+      const refused = async (): Promise<{ value: string; tokens: number }> => {
+        calls++;
+        throw networkFailure('ollama', 'http://gpu1:11434: connect ECONNREFUSED');
+      };
+      await limiter.run(1, refused).catch(() => undefined);
+      expect(calls).to.equal(6);
+      expect(notices.map((n) => n.attempt)).to.deep.equal([1, 2, 3, 4, 5]);
+    } finally {
+      stop();
+    }
+    // no longer listening: nothing more is told
+    const before = notices.length;
+    await limiter
+      .run(
+        1,
+        async () => {
+          throw networkFailure('ollama', 'reset');
+        },
+        undefined,
+        1,
+      )
+      .catch(() => undefined);
+    expect(notices.length).to.equal(before);
   });
 });

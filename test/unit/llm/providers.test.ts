@@ -1,6 +1,14 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
-import { ask, type LlmStepConfig, LlmTally, makeAsker } from '../../../src/knowledge/llm-step.js';
+import {
+  ask,
+  forEachItem,
+  type LlmStepConfig,
+  LlmTally,
+  makeAsker,
+} from '../../../src/knowledge/llm-step.js';
 import { AnthropicBackend } from '../../../src/llm/anthropic.js';
 import { RateLimiter } from '../../../src/llm/limiter.js';
 import { OllamaChatBackend } from '../../../src/llm/ollama-chat.js';
@@ -52,6 +60,42 @@ function clientOver(backend: ChatBackend, maxRetries = 3) {
     },
   );
   return { client: new StructuredLlmClient(backend, limiter, undefined), delays };
+}
+
+/**
+ * A proxy gone wrong: answers 200 with each of `answers` (content type and body) in turn, then with a valid
+ * message. Its URL carries a user and password, as a proxy's may.
+ */
+async function startBrokenProxy(answers: Array<[string, string]>) {
+  const queue = [...answers];
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests++;
+      const [type, body] = queue.shift() ?? [
+        'application/json',
+        JSON.stringify({
+          id: 'msg_1',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: '{"entities":[]}' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 5, output_tokens: 3 },
+        }),
+      ];
+      res.writeHead(200, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://proxy:geheim@127.0.0.1:${port}`,
+    shown: `http://proxy:***@127.0.0.1:${port}/`,
+    requests: () => requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('LLM providers over HTTP (test servers)', () => {
@@ -148,6 +192,64 @@ describe('LLM providers over HTTP (test servers)', () => {
       expect(server.counters.answered).to.equal(1);
     });
 
+    it('retries an answer that is not a message (a page, JSON cut off or without content), naming the endpoint', async () => {
+      const key = 'sk-ant-test-key-123';
+      const cases: Array<[string, string, string]> = [
+        [
+          'text/html',
+          `<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>x-api-key: ${key}</body></html>`,
+          'the answer is not JSON: <!DOCTYPE html><html><head><title>502 Bad Gateway</title>',
+        ],
+        ['application/json', '{"id":"msg_1","type":"message","content":[{"type"', 'the answer is not JSON ('],
+        [
+          'application/json',
+          '{"id":"msg_1","type":"message","role":"assistant"}',
+          'the answer has no content: {"id"',
+        ],
+      ];
+      for (const [type, body, said] of cases) {
+        const proxy = await startBrokenProxy([
+          [type, body],
+          [type, body],
+        ]);
+        try {
+          const broken = new AnthropicBackend({ apiKey: key, baseUrl: proxy.url, model: 'claude-test' });
+          const { client, delays } = clientOver(broken, 1);
+          const error = (await client
+            .generate({ prompt: prompt('Die Kammer.'), schema: ENTITY_SCHEMA, schemaName: 'e' })
+            .catch((e: unknown) => e)) as CpeError;
+          expect(error, said).to.be.instanceOf(CpeError);
+          expect(error.code).to.equal(ErrorCodes.PROVIDER_ERROR);
+          expect(error.retryable).to.equal(true);
+          const start = `anthropic: ${proxy.shown}: ${said}`;
+          expect(error.message.slice(0, start.length)).to.equal(start);
+          expect(error.message).to.not.contain(key).and.not.contain('geheim');
+          expect(delays).to.have.length(1);
+          expect(proxy.requests()).to.equal(2);
+        } finally {
+          await proxy.close();
+        }
+      }
+    });
+
+    it('gets the message on the retry after an answer that was not one', async () => {
+      const proxy = await startBrokenProxy([['text/html', '<html>Service Unavailable</html>']]);
+      try {
+        const broken = new AnthropicBackend({ apiKey: 'test-key', baseUrl: proxy.url, model: 'claude-test' });
+        const { client, delays } = clientOver(broken);
+        const result = await client.generate<Entities>({
+          prompt: prompt('Die Kammer.'),
+          schema: ENTITY_SCHEMA,
+          schemaName: 'e',
+        });
+        expect(result.value).to.deep.equal({ entities: [] });
+        expect(result).to.include({ tokensIn: 5, tokensOut: 3 });
+        expect(delays).to.have.length(1);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('repairs an invalid answer once, showing the model the validation errors', async () => {
       server.faults.invalidRate = 1;
       const { client } = clientOver(backend());
@@ -198,6 +300,31 @@ describe('LLM providers over HTTP (test servers)', () => {
         expect(error.retryable).to.equal(false);
         expect(server.counters.answered - before).to.equal(1); // no repair call
       }
+    });
+
+    it("fails a step's items cut off or declined with the first one's reason, claiming no repair", async () => {
+      server.faults.endNext(1, 'max_tokens');
+      server.faults.endNext(1, 'refusal');
+      const { client } = clientOver(backend());
+      const config = { max_tokens: 300, concurrency: 1, max_failed_items: 0 } as LlmStepConfig;
+      const asker = makeAsker(client, config, '');
+      const logged: string[] = [];
+      const log = { debug() {}, info() {}, warn() {}, error: (message: string) => logged.push(message) };
+      const error = (await forEachItem(
+        { log, signal: new AbortController().signal },
+        asker,
+        ['Die Kammer.', 'Der Betrieb.'],
+        (text) => ({ text }),
+        (text) => ask(asker, { prompt: prompt(text), schema: ENTITY_SCHEMA, schemaName: 'entities' }),
+      ).catch((e: unknown) => e)) as CpeError;
+      expect(error.code).to.equal(ErrorCodes.INVALID_ANSWER);
+      expect(error.message).to.equal(
+        '2 of 2 items got no valid LLM answer (max_failed_items: 0); nothing was written. First failure: ' +
+          "anthropic/claude-test: the answer (entities) was cut off at max_tokens 300; a larger max_tokens in the step's config lets it finish",
+      );
+      expect(logged).to.have.length(2);
+      expect(logged[1]).to.contain('the model declined to answer (entities)');
+      expect(server.counters.answered).to.equal(2); // no repair
     });
 
     it('counts a repair cut off at max_tokens with the first answer: every call of the request is billed', async () => {
