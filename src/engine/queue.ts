@@ -636,21 +636,25 @@ export async function retryFailedItems(db: SqlExecutor): Promise<number> {
 }
 
 /**
- * How many files have a queue item given up (`dead`: its attempts ran out) and none open: nothing brings them back by
- * itself, only a change of the file (a new item) or `cpe retry`. `under` is a condition on the column `path` (scan's
- * pathsUnder).
+ * How many files have a queue item that nothing brings back by itself and none open: `dead` (its attempts ran out)
+ * and `failed` for good (a failure no attempt would mend: a corrupt file, a step's config, so no next attempt).
+ * Only a change of the file (a new item) or `cpe retry` processes them again. `under` is a condition on the column
+ * `path` (scan's pathsUnder).
  */
-export async function countDeadFiles(
+export async function countGivenUpFiles(
   db: SqlExecutor,
   under: { sql: string; params: string[] },
-): Promise<number> {
-  const [row] = await db.query<{ n: number }>(
-    `SELECT COUNT(DISTINCT path_hash) AS n FROM pipeline_queue d WHERE status = 'dead' AND ${under.sql}
+): Promise<{ dead: number; failed: number }> {
+  const rows = await db.query<{ status: string; n: number }>(
+    `SELECT d.status, COUNT(DISTINCT d.path_hash) AS n FROM pipeline_queue d
+     WHERE (d.status = 'dead' OR (d.status = 'failed' AND d.next_attempt_at IS NULL)) AND ${under.sql}
        AND NOT EXISTS (SELECT 1 FROM pipeline_queue o WHERE o.path_hash = d.path_hash
-         AND o.status IN ('pending', 'processing', 'failed'))`,
+         AND (o.status IN ('pending', 'processing') OR (o.status = 'failed' AND o.next_attempt_at IS NOT NULL)))
+     GROUP BY d.status`,
     under.params,
   );
-  return Number(row?.n ?? 0);
+  const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
+  return { dead: count('dead'), failed: count('failed') };
 }
 
 export async function countClaimable(db: SqlExecutor): Promise<number> {

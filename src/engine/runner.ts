@@ -40,13 +40,21 @@ import {
 import type { Engine } from './engine.js';
 import { CompletionBatcher, retractLeftovers } from './finish-document.js';
 import type { Plan, PlannedStep } from './plan.js';
-import type { DocumentRef, RunInfo, RunStepContext, StepContext, StepCounts, StepOutcome } from './plugin.js';
+import type {
+  DocumentRef,
+  Logger,
+  RunInfo,
+  RunStepContext,
+  StepContext,
+  StepCounts,
+  StepOutcome,
+} from './plugin.js';
 import {
   backoffMs,
   claimQueueItems,
   closeItemsOfGoneFile,
   completeQueueItem,
-  countDeadFiles,
+  countGivenUpFiles,
   deferQueueItem,
   failQueueItem,
   fileInFlight,
@@ -154,6 +162,11 @@ export interface RunOptions {
    * stderr. Every line is in ki_dev's pipeline_log either way.
    */
   onLog?: (level: LogLevel, line: string) => void;
+  /**
+   * Receives the run's logger once the run is recorded: what the caller writes with it goes into ki_dev's
+   * pipeline_log under this run (`cpe worker` says there that a pipeline edit was refused or taken).
+   */
+  onRunLogger?: (logger: Logger) => void;
 }
 
 export type RunEvent =
@@ -302,6 +315,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
   };
   emit({ type: 'run-started', runId, pipeline: plan.pipeline.name, profile: engine.profile });
+  options.onRunLogger?.(runLogger);
   runLogger.info(`run started: pipeline '${plan.pipeline.name}' (${plan.versionHash})`, {
     profile: engine.profile,
   });
@@ -1041,10 +1055,15 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
         }
       }
       // files given up in earlier runs are processed by none (the scan queues a file again only when it changes)
-      const dead = await countDeadFiles(db, pathsUnder(db.dialect, 'path', options.sourceDir));
-      if (dead > 0)
+      const givenUp = await countGivenUpFiles(db, pathsUnder(db.dialect, 'path', options.sourceDir));
+      if (givenUp.dead > 0)
         runLogger.warn(
-          `${dead} file(s) of this folder were given up after their attempts ran out and are not processed again until they change: \`cpe status\` names them, \`cpe retry\` queues them again`,
+          `${givenUp.dead} file(s) of this folder were given up after their attempts ran out and are not processed again until they change: \`cpe status\` names them, \`cpe retry\` queues them again`,
+        );
+      // failures no attempt would mend (a corrupt file; a step's config, which may have been mended since)
+      if (givenUp.failed > 0)
+        runLogger.warn(
+          `${givenUp.failed} file(s) of this folder failed in earlier runs for a reason no retry mends (a corrupt file, a step's config) and are not processed again until they change: \`cpe status\` names them, \`cpe retry\` queues them again`,
         );
     }
     for (const gone of await releaseLeasesOfGoneProcesses(db, os.hostname()))
@@ -1420,8 +1439,12 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
   }
   const status =
     runController.signal.aborted || options.drain?.aborted ? 'cancelled' : runError ? 'failed' : 'ok';
-  runLogger.info(`run ${status}: ${totals.docsDone} done, ${totals.docsFailed} failed`);
-  await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : undefined);
+  // a drain that gave its reason (a worker's run ended for an edited pipeline) says why the run was cancelled
+  const drainedFor = !runError && status === 'cancelled' ? drainReason(options.drain) : undefined;
+  runLogger.info(
+    `run ${status}: ${totals.docsDone} done, ${totals.docsFailed} failed${drainedFor ? ` (${drainedFor})` : ''}`,
+  );
+  await runLog.finishRun(runId, status, totals, startedAt, runError ? describeError(runError) : drainedFor);
   if (runError && status === 'failed') throw runError;
   return {
     runId,
@@ -1432,4 +1455,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     docsTakenOver: takenOver.size,
     takenOver: [...takenOver.values()],
   };
+}
+
+/**
+ * Why a drained run was stopped, when whoever drained it said so: `drain` aborted with a reason of its own (text, or
+ * an Error other than the AbortError every plain abort() gives).
+ */
+export function drainReason(drain: AbortSignal | undefined): string | undefined {
+  const reason: unknown = drain?.aborted ? drain.reason : undefined;
+  if (typeof reason === 'string') return reason;
+  return reason instanceof Error && reason.name !== 'AbortError' ? reason.message : undefined;
 }

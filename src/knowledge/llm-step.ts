@@ -61,7 +61,8 @@ export const llmConfigProperties = {
     type: 'integer',
     minimum: 0,
     default: 0,
-    description: 'items without a valid answer (after one repair) tolerated before the step fails',
+    description:
+      'items without a valid answer tolerated before the step fails (an invalid answer gets one repair; one cut off or refused, none)',
   },
 } as const;
 

@@ -3,6 +3,7 @@ import { classifyMysqlError } from '../../db/executor.js';
 import type { Engine } from '../../engine/engine.js';
 import { type Plan, planPipeline } from '../../engine/plan.js';
 import { planForRun } from '../../engine/plan-run.js';
+import type { Logger } from '../../engine/plugin.js';
 import { backoffMs } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { runPipeline } from '../../engine/runner.js';
@@ -23,28 +24,44 @@ interface WorkerArgs extends GlobalArgs {
 const REPLAN_CHECK_MS = 5000;
 
 /**
- * Aborts `signal` once the pipeline's rows plan to another version than `plan` (an SQL edit). An edit that makes
- * the pipeline invalid is not taken: the worker goes on under its plan, and says so once.
+ * Aborts `signal` once the pipeline's rows plan to another version than `plan` (an SQL edit), with the reason the
+ * run records. An edit that makes the pipeline invalid is not taken: the worker goes on under its plan and says so,
+ * naming the rows, in the run's log (ki_dev) and on stderr, once per distinct problem.
  */
 function watchPlan(engine: Engine, name: string | undefined, plan: Plan) {
   const changed = new AbortController();
-  let warned = false;
+  let logger: Logger | undefined;
+  let lastRefusal: string | undefined;
   const timer = setInterval(() => {
     planPipeline(engine.dbs.content.sql, engine.registry, name ?? engine.config.pipeline).then(
       (next) => {
-        if (next.versionHash !== plan.versionHash) changed.abort();
+        lastRefusal = undefined;
+        if (next.versionHash !== plan.versionHash)
+          changed.abort(
+            new Error(
+              `pipeline '${plan.pipeline.name}' was edited (${plan.versionHash} -> ${next.versionHash}): the worker goes on under the new plan`,
+            ),
+          );
       },
       (error: unknown) => {
-        if (warned) return;
-        warned = true;
-        process.stderr.write(
-          `cpe worker: the pipeline as edited cannot be used (${describeError(error, 300)}); going on under the plan it started with\n`,
-        );
+        const problem = describeError(error, 300);
+        if (problem === lastRefusal) return;
+        lastRefusal = problem;
+        const line = `the pipeline as edited cannot be used (${problem}); going on under the plan this run started with`;
+        if (logger) logger.warn(line);
+        else process.stderr.write(`cpe worker: ${line}\n`);
       },
     );
   }, REPLAN_CHECK_MS);
   timer.unref();
-  return { signal: changed.signal, stop: () => clearInterval(timer) };
+  return {
+    signal: changed.signal,
+    /** the run's logger: refusals go into its log (and, through it, to stderr) */
+    useLogger: (runLogger: Logger) => {
+      logger = runLogger;
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 /**
@@ -86,6 +103,7 @@ export const workerModule: CommandModule<object, WorkerArgs> = {
                 drain: AbortSignal.any([cancel.signal, changed.signal]),
                 onEvent: progress.onEvent,
                 onLog: progress.onLog,
+                onRunLogger: changed.useLogger,
               });
               changed.stop();
               progress.finish();

@@ -485,10 +485,39 @@ for (const backend of testBackends()) {
       try {
         // planned and running under the pipeline as it is, then it is edited
         await waitFor(async () => /run \d+: pipeline 'slow'/.test(stderr));
+        const [{ id: firstRun }] = await engine.dbs.log.sql.query<{ id: number }>(
+          'SELECT MAX(id) AS id FROM pipeline_runs',
+        );
+        // an edit it cannot use: refused, naming the row, in the run's log too
+        await engine.dbs.content.sql.run(
+          `UPDATE pipeline_steps SET config = '{"ms": "x"}' WHERE ${sleepRow}`,
+        );
+        await waitFor(async () => stderr.includes('the pipeline as edited cannot be used')).catch((e) => {
+          throw new Error(`${e.message}: ${stderr}`);
+        });
+        // written with the run's next flush of its log
+        const refusedLines = () =>
+          engine.dbs.log.sql.query<{ message: string }>(
+            "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn' AND message LIKE 'the pipeline as edited%'",
+            [firstRun],
+          );
+        await waitFor(async () => (await refusedLines()).length > 0);
+        const refused = await refusedLines();
+        expect(refused.length, stderr).to.equal(1);
+        expect(refused[0]!.message).to.match(/pipeline_steps id=\d+/);
         await engine.dbs.content.sql.run(`UPDATE pipeline_steps SET config = '{"ms": 20}' WHERE ${sleepRow}`);
         await waitFor(async () => stderr.includes("pipeline 'slow' changed: planned again")).catch((e) => {
           throw new Error(`${e.message}: ${stderr}`);
         });
+        // the run it ended says why
+        const [ended] = await engine.dbs.log.sql.query<{ status: string; error: string | null }>(
+          'SELECT status, error FROM pipeline_runs WHERE id = ?',
+          [firstRun],
+        );
+        expect(ended!.status).to.equal('cancelled');
+        expect(ended!.error).to.match(
+          /^pipeline 'slow' was edited \(\w+ -> \w+\): the worker goes on under the new plan$/,
+        );
       } finally {
         await engine.dbs.content.sql.run(
           `UPDATE pipeline_steps SET config = '{"ms": 400}' WHERE ${sleepRow}`,

@@ -302,6 +302,31 @@ for (const backend of testBackends()) {
       }
     });
 
+    it('says at the start of a run that files of its folder failed for good earlier, until retried or changed', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'strict', [
+        { name: 'detect', type: 'detect' },
+        { name: 'odd', type: 'misbehaves', config: { mode: 'returns-failed' } },
+      ]);
+      const source = makeSourceFolder(generatedDocuments(2, 'strict'));
+      const warnings = async () => {
+        const lines: string[] = [];
+        await runPipeline(engine, {
+          plan: await plan('strict'),
+          sourceDir: source,
+          concurrency: 1,
+          onLog: (level, line) => {
+            if (level === 'warn') lines.push(line);
+          },
+        });
+        return lines.filter((line) => line.includes('failed in earlier runs'));
+      };
+      // the run that fails them says nothing of earlier failures; the next one, which processes nothing, does
+      expect(await warnings()).to.deep.equal([]);
+      expect(await warnings()).to.deep.equal([
+        "warn: 2 file(s) of this folder failed in earlier runs for a reason no retry mends (a corrupt file, a step's config) and are not processed again until they change: `cpe status` names them, `cpe retry` queues them again",
+      ]);
+    });
+
     /** One generated document through Standard: its row. */
     const oneDocument = async () => {
       const source = makeSourceFolder(generatedDocuments(1));
