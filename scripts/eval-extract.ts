@@ -168,15 +168,29 @@ function referenceText(path: string): string {
 function withoutFurniture(text: string): string {
   const pages = text.split('\f').map((page, i) => ({
     number: i + 1,
-    paragraphs: page
-      .split(/\n\s*\n/)
-      .filter((block) => block.trim() !== '')
-      .map((block) => ({ lines: block.split('\n').map((line) => ({ text: line, size: 10 })) })),
+    paragraphs: edgeLinesApart(page.split(/\n\s*\n/).filter((block) => block.trim() !== '')).map((block) => ({
+      lines: block.split('\n').map((line) => ({ text: line, size: 10 })),
+    })),
   }));
   removePageFurniture(pages);
   return pages
     .map((page) => page.paragraphs.map((p) => p.lines.map((l) => l.text).join('\n')).join('\n\n'))
     .join('\f');
+}
+
+/**
+ * A page's blocks with the first line of its first block and the last line of its last one as blocks of their own:
+ * pdftotext often glues a running header or footer to the paragraph next to it ("...the Conger\n88 FREE CULTURE"),
+ * where the extractor, which sees the line's position, finds it at the page's edge.
+ */
+function edgeLinesApart(blocks: string[]): string[] {
+  if (blocks.length === 0) return blocks;
+  const out = [...blocks];
+  const first = out[0]!.split('\n');
+  if (first.length > 1) out.splice(0, 1, first[0]!, first.slice(1).join('\n'));
+  const last = out[out.length - 1]!.split('\n');
+  if (last.length > 1) out.splice(out.length - 1, 1, last.slice(0, -1).join('\n'), last[last.length - 1]!);
+  return out;
 }
 
 const cell = (value: string) => value.replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 160);

@@ -10,7 +10,7 @@
  * Text comes in content-stream order, which is the reading order the producer wrote (column by column for
  * LaTeX two-column papers); lines are grouped by baseline, with the runs of a line in x order (pdf-lines.ts:
  * formula editors, accents, indices, turned pages), paragraphs by vertical gaps, indentation and font size
- * changes. Unicode repairs for pdf.js's text content (µ kept, ZapfDingbats codes) are in pdf-unicode.ts. Headings come from the outline (bookmarks) when its titles can be found on their pages, else
+ * changes. Unicode repairs for pdf.js's text content (µ kept, ZapfDingbats codes) are in pdf-unicode.ts, Wingdings glyphs in symbol-fonts.ts. Headings come from the outline (bookmarks) when its titles can be found on their pages, else
  * from conservative heuristics: a numbered short line ("1.2 Titel") or a short line in a clearly larger
  * font, standing alone.
  *
@@ -36,6 +36,7 @@ import { removePageFurniture } from './pdf-furniture.js';
 import { fontSizeOf, groupLines, type TextLine } from './pdf-lines.js';
 import { compatibilityForms, dingbatsText, isDingbatsFont } from './pdf-unicode.js';
 import { installPdfWorker, textErrorOf } from './pdf-worker.js';
+import { type SymbolFont, symbolFontOf, symbolFontText } from './symbol-fonts.js';
 import type { ExtractedDocument, ExtractOptions } from './types.js';
 
 /** pixels; larger images are dropped by pdf.js before decoding (a 100000x100000 JBIG2 bomb never allocates) */
@@ -133,6 +134,13 @@ export async function extractPdf(
     refuseUnreadableText(pages, file);
     // running headers and footers out first: they are no headings, and a paragraph runs on over them
     const furniture = removePageFurniture(pages);
+    // a header or footer glued to the text is taken out of its paragraph: the paragraph looks like the lines left
+    for (const page of pages)
+      for (const paragraph of page.paragraphs) {
+        paragraph.size = paragraph.lines[0]!.size;
+        paragraph.bold = paragraph.lines.every((line) => line.bold);
+        paragraph.left = Math.min(...paragraph.lines.map((line) => line.x0));
+      }
     markHeadings(pages, outline);
     return build(pages, info, outline, warnings, furniture);
   } catch (error) {
@@ -342,7 +350,11 @@ async function readPage(page: PDFPageProxy, warnings: string[]): Promise<PageDat
         continue;
       }
       const str = compatibilityForms(item.str);
-      items.push({ ...item, str: font(item.fontName).dingbats ? dingbatsText(str) : str });
+      const { dingbats, symbols } = font(item.fontName);
+      items.push({
+        ...item,
+        str: dingbats ? dingbatsText(str) : symbols ? symbolFontText(str, symbols) : str,
+      });
     }
     lines = groupLines(items, (fontName) => font(fontName).bold);
     if (textError !== undefined) warnings.push(`page ${number}: text read up to an error (${textError})`);
@@ -367,6 +379,8 @@ interface FontFacts {
   bold: boolean;
   /** a ZapfDingbats font: pdf.js passes its character codes through unmapped */
   dingbats: boolean;
+  /** a Windows symbol font (Wingdings): pdf.js gives its glyphs as private use characters */
+  symbols: SymbolFont | undefined;
 }
 
 /** What matters about a font (by pdf.js font id), from its flags and name; remembered per font. */
@@ -375,12 +389,13 @@ function fontFacts(page: PDFPageProxy): (fontName: string) => FontFacts {
   return (fontName) => {
     let facts = known.get(fontName);
     if (facts === undefined) {
-      facts = { bold: false, dingbats: false };
+      facts = { bold: false, dingbats: false, symbols: undefined };
       try {
         if (page.commonObjs.has(fontName)) {
           const font = page.commonObjs.get(fontName) as { name?: string; bold?: boolean } | undefined;
           facts.bold = Boolean(font?.bold) || /bold|black|heavy|semibold|demi/i.test(font?.name ?? '');
           facts.dingbats = isDingbatsFont(font?.name);
+          facts.symbols = symbolFontOf(font?.name);
         }
       } catch {
         // font not resolved: nothing known

@@ -118,6 +118,27 @@ describe('extract/pdf', function () {
     expect(doc.metadata.pageFurniture).to.deep.equal(['Handbuch Qualitätssicherung', 'Seite 1 von 4']);
   });
 
+  it('leaves out a footer whose page numbers jump at a chapter; the word hyphenated over it is whole', async () => {
+    // page 5 opens the second chapter without a number: pages 1-4 print 1-4, pages 6-9 print 5-8
+    const bytes = await renderPdf((doc) => {
+      for (let page = 1; page <= 9; page++) {
+        doc.addPage();
+        const name = 'ABCDEFGHI'[page - 1];
+        const first =
+          page === 8 ? 'ativity. And indeed, that is its motive.' : `Absatz ${name} beginnt die Seite.`;
+        const last = page === 7 ? 'This change protects commercial cre-' : `Absatz ${name} beendet sie.`;
+        doc.font('Helvetica').fontSize(11).text(first, 50, 80, { lineBreak: false });
+        doc.text(last, 50, 110, { lineBreak: false });
+        if (page !== 5)
+          doc.fontSize(9).text(`${page < 5 ? page : page - 1} FREE CULTURE`, 50, 780, { lineBreak: false });
+      }
+    });
+    const doc = await extractPdf(bytes, 'kapitel-seiten.pdf', defaultExtractOptions);
+    expect(doc.text).to.not.match(/FREE CULTURE/);
+    expect(doc.text).to.contain('This change protects commercial creativity.');
+    expect(doc.metadata.pageFurniture).to.deep.equal(['1 FREE CULTURE']);
+  });
+
   it('uses the outline (bookmarks) for headings when present', async () => {
     const bytes = await renderPdf((doc) => {
       doc.addPage();
