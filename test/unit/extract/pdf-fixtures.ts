@@ -191,6 +191,11 @@ export function handWrittenPdf(
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
     ...extra,
   ];
+  return pdfOfObjects(objects, trailer);
+}
+
+/** A PDF of these objects (numbered from 1, the first the catalog), with `trailer` entries added to its trailer. */
+export function pdfOfObjects(objects: readonly string[], trailer = ''): Uint8Array {
   let pdf = '%PDF-1.4\n';
   const offsets: number[] = [];
   objects.forEach((body, i) => {

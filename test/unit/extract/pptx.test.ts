@@ -58,6 +58,16 @@ describe('extract/pptx', () => {
     doc = await extractPptx(pptx, 'schulung.pptx', extractOptions);
   });
 
+  /** The deck with slide 3 made of `shapes`: the result, and the blocks of slide 3. */
+  const withSlide3 = async (shapes: string) => {
+    const result = await extractPptx(
+      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
+      'deck.pptx',
+      extractOptions,
+    );
+    return { result, third: blocksOf(result).filter((b) => b.page === 3) };
+  };
+
   it('makes one page per slide with the slide title as the first, level-1 heading', () => {
     expect(doc.pages.map((p) => p.number)).to.deep.equal([1, 2, 3]);
     expect(doc.pages.map((p) => p.metadata.slideTitle)).to.deep.equal([
@@ -135,12 +145,7 @@ describe('extract/pptx', () => {
       textShape('Oben') +
       group(textShape('In Gruppe') + group(textShape('Tief verschachtelt'))) +
       textShape('7', '<p:ph type="sldNum"/>');
-    const result = await extractPptx(
-      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
-      'deck.pptx',
-      extractOptions,
-    );
-    const third = blocksOf(result).filter((b) => b.page === 3);
+    const { result, third } = await withSlide3(shapes);
     expect(third.map((b) => b.text)).to.deep.equal(['Oben', 'In Gruppe', 'Tief verschachtelt']);
     expect(result.pages[2]!.metadata.slideTitle).to.equal(null);
   });
@@ -252,14 +257,8 @@ describe('extract/pptx', () => {
     );
     expect(paragraphText(equation)).to.equal('Formel: E=mc2');
     const list = `<p:sp><p:nvSpPr><p:cNvPr id="9" name="t"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:pPr lvl="-1"><a:buChar char="•"/></a:pPr><a:r><a:t>Punkt</a:t></a:r></a:p></p:txBody></p:sp>`;
-    const result = await extractPptx(
-      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(list) }),
-      'deck.pptx',
-      extractOptions,
-    );
-    const levels = blocksOf(result)
-      .filter((b) => b.page === 3)
-      .map((b) => b.level ?? 0);
+    const { third } = await withSlide3(list);
+    const levels = third.map((b) => b.level ?? 0);
     expect(Math.min(...levels)).to.equal(0);
   });
 
@@ -279,16 +278,8 @@ describe('extract/pptx', () => {
       equation(
         `<a:p><a:r><a:t>Fläche ist </a:t></a:r>${math(mr('π') + sup('r', '2'))}<a:r><a:t> hier.</a:t></a:r></a:p>`,
       );
-    const result = await extractPptx(
-      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
-      'deck.pptx',
-      extractOptions,
-    );
-    expect(
-      blocksOf(result)
-        .filter((b) => b.page === 3)
-        .map((b) => b.text),
-    ).to.deep.equal(['E=mc2', 'Fläche ist πr2 hier.']);
+    const { third } = await withSlide3(shapes);
+    expect(third.map((b) => b.text)).to.deep.equal(['E=mc2', 'Fläche ist πr2 hier.']);
   });
 
   it('leaves out hidden shapes (text, groups, tables, pictures) and counts them in the page metadata', async () => {
@@ -306,16 +297,8 @@ describe('extract/pptx', () => {
       hide(table, '1') +
       hide(picture, '1') +
       hide(textShape('Sichtbar, hidden="0"'), '0');
-    const result = await extractPptx(
-      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
-      'deck.pptx',
-      extractOptions,
-    );
-    expect(
-      blocksOf(result)
-        .filter((b) => b.page === 3)
-        .map((b) => b.text),
-    ).to.deep.equal(['Umsatz plus 4 %', 'Sichtbar, hidden="0"']);
+    const { result, third } = await withSlide3(shapes);
+    expect(third.map((b) => b.text)).to.deep.equal(['Umsatz plus 4 %', 'Sichtbar, hidden="0"']);
     expect(result.pages[2]!.metadata).to.include({ hiddenShapes: 4, images: 0, tables: 0 });
     expect(result.pages[0]!.metadata).to.not.have.property('hiddenShapes');
   });
@@ -475,16 +458,8 @@ describe('extract/pptx', () => {
           p('Punkt zwei', '<a:pPr><a:buChar char="•"/></a:pPr>'),
       ),
     ].join('');
-    const result = await extractPptx(
-      editPackage(pptx, { 'ppt/slides/slide3.xml': slideXml(shapes) }),
-      'deck.pptx',
-      extractOptions,
-    );
-    expect(
-      blocksOf(result)
-        .filter((b) => b.page === 3)
-        .map((b) => [b.type, b.level, b.text]),
-    ).to.deep.equal([
+    const { third } = await withSlide3(shapes);
+    expect(third.map((b) => [b.type, b.level, b.text])).to.deep.equal([
       ['list_item', 0, '3. Drei'],
       ['list_item', 0, '4. Vier'],
       ['list_item', 0, 'a) Apfel'],

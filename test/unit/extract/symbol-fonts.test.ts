@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { extractPdf } from '../../../src/extract/pdf.js';
 import { symbolFontOf, symbolFontText } from '../../../src/extract/symbol-fonts.js';
 import { defaultExtractOptions } from '../../../src/extract/types.js';
+import { pdfOfObjects } from './pdf-fixtures.js';
 
 /** A ToUnicode map that moves every code into the private use area, as pdf.js reads a symbol font's cmap. */
 const PRIVATE_USE_CMAP = [
@@ -28,17 +29,7 @@ function formPdf(symbolFont: string, lines: Array<[string, string]>): Uint8Array
     `<< /Type /Font /Subtype /TrueType /BaseFont /${symbolFont} /ToUnicode 7 0 R >>`,
     `<< /Length ${PRIVATE_USE_CMAP.length} >>\nstream\n${PRIVATE_USE_CMAP}\nendstream`,
   ];
-  let pdf = '%PDF-1.4\n';
-  const offsets: number[] = [];
-  objects.forEach((body, i) => {
-    offsets.push(Buffer.byteLength(pdf, 'latin1'));
-    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = Buffer.byteLength(pdf, 'latin1');
-  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) pdf += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return new Uint8Array(Buffer.from(pdf, 'latin1'));
+  return pdfOfObjects(objects);
 }
 
 /** the check boxes of a form as Word writes them: Wingdings o and ¨ empty, þ checked, ÿ (no equivalent) */
