@@ -1390,6 +1390,10 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
           };
           wake = done;
           const timer = pollSoon ? setTimeout(done, 500) : undefined;
+          // while items run, what they wait for keeps the process alive (sockets, threads, timers); the poll must
+          // not: an item whose step waits on a promise nothing can settle would otherwise hold the run for ever,
+          // where the command line gives such a call up once nothing else is left (cli/main.ts whenStalled)
+          if (running > 0) timer?.unref();
           stopClaiming.addEventListener('abort', done, { once: true });
         });
         wake = undefined;
