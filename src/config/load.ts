@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { LOCAL_EMBEDDER_MODEL } from '../embed/local-hash.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { maskUrl, registerSecrets, urlSecrets } from '../util/credentials.js';
 import { schemaValidator } from '../util/schema-validators.js';
@@ -191,6 +192,19 @@ export function loadConfig(
       problems.push(`${whereFrom(key)}: ${name} is not a valid URL${hint}`);
     });
   }
+  // without an Ollama host every embedding is local-hash-v2's: another model named would be dropped silently
+  const embedModel = merged.embedModel;
+  const hosts = merged.ollamaHosts;
+  if (
+    typeof embedModel === 'string' &&
+    embedModel !== LOCAL_EMBEDDER_MODEL &&
+    !refused.has('/embedModel') &&
+    Array.isArray(hosts) &&
+    hosts.length === 0
+  )
+    problems.push(
+      `${whereFrom('embedModel')}: embedModel '${embedModel}' is an Ollama model, and no Ollama host is set (CPE_OLLAMA_HOST): without one cpe embeds with ${LOCAL_EMBEDDER_MODEL}; set the host, or leave embedModel unset`,
+    );
   if (problems.length > 0) {
     throw new ConfigError(ErrorCodes.CONFIG_INVALID, `invalid configuration:\n  ${problems.join('\n  ')}`, {
       details: { problems },

@@ -276,6 +276,20 @@ describe('configuration', () => {
     expect(redactCredentials('proxy said: p%wSECRET')).to.equal('proxy said: ***');
   });
 
+  it('refuses an embedding model named without an Ollama host (it would be dropped for local-hash-v2)', () => {
+    const cwd = dir();
+    expect(() => loadConfig({ cwd, env: { CPE_EMBED_MODEL: 'bge-m3' } })).to.throw(
+      ConfigError,
+      "environment CPE_EMBED_MODEL: embedModel 'bge-m3' is an Ollama model, and no Ollama host is set (CPE_OLLAMA_HOST): without one cpe embeds with local-hash-v2; set the host, or leave embedModel unset",
+    );
+    // with a host, or naming the local embedder itself, it loads
+    const withHost = loadConfig({ cwd, env: { CPE_EMBED_MODEL: 'bge-m3', CPE_OLLAMA_HOST: 'gpu1:11434' } });
+    expect(withHost.config.embedModel).to.equal('bge-m3');
+    expect(loadConfig({ cwd, env: { CPE_EMBED_MODEL: 'local-hash-v2' } }).config.embedModel).to.equal(
+      'local-hash-v2',
+    );
+  });
+
   it('names the file, line and column of a JSON syntax error, never quoting the file (it may hold a secret)', () => {
     const cases: Array<[string, string]> = [
       ['{"anthropicApiKey": sk-ant-SECRETKEY123456}', 'line 1, column 21 (a value expected'],
