@@ -2,7 +2,7 @@ import { comparedName } from '../db/collation.js';
 import { insertOrExistingId } from '../db/insert-or-existing.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists } from '../db/statement-shapes.js';
-import { describeError } from '../errors.js';
+import { describeError, ErrorCodes, isCpeError } from '../errors.js';
 import { fillPrompt } from '../llm/prompts.js';
 import { pointIdFromKey } from '../vectors/point-id.js';
 import { documentTitle, headingLabel, loadChunks } from './chunks.js';
@@ -324,9 +324,14 @@ export async function embedEntities(
     const embedded = await storeEntityPoints(ctx, keep, keepVectors);
     return { embedded, merged };
   } catch (error) {
-    ctx.log.warn(`entities not embedded (they are stored in SQL): ${describeError(error, 500)}`, {
-      entities: entityIds.length,
-    });
+    // the refusal of an `entities` collection built with another model says how to rebuild it: cut, it would not
+    const advice = isCpeError(error) && error.code === ErrorCodes.COLLECTION_MISMATCH;
+    ctx.log.warn(
+      `entities not embedded (they are stored in SQL): ${describeError(error, advice ? 2000 : 500)}`,
+      {
+        entities: entityIds.length,
+      },
+    );
     return { embedded: 0, merged: 0 };
   }
 }

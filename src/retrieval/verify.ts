@@ -8,7 +8,7 @@ import { collectionMismatch } from '../vectors/collection-stamp.js';
 import { chunkPointId } from '../vectors/point-id.js';
 import { SqlVectorIndex } from '../vectors/sql-vector-index.js';
 import { storeDocumentPoints } from '../vectors/store-points.js';
-import { pointCollectionsByPipeline } from './embed-settings.js';
+import { embedSettings, pointCollectionsByPipeline } from './embed-settings.js';
 import { embedderOptions, type RetrievalServices } from './search.js';
 
 export interface VerifyOptions {
@@ -18,6 +18,11 @@ export interface VerifyOptions {
   maxEmbedChars?: number;
   /** the pipeline's embed model (see SearchOptions) */
   embedModel?: string;
+  /**
+   * the pipeline whose runs' chunk collection (embedSettings) the `entities` collection is checked along with
+   * (default: the default pipeline, as `cpe run` picks it)
+   */
+  pipeline?: string;
   signal?: AbortSignal;
   log?: Logger;
 }
@@ -82,6 +87,13 @@ export interface VerifyReport {
   collectionDimensions?: number;
   /** a model or size mismatch: not repairable in place */
   mismatch?: string;
+  /**
+   * the `entities` collection built with another model or size than the configured embedder's, which entity points
+   * are embedded with: one of the problems, and how to rebuild it (repair stores no entity point meanwhile)
+   */
+  entityMismatch?: string;
+  /** why the `entities` collection was not checked: it is checked along with the runs' chunk collection only */
+  entitiesNotChecked?: string;
   counts: VerifyCounts;
   /** one line per kind of disagreement */
   problems: string[];
@@ -176,6 +188,16 @@ export async function verifyIndex(
   }
 
   const { db } = services;
+  // Entity points belong to the data set, not to one chunk collection: they are checked along with the collection
+  // its runs store chunks into, whatever its name (a new one after a model switch, or one named so that data sets
+  // share a Qdrant), and not again with every other collection verified by name.
+  const runsCollection = (await embedSettings(db, options.pipeline)).collection;
+  const checkEntities = collection === runsCollection;
+  if (!checkEntities) {
+    report.entitiesNotChecked =
+      `entities not checked: the '${ENTITY_COLLECTION}' collection is checked along with '${runsCollection}', ` +
+      "the collection the pipeline's runs store chunks into (cpe verify without --collection checks both)";
+  }
   const points = info.exists ? await index.listPoints(collection) : [];
   const documents = await db.query<{
     id: number;
@@ -310,11 +332,16 @@ export async function verifyIndex(
   if (wrongRefs.length > 0) {
     report.problems.push(`${wrongRefs.length} chunks do not name their point in chunks.qdrant_id`);
   }
-  const entities =
-    collection === 'documents' ? await entityDisagreements(services, index) : { unpointed: [], orphans: [] };
+  const entities = checkEntities
+    ? await entityDisagreements(services, index)
+    : { unpointed: [], orphans: [], mismatch: undefined };
   const { unpointed } = entities;
   c.entitiesWithoutPoint = unpointed.length;
   c.entityOrphans = entities.orphans.length;
+  if (entities.mismatch) {
+    report.entityMismatch = entities.mismatch;
+    report.problems.push(entities.mismatch);
+  }
   if (unpointed.length > 0) {
     const gone = unpointed.filter((e) => e.qdrant_id !== null).length;
     const why = [
@@ -373,7 +400,10 @@ export async function verifyIndex(
       remade,
     );
   }
-  if (unpointed.length > 0) {
+  // Into a collection built with another model no entity point goes: the mismatch says how to rebuild it, and the
+  // repair after that stores every entity's point.
+  const entitiesToStore = entities.mismatch ? [] : unpointed;
+  if (entitiesToStore.length > 0) {
     // the embedder storeEntityPoints embeds entities with: the configured default, not the pipeline's
     const entityEmbedder = await services.providers.embedder();
     await index.ensureCollection(
@@ -425,7 +455,7 @@ export async function verifyIndex(
       model: embedder.model,
     });
   }
-  const entitiesStored = await storeEntityPoints({ ...services, signal: options.signal }, unpointed);
+  const entitiesStored = await storeEntityPoints({ ...services, signal: options.signal }, entitiesToStore);
   report.repaired = {
     pointsDeleted: doomed.length + entities.orphans.length,
     documentsRestored: toRestore.size,
@@ -449,12 +479,35 @@ export async function verifyIndex(
  *
  * The collection is listed before the entities are read, as verifyIndex lists chunk points: an entity's row is
  * committed before its point is stored, so an entity_extract going on cannot make its new points orphans.
+ *
+ * A collection built with another model or size than the configured embedder's (entity points are embedded with it,
+ * see storeEntityPoints) is a mismatch: entity_extract stores no point in it, only warns.
  */
 async function entityDisagreements(
   services: RetrievalServices,
   index: Awaited<ReturnType<RetrievalServices['providers']['vectors']>>,
-): Promise<{ unpointed: Array<EntityRow & { qdrant_id: string | null }>; orphans: string[] }> {
-  const exists = (await index.describeCollection(ENTITY_COLLECTION)).exists;
+): Promise<{
+  unpointed: Array<EntityRow & { qdrant_id: string | null }>;
+  orphans: string[];
+  mismatch?: string;
+}> {
+  const info = await index.describeCollection(ENTITY_COLLECTION);
+  const { exists } = info;
+  let mismatch: string | undefined;
+  if (exists) {
+    const embedder = await services.providers.embedder();
+    if (
+      (info.model !== undefined && info.model !== embedder.model) ||
+      info.dimensions !== embedder.dimensions
+    ) {
+      mismatch = collectionMismatch(
+        index.kind,
+        ENTITY_COLLECTION,
+        { ...info, location: index.location },
+        { model: embedder.model, size: embedder.dimensions, distance: 'Cosine' },
+      ).message;
+    }
+  }
   const points = exists ? (await index.listPoints(ENTITY_COLLECTION)).map((p) => p.id) : [];
   const entities = await services.db.query<EntityRow & { qdrant_id: string | null }>(
     'SELECT id, name, normalized_name, type, description, qdrant_id FROM entities',
@@ -470,6 +523,7 @@ async function entityDisagreements(
   return {
     unpointed: entities.filter((e) => e.qdrant_id === null || !present.has(String(e.qdrant_id))),
     orphans: points.filter((id) => !owned.has(id)),
+    mismatch,
   };
 }
 

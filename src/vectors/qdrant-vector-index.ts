@@ -1,5 +1,6 @@
 import type { QdrantClient } from '@qdrant/js-client-rest';
 import type { SqlExecutor } from '../db/sql.js';
+import { inList } from '../db/statement-shapes.js';
 import { CpeError, ErrorCodes, isTransientNodeError, ProviderError } from '../errors.js';
 import { ENTITY_COLLECTION } from '../knowledge/retract.js';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../llm/provider-errors.js';
@@ -10,6 +11,7 @@ import {
   checkStamp,
   collectionMismatch,
   deleteStamp,
+  moveStamp,
   readStamp,
   writeStamp,
 } from './collection-stamp.js';
@@ -51,6 +53,8 @@ export const PAYLOAD_INDEXES: ReadonlyArray<{ field: string; schema: 'integer' |
 
 const SCROLL_PAGE = 1000;
 const DELETE_BATCH = 1000;
+/** points of a collection stamped at another Qdrant looked up in SQL to tell a moved copy from another data set's */
+const OWNERSHIP_SAMPLE = 32;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -85,6 +89,8 @@ export class QdrantVectorIndex implements VectorIndex {
   private readonly timeoutMs: number;
   private readonly upsertBatch: number;
   private readonly ensured = new Map<string, string>();
+  /** collections stamped at another Qdrant, per name: whether their points are this data set's (checkLocation) */
+  private readonly moved = new Map<string, Promise<boolean>>();
   private readonly url: string;
   private readonly log: IndexLog;
 
@@ -222,6 +228,7 @@ export class QdrantVectorIndex implements VectorIndex {
       if (stamp)
         (options.log ?? this.log).warn(recreatedMessage(name, stamp, this.location), { collection: name });
       await writeStamp(this.db, 'qdrant', name, this.location, spec);
+      this.moved.delete(name);
       this.ensured.set(name, key);
       return;
     }
@@ -234,8 +241,10 @@ export class QdrantVectorIndex implements VectorIndex {
         spec,
       );
     }
-    if (stamp) checkStamp(stamp, spec);
-    else await this.adopt(name, spec);
+    if (stamp) {
+      checkStamp(stamp, spec);
+      await this.checkLocation(name, stamp, options.log ?? this.log);
+    } else await this.adopt(name, spec, options.log ?? this.log);
     this.ensured.set(name, key);
   }
 
@@ -245,12 +254,127 @@ export class QdrantVectorIndex implements VectorIndex {
    * `verify --repair` deleted every point of it as an orphan, and runs overwrote its points (point ids come from
    * document ids). One stamped meanwhile was made by another process of this data set, which stamps before it stores.
    */
-  private async adopt(name: string, spec: CollectionSpec): Promise<void> {
+  private async adopt(name: string, spec: CollectionSpec, log: IndexLog): Promise<void> {
     const points = await this.count(name);
     if (points === 0) return writeStamp(this.db, 'qdrant', name, this.location, spec);
     const stamp = await readStamp(this.db, 'qdrant', name);
     if (!stamp) throw foreignCollection(name, points, this.location);
     checkStamp(stamp, spec);
+    await this.checkLocation(name, stamp, log, points);
+  }
+
+  /**
+   * A stamp that names another Qdrant: this data set made its collection of that name there. The one here is either
+   * a copy of it (a snapshot restored on a new host: the data set moved with its points) or another data set's
+   * that only has the same name, and trusting the stamp made the second one this data set's: search answered with its
+   * points, `verify --repair` deleted them as orphans. Only the points tell the two apart, so a sample of them is
+   * looked up in SQL, once per process and collection: a copy is taken on (its stamp names this Qdrant from now on),
+   * another data set's is refused as one without a stamp is. An empty collection holds nobody's points: it is used
+   * as before.
+   */
+  private async checkLocation(
+    name: string,
+    stamp: CollectionStamp,
+    log: IndexLog,
+    points?: number,
+  ): Promise<void> {
+    if (stamp.location === this.location) return;
+    const count = points ?? (await this.count(name));
+    if (count === 0) return;
+    let verdict = this.moved.get(name);
+    if (!verdict) {
+      verdict = this.settleMove(name, stamp, log);
+      this.moved.set(name, verdict);
+      // a failure to find out (Qdrant or SQL not answering) is no verdict: the next call asks again
+      verdict.catch(() => this.moved.delete(name));
+    }
+    if (!(await verdict)) throw foreignCollection(name, count, this.location, stamp.location);
+  }
+
+  /** Takes on a collection stamped at another Qdrant if it holds this data set's points; false if it does not. */
+  private async settleMove(name: string, stamp: CollectionStamp, log: IndexLog): Promise<boolean> {
+    if (!(await this.holdsOwnPoints(name))) return false;
+    await moveStamp(this.db, 'qdrant', name, this.location);
+    log.warn(
+      `collection '${name}' in Qdrant ${this.location} holds this data set's points, although cpe had made it at ` +
+        `${stamp.location}: taken as moved here (copied from there), it is used from now on. If the copy is older ` +
+        `than the data set, cpe verify --repair stores what it lacks.`,
+      { collection: name, from: stamp.location, to: this.location },
+    );
+    return true;
+  }
+
+  /**
+   * Whether any point of a sample of the collection is one this data set stored: the SQL row that names the point
+   * (chunks.qdrant_id, entities.qdrant_id) agrees with its payload. The id alone would not do: a chunk's point id
+   * comes from its document id and chunk index, an entity's from its name and type, and another data set numbers its
+   * documents from 1 as well; so the chunk (chunk_id) and its file (source_path) must match too, and for an entity
+   * its id, name and type.
+   */
+  private async holdsOwnPoints(name: string): Promise<boolean> {
+    const page = await this.call(`scroll '${name}'`, (client) =>
+      client.scroll(name, {
+        limit: OWNERSHIP_SAMPLE,
+        with_payload: ['document_id', 'chunk_id', 'source_path', 'entity_id', 'name', 'type'],
+        with_vector: false,
+      }),
+    );
+    const sample = page.points.map((p) => ({
+      id: String(p.id).toLowerCase(),
+      payload: (p.payload ?? {}) as Record<string, unknown>,
+    }));
+    // emptied since it was counted: nobody's points to protect, as with an empty collection
+    if (sample.length === 0) return true;
+    const ids = (field: string) => [
+      ...new Set(
+        sample.map((p) => Number(p.payload[field])).filter((id) => Number.isSafeInteger(id) && id > 0),
+      ),
+    ];
+    const names = (qdrantId: unknown) => (qdrantId === null ? undefined : String(qdrantId).toLowerCase());
+    if (name === ENTITY_COLLECTION) {
+      const entityIds = ids('entity_id');
+      if (entityIds.length === 0) return false;
+      const list = inList(entityIds);
+      const rows = await this.db.query<{ id: number; name: string; type: string; qdrant_id: string | null }>(
+        `SELECT id, name, type, qdrant_id FROM entities WHERE id IN (${list.marks})`,
+        list.values,
+      );
+      const byId = new Map(rows.map((row) => [Number(row.id), row]));
+      return sample.some((p) => {
+        const row = byId.get(Number(p.payload.entity_id));
+        return (
+          row !== undefined &&
+          names(row.qdrant_id) === p.id &&
+          row.name === p.payload.name &&
+          row.type === p.payload.type
+        );
+      });
+    }
+    const documentIds = ids('document_id');
+    if (documentIds.length === 0) return false;
+    const list = inList(documentIds);
+    const rows = await this.db.query<{
+      id: number;
+      document_id: number;
+      qdrant_id: string | null;
+      source_path: string;
+    }>(
+      `SELECT c.id, c.document_id, c.qdrant_id, d.source_path
+       FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.document_id IN (${list.marks})`,
+      list.values,
+    );
+    const byPoint = new Map(rows.map((row) => [names(row.qdrant_id), row]));
+    return sample.some((p) => {
+      const row = byPoint.get(p.id);
+      const chunkId = p.payload.chunk_id;
+      return (
+        row !== undefined &&
+        Number(row.document_id) === Number(p.payload.document_id) &&
+        row.source_path === p.payload.source_path &&
+        // listPoints and verify take a point without chunk_id too: it is matched by id, document and file
+        (typeof chunkId !== 'number' || chunkId === Number(row.id))
+      );
+    });
   }
 
   /**
@@ -260,6 +384,7 @@ export class QdrantVectorIndex implements VectorIndex {
   async describeCollection(name: string): Promise<CollectionInfo> {
     if (!(await this.exists(name))) {
       this.ensured.delete(name);
+      this.moved.delete(name);
       return { name, exists: false, points: 0 };
     }
     const [config, stamp, points] = await Promise.all([
@@ -268,6 +393,7 @@ export class QdrantVectorIndex implements VectorIndex {
       this.count(name),
     ]);
     if (!stamp && points > 0) throw foreignCollection(name, points, this.location);
+    if (stamp) await this.checkLocation(name, stamp, this.log, points);
     return {
       name,
       exists: true,
@@ -409,6 +535,7 @@ export class QdrantVectorIndex implements VectorIndex {
     }
     await deleteStamp(this.db, 'qdrant', name);
     this.ensured.delete(name);
+    this.moved.delete(name);
   }
 
   /**
@@ -428,24 +555,40 @@ export class QdrantVectorIndex implements VectorIndex {
 }
 
 /**
- * The refusal of a collection with points that this data set has no stamp of, saying what to do: a collection of its
- * own under another name, or deleting this one when it is really left over. A configuration error (exit 2).
+ * The refusal of a collection with points that this data set has no stamp of (or a stamp of another Qdrant, `madeAt`,
+ * while none of the points is its own), saying what to do: a collection of its own under another name, the Qdrant
+ * it made its collection in, or deleting this one when it is really left over. A configuration error (exit 2).
  */
-function foreignCollection(name: string, points: number, location: string): CpeError {
+function foreignCollection(name: string, points: number, location: string, madeAt?: string): CpeError {
   const rename =
     name === ENTITY_COLLECTION
       ? `the name of the '${ENTITY_COLLECTION}' collection is fixed: give this data set a Qdrant of its own (CPE_QDRANT_URL)`
       : `give this data set a collection of its own: set config.collection on the pipeline's embed step and on its ` +
         `vector_store step (if it has one), and put the new name in place of '${name}' in config.collections of its ` +
         'collection_setup and index_optimize steps; or give it a Qdrant of its own (CPE_QDRANT_URL)';
+  // the stamp says where this data set's own collection of that name is: perhaps CPE_QDRANT_URL names the wrong one
+  const made =
+    madeAt === undefined
+      ? ''
+      : ` (it made its collection '${name}' in Qdrant ${madeAt}, and none of the points looked at here is one of its own)`;
+  const back =
+    madeAt === undefined ? '' : `set CPE_QDRANT_URL to ${madeAt} again if that is the one meant; or `;
   return new CpeError(
     ErrorCodes.COLLECTION_MISMATCH,
     `collection '${name}' in Qdrant ${location} holds ${points} point${points === 1 ? '' : 's'}, but this data set (its ki_content database) ` +
-      `did not make it: it belongs to another data set using this Qdrant, or is left over. cpe leaves it alone ` +
-      `(verify --repair would delete its points, a run would overwrite them). To go on, ${rename}. Only if the ` +
+      `did not make it${made}: it belongs to another data set using this Qdrant, or is left over. cpe leaves it alone ` +
+      `(verify --repair would delete its points, a run would overwrite them). To go on, ${back}${rename}. Only if the ` +
       `collection is really left over: delete it in Qdrant (DELETE ${location}/collections/${name}), then run ` +
       "cpe verify --repair to store this data set's points.",
-    { details: { collection: name, backend: 'qdrant', location, points } },
+    {
+      details: {
+        collection: name,
+        backend: 'qdrant',
+        location,
+        points,
+        ...(madeAt !== undefined && { madeAt }),
+      },
+    },
   );
 }
 

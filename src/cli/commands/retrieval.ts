@@ -210,10 +210,18 @@ export const verifyModule: CommandModule<object, IndexArgs & { repair?: boolean;
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const report = await verifyIndex(
         { db: engine.dbs.content.sql, providers: engine.providers },
-        { repair: args.repair, ...(await indexSettings(engine, args)) },
+        {
+          repair: args.repair,
+          ...(await indexSettings(engine, args)),
+          pipeline: args.pipeline ?? engine.config.pipeline,
+        },
       );
       if (args.json) printJson(report);
-      else process.stdout.write(`${formatVerifyReport(report)}\n`);
+      else {
+        process.stdout.write(`${formatVerifyReport(report)}\n`);
+        // a collection named with --collection is verified without the entities: the output says so, not only OK
+        if (report.entitiesNotChecked) process.stdout.write(`${report.entitiesNotChecked}\n`);
+      }
       return report.ok ? EXIT_OK : EXIT_FAILURES;
     });
   },
