@@ -208,6 +208,11 @@ export interface RunSummary extends RunTotals {
    */
   docsTakenOver: number;
   takenOver: Array<{ path: string; documentId: number | null }>;
+  /**
+   * Documents of unchanged files the run's scan queued again: every one with `force`, else those not up to date with
+   * the pipeline (a step added or its config changed). The detect step's counts show only new, changed and deleted.
+   */
+  docsRequeued: number;
 }
 
 /**
@@ -1038,12 +1043,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     return 'done';
   };
 
+  let docsRequeued = 0;
   // retries of LLM requests inside a step (a failing or hung server) go into this run's log as they happen
   const stopRetryNotices = onLlmRetry((notice) => runLogger.warn(describeRetry(notice)));
   try {
     await runRunSteps('pre');
     if (options.runPreSteps !== false && options.sourceDir) {
-      await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
+      docsRequeued = await engine.requeueStale(plan, options.sourceDir, options.force ?? false);
       // the files its scan could not read are this run's failures too (detect recorded them in the queue)
       if (plan.hasStepType('detect')) {
         for (const file of await unreadableFiles(db, options.sourceDir)) {
@@ -1458,6 +1464,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     ...totals,
     docsTakenOver: takenOver.size,
     takenOver: [...takenOver.values()],
+    docsRequeued,
   };
 }
 

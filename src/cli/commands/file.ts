@@ -10,7 +10,7 @@ import { ConfigError, ErrorCodes } from '../../errors.js';
 import { commandLine } from '../../util/command-line.js';
 import { sha256File } from '../../util/hash.js';
 import { withEngine } from '../engine-options.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { EXIT_FAILURES, EXIT_OK, exitCodeOfRun } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 import { printJson } from '../table.js';
@@ -19,8 +19,10 @@ import { printSummary, type RunArgs, runOptions } from './run.js';
 export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
   command: 'file <path>',
   describe: 'process one file now (queued and processed like any other; unchanged files cost nothing)',
+  // --force only: one file, processed now (no folder, no concurrency, hashed anyway); a dry run would have to plan
+  // what `run --dry-run` plans for a folder, and was a real run
   builder: (y) =>
-    runOptions(y).positional('path', {
+    runOptions(y, ['force']).positional('path', {
       type: 'string',
       demandOption: true,
       describe: 'the file',
@@ -92,7 +94,7 @@ export const fileModule: CommandModule<object, RunArgs & { path: string }> = {
         });
         progress.finish();
         printSummary(summary, args.json);
-        return summary.docsFailed === 0 && summary.status === 'ok' ? EXIT_OK : EXIT_FAILURES;
+        return exitCodeOfRun(summary);
       } finally {
         cancel.dispose();
       }

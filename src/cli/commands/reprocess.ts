@@ -4,12 +4,13 @@ import { getDocument, supersededReason } from '../../engine/documents.js';
 import { planForRun } from '../../engine/plan-run.js';
 import { enqueue, findQueueItem, inFlight, type QueueAction } from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
-import { runPipeline } from '../../engine/runner.js';
+import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { commandLine } from '../../util/command-line.js';
 import { positiveId, withEngine } from '../engine-options.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { EXIT_FAILURES, EXIT_OK, exitCodeOfRun } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
+import { cancelOnSignals } from '../signals.js';
 import { printSummary, type RunArgs, runOptions } from './run.js';
 
 /**
@@ -47,8 +48,9 @@ async function reportTakenItem(
 export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = {
   command: 'reprocess <id>',
   describe: 'reprocess a document version from the archive (its source file may have changed or vanished)',
+  // none of the run options but --pipeline and --json: one version from the archive, every step (forced anyway)
   builder: (y) =>
-    runOptions(y)
+    runOptions(y, [])
       .positional('id', {
         type: 'number',
         demandOption: true,
@@ -92,18 +94,27 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
         forced: true,
       });
       const progress = createProgress(process.stderr, args.json);
-      const summary = await runPipeline(engine, {
-        plan,
-        concurrency: 1,
-        runPreSteps: false,
-        force: true,
-        onlyPaths: [doc.source_path],
-        onEvent: progress.onEvent,
-        onLog: progress.onLog,
-      });
+      const cancel = cancelOnSignals();
+      let summary: RunSummary;
+      try {
+        summary = await runPipeline(engine, {
+          plan,
+          concurrency: 1,
+          runPreSteps: false,
+          force: true,
+          onlyPaths: [doc.source_path],
+          // Ctrl-C / SIGTERM: the document in flight finishes its steps (it was killed in the middle of one)
+          drain: cancel.signal,
+          onEvent: progress.onEvent,
+          onLog: progress.onLog,
+        });
+      } finally {
+        cancel.dispose();
+      }
       progress.finish();
       printSummary(summary, args.json);
-      if (summary.docsTotal > 0) return summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+      // cancelled before it took the item: the item stays queued (forced) for the next run or worker
+      if (summary.docsTotal > 0 || summary.status === 'cancelled') return exitCodeOfRun(summary);
       return reportTakenItem(db, doc.id, doc.source_path, doc.content_hash, action);
     });
   },

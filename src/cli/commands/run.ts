@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv, CommandModule, Options } from 'yargs';
 import type { Engine } from '../../engine/engine.js';
 import { planPipeline } from '../../engine/plan.js';
 import { planForRun, recordRefusedRun } from '../../engine/plan-run.js';
@@ -10,7 +10,7 @@ import { ConfigError, ErrorCodes } from '../../errors.js';
 import { commandLine } from '../../util/command-line.js';
 import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngine } from '../engine-options.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { EXIT_OK, exitCodeOfRun } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
 import { cancelOnSignals } from '../signals.js';
 
@@ -24,21 +24,33 @@ export interface RunArgs extends GlobalArgs {
   json?: boolean;
 }
 
-export const runOptions = <T>(yargs: Argv<T>) =>
+/**
+ * The options of the commands that run a pipeline beyond --pipeline and --json, each described once. A command offers
+ * those it honours (runOptions): one it accepted and ignored did what the user had not asked for (`cpe file
+ * --dry-run` stored the file, `cpe watch --force` forced nothing), where yargs' strict mode refuses it.
+ */
+const runOptionSpecs = {
+  source: { type: 'string', describe: 'folder to scan (CPE_SOURCE)' },
+  concurrency: { type: 'number', describe: 'documents processed at once (default 4)' },
+  'dry-run': { type: 'boolean', describe: 'list what would be done per file; change nothing' },
+  force: {
+    type: 'boolean',
+    describe: 'reprocess every document, ignoring checkpoints (caches still apply)',
+  },
+  rehash: {
+    type: 'boolean',
+    describe:
+      'read and hash every source file, also those whose size, times and inode are unchanged since they were hashed',
+  },
+} as const satisfies Record<string, Options>;
+
+export type RunOption = keyof typeof runOptionSpecs;
+
+/** --pipeline and --json, which every command that runs a pipeline honours, and those of `honoured`. */
+export const runOptions = <T>(yargs: Argv<T>, honoured: readonly RunOption[]) =>
   globalOptions(yargs)
     .option('pipeline', { type: 'string', describe: 'pipeline name (default: the is_default one)' })
-    .option('source', { type: 'string', describe: 'folder to scan (CPE_SOURCE)' })
-    .option('concurrency', { type: 'number', describe: 'documents processed at once (default 4)' })
-    .option('dry-run', { type: 'boolean', describe: 'list what would be done per file; change nothing' })
-    .option('force', {
-      type: 'boolean',
-      describe: 'reprocess every document, ignoring checkpoints (caches still apply)',
-    })
-    .option('rehash', {
-      type: 'boolean',
-      describe:
-        'read and hash every source file, also those whose size, times and inode are unchanged since they were hashed',
-    })
+    .options(Object.fromEntries(honoured.map((name) => [name, runOptionSpecs[name]])))
     .option('json', { type: 'boolean', describe: 'print the run summary as JSON' });
 
 export function printSummary(summary: RunSummary, json: boolean | undefined) {
@@ -60,12 +72,25 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
     );
 }
 
-/** What a scan found and queued, from its detect step's counts. */
-function scanLine(sourceDir: string, counts: Record<string, number>): string {
+/**
+ * What a scan found and queued, from its detect step's counts, and the unchanged files whose documents it queued
+ * again (`requeued`: every one with --force, else those not up to date with the pipeline). Those were left out: a
+ * `scan --force` said "nothing to queue" and queued every file.
+ */
+function scanLine(
+  sourceDir: string,
+  counts: Record<string, number>,
+  requeued: number,
+  force: boolean,
+): string {
   const n = (key: string) => counts[key] ?? 0;
-  const queued = n('new') + n('update') + n('delete');
+  const queued = n('new') + n('update') + n('delete') + requeued;
+  const again =
+    requeued > 0
+      ? ` (${requeued} queued again: ${force ? '--force' : 'not up to date with the pipeline'})`
+      : '';
   return (
-    `scanned ${sourceDir}: ${n('new')} new, ${n('update')} changed, ${n('unchanged')} unchanged, ${n('delete')} deleted; ` +
+    `scanned ${sourceDir}: ${n('new')} new, ${n('update')} changed, ${n('unchanged')} unchanged${again}, ${n('delete')} deleted; ` +
     (queued > 0 ? `${queued} queued (\`cpe process\` processes them)\n` : 'nothing to queue\n')
   );
 }
@@ -133,8 +158,9 @@ export async function runCommand(
     });
     progress.finish();
     printSummary(summary, args.json);
-    if (!mode.process && scanned && !args.json) process.stdout.write(scanLine(sourceDir!, scanned));
-    return summary.status === 'ok' && summary.docsFailed === 0 ? EXIT_OK : EXIT_FAILURES;
+    if (!mode.process && scanned && !args.json)
+      process.stdout.write(scanLine(sourceDir!, scanned, summary.docsRequeued, args.force ?? false));
+    return exitCodeOfRun(summary);
   } finally {
     cancel.dispose();
   }
@@ -143,7 +169,8 @@ export async function runCommand(
 export const runModule: CommandModule<object, RunArgs> = {
   command: 'run',
   describe: 'scan the source folder and process everything queued with a pipeline',
-  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  builder: (y) =>
+    runOptions(y, ['source', 'concurrency', 'dry-run', 'force', 'rehash']) as unknown as Argv<RunArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(
       args,
@@ -156,14 +183,15 @@ export const runModule: CommandModule<object, RunArgs> = {
 export const allModule: CommandModule<object, RunArgs> = {
   command: 'all',
   describe: "scan and process everything (the original system's name for run)",
-  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  builder: runModule.builder,
   handler: runModule.handler,
 };
 
 export const scanModule: CommandModule<object, RunArgs> = {
   command: 'scan',
   describe: 'scan the source folder and queue new, changed and deleted files (no processing)',
-  builder: (y) => runOptions(y) as unknown as Argv<RunArgs>,
+  // no --concurrency: a scan processes no document
+  builder: (y) => runOptions(y, ['source', 'dry-run', 'force', 'rehash']) as unknown as Argv<RunArgs>,
   handler: async (args) => {
     process.exitCode = await withEngine(args, { source: args.source }, (engine) =>
       runCommand(engine, args, { scan: true, process: false }),
@@ -174,8 +202,9 @@ export const scanModule: CommandModule<object, RunArgs> = {
 export const processModule: CommandModule<object, RunArgs & { limit?: number }> = {
   command: 'process',
   describe: 'process queued items (no scan)',
+  // no --source or --rehash: it takes what is queued and reads no folder
   builder: (y) =>
-    runOptions(y)
+    runOptions(y, ['concurrency', 'dry-run', 'force'])
       .option('limit', {
         type: 'number',
         describe: 'stop after this many queue items',

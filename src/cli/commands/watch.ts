@@ -34,8 +34,9 @@ function checkDebounce(argv: { debounce?: unknown }): true {
 export const watchModule: CommandModule<object, RunArgs & { debounce: number }> = {
   command: 'watch',
   describe: 'watch an import folder and process what arrives (debounced; files still being written wait)',
+  // no --dry-run, --force or --rehash: each pass is a run of what changed, as it would have to be for every pass
   builder: (y) =>
-    runOptions(y)
+    runOptions(y, ['source', 'concurrency'])
       .option('debounce', {
         type: 'number',
         default: 1500,
@@ -70,7 +71,7 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
           if (next.versionHash !== plan.versionHash)
             process.stderr.write(`pipeline '${next.pipeline.name}' changed: planned again\n`);
           plan = next;
-          const progress = createProgress();
+          const progress = createProgress(process.stderr, args.json);
           const summary = await runPipeline(engine, {
             plan,
             sourceDir,
@@ -83,7 +84,8 @@ export const watchModule: CommandModule<object, RunArgs & { debounce: number }> 
             onLog: progress.onLog,
           });
           progress.finish();
-          printSummary(summary, false);
+          // --json: each pass's summary as a JSON object, one after the other
+          printSummary(summary, args.json);
         };
         try {
           await watchFolder(sourceDir, {

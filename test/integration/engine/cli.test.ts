@@ -261,10 +261,14 @@ for (const backend of testBackends()) {
       expect(config.stdout).to.match(/^ {2}ANTHROPIC_API_KEY \(unset\)$/m);
     });
 
-    it('turns SIGINT into a cancelled run with nothing left locked', async () => {
+    it('turns SIGINT into a cancelled run with nothing left locked, exit 130', async () => {
       const source = makeSourceFolder(generatedDocuments(6, 'sigint'));
       const child = spawnCli(['run', '--pipeline=slow', `--source=${source}`, '--concurrency=2'], setup.env);
+      let stdout = '';
       let stderr = '';
+      child.stdout.on('data', (d) => {
+        stdout += d;
+      });
       child.stderr.on('data', (d) => {
         stderr += d;
       });
@@ -272,7 +276,9 @@ for (const backend of testBackends()) {
       await new Promise((r) => setTimeout(r, 700));
       child.kill('SIGINT');
       const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-      expect(code).to.be.oneOf([0, 1]);
+      // stopped unfinished with no document failed: neither 0 (everything done) nor 1 (documents failed)
+      expect(stdout).to.match(/^run \d+ cancelled: \d+ done, 0 failed/);
+      expect(code, stdout).to.equal(130);
       const engine = await setup.open();
       try {
         const [run] = await engine.dbs.log.sql.query<Record<string, any>>(

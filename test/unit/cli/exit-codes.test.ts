@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { exitCodeOfRun } from '../../../src/cli/exit-codes.js';
 import { printError } from '../../../src/cli/print-error.js';
 import { StepError } from '../../../src/engine/step-error.js';
 import { ConfigError, CpeError, ErrorCodes, ProviderError } from '../../../src/errors.js';
@@ -29,5 +30,16 @@ describe('the exit code of an error', () => {
     );
     expect(exitCodeOf(new CpeError(ErrorCodes.STEP_FAILED, 'x'))).to.equal(1);
     expect(exitCodeOf(new Error('x'))).to.equal(1);
+  });
+});
+
+describe('the exit code of a command that ran a pipeline', () => {
+  it('is 130 for a cancelled run (Ctrl-C, SIGTERM) with no document failed, 1 when one did, 0 when all is done', () => {
+    expect(exitCodeOfRun({ status: 'ok', docsFailed: 0 })).to.equal(0);
+    expect(exitCodeOfRun({ status: 'cancelled', docsFailed: 0 })).to.equal(130);
+    // failures win over the cancel: the documents that failed want attention either way
+    expect(exitCodeOfRun({ status: 'cancelled', docsFailed: 2 })).to.equal(1);
+    expect(exitCodeOfRun({ status: 'ok', docsFailed: 1 })).to.equal(1);
+    expect(exitCodeOfRun({ status: 'failed', docsFailed: 0 })).to.equal(1);
   });
 });
