@@ -26,31 +26,47 @@ export function spawnCli(
 }
 
 /**
+ * Starts `cpe ARGS` and collects its output as it comes (`out.stdout` and `out.stderr` grow while it runs, for a test
+ * that waits for a line before it acts); `closed` settles with how the process ended.
+ */
+export function startCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+  as?: { uid: number; gid: number },
+) {
+  const child = spawnCli(args, env, cwd, as);
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => {
+    out.stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    out.stderr += d;
+  });
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  return { child, out, closed };
+}
+
+/**
  * Runs `cpe ARGS` to the end and collects its output and exit code. With `timeoutMs`, a process still running then
  * is killed (its result has signal SIGKILL): a test can tell a command that never exits from one that failed.
  */
-export function runCli(
+export async function runCli(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd?: string,
   timeoutMs?: number,
   as?: { uid: number; gid: number },
 ): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawnCli(args, env, cwd, as);
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  const { child, out, closed } = startCli(args, env, cwd, as);
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  try {
+    const { code, signal } = await closed;
+    return { code, signal, stdout: out.stdout, stderr: out.stderr };
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createTestSetup, fixturePlugins, type TestSetup, testBackends } from '../../helpers/backends.js';
-import { runCli, spawnCli } from '../../helpers/cli.js';
+import { runCli, startCli } from '../../helpers/cli.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
 import { insertPipeline } from '../../helpers/pipelines.js';
 
@@ -101,21 +101,16 @@ for (const backend of testBackends()) {
 
     it('watch --json prints each pass summary as JSON', async () => {
       const source = makeSourceFolder(generatedDocuments(1, 'watchjson'));
-      const child = spawnCli(['watch', '--pipeline=quick', `--source=${source}`, '--json'], setup.env);
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => {
-        stdout += d;
-      });
-      child.stderr.on('data', (d) => {
-        stderr += d;
-      });
-      const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+      const { child, out, closed } = startCli(
+        ['watch', '--pipeline=quick', `--source=${source}`, '--json'],
+        setup.env,
+      );
       const until = Date.now() + 30000;
-      while (!stderr.includes('watching') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      while (!out.stderr.includes('watching') && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 100));
       child.kill('SIGINT');
-      expect(await closed, stderr).to.equal(0);
-      expect(JSON.parse(stdout)).to.include({ status: 'ok', docsDone: 1, docsFailed: 0 });
+      expect((await closed).code, out.stderr).to.equal(0);
+      expect(JSON.parse(out.stdout)).to.include({ status: 'ok', docsDone: 1, docsFailed: 0 });
     });
 
     it('says which unchanged files a scan queued again: all of them with --force, those behind the pipeline', async () => {
@@ -155,24 +150,14 @@ for (const backend of testBackends()) {
       const file = path.join(source, 'stopped-0000.md');
       /** runs `cpe ARGS` and sends SIGINT while its document sleeps */
       const interrupted = async (args: string[]) => {
-        const child = spawnCli(args, setup.env);
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => {
-          stdout += d;
-        });
-        child.stderr.on('data', (d) => {
-          stderr += d;
-        });
-        const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-          child.on('close', (code, signal) => resolve([code, signal])),
-        );
+        const { child, out, closed } = startCli(args, setup.env);
         const until = Date.now() + 30000;
-        while (!/^run \d+: pipeline 'nap'/m.test(stderr) && Date.now() < until)
+        while (!/^run \d+: pipeline 'nap'/m.test(out.stderr) && Date.now() < until)
           await new Promise((r) => setTimeout(r, 50));
         await new Promise((r) => setTimeout(r, 300));
         child.kill('SIGINT');
-        return { result: await closed, stdout, stderr };
+        const { code, signal } = await closed;
+        return { result: [code, signal], stdout: out.stdout, stderr: out.stderr };
       };
       const first = await interrupted(['file', file, '--pipeline=nap']);
       expect(first.result, first.stderr).to.deep.equal([130, null]);
