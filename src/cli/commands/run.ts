@@ -125,7 +125,8 @@ export async function runCommand(
   if (args['dry-run']) {
     // imported here: the scan it reads the folder with is ~10 ms of every command's start otherwise
     const { printDryRun } = await import('../dry-run.js');
-    await printDryRun(engine, plan, sourceDir, {
+    // `process` reads no folder: its dry run lists the queue, not what a scan of CPE_SOURCE would find
+    await printDryRun(engine, plan, mode.scan ? sourceDir : undefined, {
       json: args.json ?? false,
       force: args.force ?? false,
       rehash: args.rehash ?? false,

@@ -99,6 +99,15 @@ for (const backend of testBackends()) {
       }
     });
 
+    it('process --dry-run lists the queue and reads no folder, not even CPE_SOURCE', async () => {
+      const env = { ...setup.env, CPE_SOURCE: path.join(setup.dataDir, 'gibt-es-nicht') };
+      const dry = await runCli(['process', '--dry-run'], env);
+      // it scanned CPE_SOURCE and failed on the missing folder (exit 2)
+      expect(dry.code, dry.stderr).to.equal(0);
+      expect(dry.stdout).to.contain('nothing is changed');
+      expect(dry.stdout).to.not.contain('gibt-es-nicht');
+    });
+
     it('watch --json prints each pass summary as JSON', async () => {
       const source = makeSourceFolder(generatedDocuments(1, 'watchjson'));
       const { child, out, closed } = startCli(
