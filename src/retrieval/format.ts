@@ -123,6 +123,8 @@ export function formatVerifyReport(report: VerifyReport): string {
     lines.push('after repair:', ...describeState(report.after));
     for (const problem of report.after.problems) lines.push(`  - ${problem}`);
   }
+  // a collection named with --collection is verified without the entities: the output says so, not only OK
+  if (report.entitiesNotChecked) lines.push(report.entitiesNotChecked);
   lines.push(
     report.ok ? 'OK: SQL and the vector index agree.' : 'NOT OK: SQL and the vector index disagree.',
   );

@@ -10,7 +10,7 @@ import {
 } from '../../retrieval/format.js';
 import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
-import { EXIT_FAILURES, EXIT_OK } from '../exit-codes.js';
+import { EXIT_FAILURES, EXIT_OK, EXIT_USAGE } from '../exit-codes.js';
 import { printJson } from '../table.js';
 
 // The retrieval modules are imported by the command that runs them: every command's start loads this file, and
@@ -217,11 +217,9 @@ export const verifyModule: CommandModule<object, IndexArgs & { repair?: boolean;
         },
       );
       if (args.json) printJson(report);
-      else {
-        process.stdout.write(`${formatVerifyReport(report)}\n`);
-        // a collection named with --collection is verified without the entities: the output says so, not only OK
-        if (report.entitiesNotChecked) process.stdout.write(`${report.entitiesNotChecked}\n`);
-      }
+      else process.stdout.write(`${formatVerifyReport(report)}\n`);
+      // a collection built with another model is a configuration error, as for search: --repair cannot mend it
+      if (report.mismatch) return EXIT_USAGE;
       return report.ok ? EXIT_OK : EXIT_FAILURES;
     });
   },

@@ -105,6 +105,10 @@ for (const backend of testBackends()) {
         // the switch, as cpe's refusal says: a new model, and a new collection for the embed step's chunks
         setup.env.CPE_EMBED_MODEL = 'custom-embed';
         const refused = await runCli(['verify'], setup.env);
+        // a configuration error, as for search (README's exit codes), not a difference --repair could mend
+        expect(refused.code, refused.stdout + refused.stderr).to.equal(2);
+        const searched = await runCli(['search', 'Tarif'], setup.env);
+        expect(searched.code, searched.stdout + searched.stderr).to.equal(2);
         expect(refused.stdout).to.contain(
           "set config.collection to 'documents_custom_embed' on the embed step",
         );
@@ -191,6 +195,8 @@ for (const backend of testBackends()) {
         expect(other.stdout).to.contain(
           "entities not checked: the 'entities' collection is checked along with 'documents'",
         );
+        // before the verdict, which is the last line
+        expect(other.stdout.trim().split('\n').at(-1)).to.equal('OK: SQL and the vector index agree.');
         const configured = await runCli(['verify', '--collection=documents'], setup.env);
         expect(configured.code).to.equal(1);
         expect(configured.stdout).to.contain('entities without a point: 1').and.not.contain('not checked');

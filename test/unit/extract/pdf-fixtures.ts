@@ -123,70 +123,49 @@ export function softHyphenPdf(pages: string[][]): Uint8Array {
       content,
       Buffer.from('\nendstream'),
     ]);
-  const objects = new Map<number, Buffer>([
-    [1, Buffer.from('<< /Type /Catalog /Pages 2 0 R >>')],
-    [
-      2,
-      Buffer.from(
-        `<< /Type /Pages /Kids [${pages.map((_, i) => `${10 + i} 0 R`).join(' ')}] /Count ${pages.length} >>`,
-      ),
-    ],
-    [
-      3,
-      Buffer.from(
-        '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding /ToUnicode 4 0 R >>',
-      ),
-    ],
-    [4, stream(Buffer.from(toUnicode))],
-  ]);
-  pages.forEach((lines, i) => {
-    objects.set(
-      10 + i,
-      Buffer.from(
-        `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents ${100 + i} 0 R >>`,
-      ),
-    );
-    const content = Buffer.concat([
-      Buffer.from('BT\n'),
-      ...lines.flatMap((line, n) => [
-        Buffer.from(`/F1 11 Tf 1 0 0 1 72 ${760 - 14 * n} Tm `),
-        pdfString(line),
-        Buffer.from(' Tj\n'),
-      ]),
-      Buffer.from('ET\n'),
-    ]);
-    objects.set(100 + i, stream(content));
-  });
-  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')];
-  let length = parts[0]!.length;
-  const offsets = new Map<number, number>();
-  for (const [n, body] of [...objects].sort(([a], [b]) => a - b)) {
-    offsets.set(n, length);
-    const part = Buffer.concat([Buffer.from(`${n} 0 obj\n`), body, Buffer.from('\nendobj\n')]);
-    parts.push(part);
-    length += part.length;
-  }
-  const size = Math.max(...objects.keys()) + 1;
-  const xref = [`xref\n0 ${size}\n0000000000 65535 f \n`];
-  for (let n = 1; n < size; n++) xref.push(`${String(offsets.get(n) ?? 0).padStart(10, '0')} 00000 n \n`);
-  parts.push(
-    Buffer.from(`${xref.join('')}trailer\n<< /Size ${size} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`),
+  // objects 1-4, then the pages (5 on), then their content streams
+  const pageObject = (i: number) => 5 + i;
+  const contentObject = (i: number) => 5 + pages.length + i;
+  const pageObjects = pages.map(
+    (_, i) =>
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents ${contentObject(i)} 0 R >>`,
   );
-  return new Uint8Array(Buffer.concat(parts));
+  const contents = pages.map((lines) =>
+    stream(
+      Buffer.concat([
+        Buffer.from('BT\n'),
+        ...lines.flatMap((line, n) => [
+          Buffer.from(`/F1 11 Tf 1 0 0 1 72 ${760 - 14 * n} Tm `),
+          pdfString(line),
+          Buffer.from(' Tj\n'),
+        ]),
+        Buffer.from('ET\n'),
+      ]),
+    ),
+  );
+  return pdfOfObjects([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Kids [${pages.map((_, i) => `${pageObject(i)} 0 R`).join(' ')}] /Count ${pages.length} >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding /ToUnicode 4 0 R >>',
+    stream(Buffer.from(toUnicode)),
+    ...pageObjects,
+    ...contents,
+  ]);
 }
 
 /**
  * A one-page PDF written object by object: `content` as the page's content stream (Helvetica as /F1), `extra`
- * objects numbered from 6 on, and `trailer` entries added to the trailer (an /Encrypt reference, say).
+ * objects numbered from 6 on, `fonts` more entries of the page's font resources (`/F2 6 0 R` for a font among
+ * `extra`), and `trailer` entries added to the trailer (an /Encrypt reference, say).
  */
 export function handWrittenPdf(
   content: string,
-  { extra = [], trailer = '' }: { extra?: string[]; trailer?: string } = {},
+  { extra = [], fonts = '', trailer = '' }: { extra?: string[]; fonts?: string; trailer?: string } = {},
 ): Uint8Array {
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R ${fonts}>> >> >>`,
     `<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`,
     '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
     ...extra,
@@ -194,17 +173,32 @@ export function handWrittenPdf(
   return pdfOfObjects(objects, trailer);
 }
 
-/** A PDF of these objects (numbered from 1, the first the catalog), with `trailer` entries added to its trailer. */
-export function pdfOfObjects(objects: readonly string[], trailer = ''): Uint8Array {
-  let pdf = '%PDF-1.4\n';
+/**
+ * A PDF of these objects (numbered from 1, the first the catalog), with `trailer` entries added to its trailer. A
+ * string is written as Latin-1 bytes; a Buffer as it is (a binary stream).
+ */
+function pdfOfObjects(objects: readonly (string | Buffer)[], trailer = ''): Uint8Array {
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n')];
+  let length = parts[0]!.length;
   const offsets: number[] = [];
+  const add = (part: Buffer) => {
+    parts.push(part);
+    length += part.length;
+  };
   objects.forEach((body, i) => {
-    offsets.push(Buffer.byteLength(pdf, 'latin1'));
-    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
+    offsets.push(length);
+    add(
+      Buffer.concat([
+        Buffer.from(`${i + 1} 0 obj\n`),
+        typeof body === 'string' ? Buffer.from(body, 'latin1') : body,
+        Buffer.from('\nendobj\n'),
+      ]),
+    );
   });
-  const xref = Buffer.byteLength(pdf, 'latin1');
-  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) pdf += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R ${trailer}>>\nstartxref\n${xref}\n%%EOF\n`;
-  return new Uint8Array(Buffer.from(pdf, 'latin1'));
+  const xref = length;
+  let tail = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  for (const offset of offsets) tail += `${String(offset).padStart(10, '0')} 00000 n \n`;
+  tail += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R ${trailer}>>\nstartxref\n${xref}\n%%EOF\n`;
+  add(Buffer.from(tail, 'latin1'));
+  return new Uint8Array(Buffer.concat(parts));
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { extractPdf } from '../../../src/extract/pdf.js';
 import { symbolFontOf, symbolFontText } from '../../../src/extract/symbol-fonts.js';
 import { defaultExtractOptions } from '../../../src/extract/types.js';
-import { pdfOfObjects } from './pdf-fixtures.js';
+import { handWrittenPdf } from './pdf-fixtures.js';
 
 /** A ToUnicode map that moves every code into the private use area, as pdf.js reads a symbol font's cmap. */
 const PRIVATE_USE_CMAP = [
@@ -20,16 +20,13 @@ function formPdf(symbolFont: string, lines: Array<[string, string]>): Uint8Array
   const content = lines
     .map(([code, text], i) => `BT /F2 11 Tf 72 ${700 - 20 * i} Td (${code}) Tj /F1 11 Tf ( ${text}) Tj ET`)
     .join('\n');
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>',
-    `<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`,
-    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
-    `<< /Type /Font /Subtype /TrueType /BaseFont /${symbolFont} /ToUnicode 7 0 R >>`,
-    `<< /Length ${PRIVATE_USE_CMAP.length} >>\nstream\n${PRIVATE_USE_CMAP}\nendstream`,
-  ];
-  return pdfOfObjects(objects);
+  return handWrittenPdf(content, {
+    fonts: '/F2 6 0 R',
+    extra: [
+      `<< /Type /Font /Subtype /TrueType /BaseFont /${symbolFont} /ToUnicode 7 0 R >>`,
+      `<< /Length ${PRIVATE_USE_CMAP.length} >>\nstream\n${PRIVATE_USE_CMAP}\nendstream`,
+    ],
+  });
 }
 
 /** the check boxes of a form as Word writes them: Wingdings o and ¨ empty, þ checked, ÿ (no equivalent) */
