@@ -10,7 +10,7 @@ import { skippedCheckpointHash } from './checkpoints.js';
 import type { Plan } from './plan.js';
 import type { Providers } from './plugin.js';
 import { createProviders, describeProfile } from './providers.js';
-import { enqueueMany } from './queue.js';
+import { enqueueMany, retryFailedItems } from './queue.js';
 import { loadPluginRegistry, type PluginRegistry } from './registry.js';
 import { retractDocument } from './retract.js';
 import { pathsUnder } from './scan.js';
@@ -31,8 +31,9 @@ export interface Engine {
   /** removes a document version's derived data (chunks, pages, vectors, knowledge) */
   retract(documentId: number): Promise<void>;
   /**
-   * queues done documents under `sourceDir` whose checkpoints do not match the plan (all of them with force), but
-   * not those whose file the scan queued a deletion or a new version of
+   * queues done documents under `sourceDir` whose checkpoints do not match the plan, but not those whose file the
+   * scan queued a deletion or a new version of. With force, every file's newest version, done or failed: the one
+   * the scan found on disk (a failed one is tried again on the item it failed on, as `cpe retry` does)
    */
   requeueStale(plan: Plan, sourceDir: string, force: boolean): Promise<number>;
   close(): Promise<void>;
@@ -64,12 +65,24 @@ const withoutPlugins: PluginRegistry = {
   },
 };
 
-/** A latest document as requeueStale reads it. */
+/** A latest document (with force: the newest version of its file) as requeueStale reads it. */
 interface LatestDocument {
   id: number;
   source_path: string;
   content_hash: string;
 }
+
+/**
+ * A document `d` that is the newest version of its file not deleted: the one the scan compares the file on disk with.
+ * A forced run queues that one: a newer version that failed is never the latest, and forcing the latest before it
+ * processed the older content again (from the archive), said "done", and left the file on disk failed.
+ */
+const NEWEST_VERSION = `NOT EXISTS (SELECT 1 FROM documents n
+  WHERE n.source_path = d.source_path AND n.version > d.version AND n.status <> 'deleted')`;
+
+/** The newest failed (or dead) item of a failed document `d`, which `cpe retry` would queue again; else NULL. */
+const FAILED_ITEM = `CASE WHEN d.status = 'failed' THEN (SELECT MAX(q.id) FROM pipeline_queue q
+  WHERE q.document_id = d.id AND q.status IN ('failed', 'dead') AND q.action <> 'delete') END`;
 
 /**
  * Which latest documents under `sourceDir` are not to be queued again (requeueStale) because the scan queued what
@@ -158,12 +171,15 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
           })
           .join(' OR ');
         const under = pathsUnder(db.dialect, 'd.source_path', sourceDir);
-        const stale = await db.query<LatestDocument & { version: number; file_size: number }>(
+        const stale = await db.query<
+          LatestDocument & { version: number; file_size: number; failed_item: number | null }
+        >(
           // not a document whose queue item is in flight: finalize marks it done before the run's completion
           // writes the quick steps' checkpoints and closes the item (in one transaction), so between the two it
           // looked stale, and its finished item was opened again
-          `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size FROM documents d
-           WHERE d.is_latest = 1 AND d.status IN ${statuses} AND ${under.sql}
+          `SELECT d.id, d.source_path, d.content_hash, d.version, d.file_size, ${force ? FAILED_ITEM : 'NULL'} AS failed_item
+           FROM documents d
+           WHERE ${force ? NEWEST_VERSION : 'd.is_latest = 1'} AND d.status IN ${statuses} AND ${under.sql}
              AND NOT EXISTS (SELECT 1 FROM pipeline_queue q WHERE q.document_id = d.id AND q.status = 'processing')
              ${
                force
@@ -175,9 +191,16 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
         if (stale.length === 0) return 0;
         const replaced = await replacedOnQueue(db, sourceDir);
         const requeued = stale.filter((doc) => !replaced(doc));
+        // a failed version goes again on the item it failed on, not on one keyed by its version number: a file
+        // deleted and back has a version > 1 on a `new` item, and that failure would stay beside a second item
+        const failedItems = requeued.flatMap((doc) =>
+          doc.failed_item === null ? [] : [Number(doc.failed_item)],
+        );
+        if (failedItems.length > 0) await retryFailedItems(db, { ids: failedItems, forced: true });
+        const enqueued = requeued.filter((doc) => doc.failed_item === null);
         await enqueueMany(
           db,
-          requeued.map((doc) => ({
+          enqueued.map((doc) => ({
             path: doc.source_path,
             hash: doc.content_hash,
             action: Number(doc.version) > 1 ? ('update' as const) : ('new' as const),

@@ -625,14 +625,21 @@ export async function closeUnreadableItems(
 /**
  * `cpe retry`: failed and dead items become pending with fresh attempts. Returns how many. A forced item stays
  * forced: its failed attempt may have run only some of its steps again, and the others' checkpoints are the old ones.
+ * With `only`, just those items, forced when asked (`cpe run --force` tries a failed version again so: see
+ * Engine.requeueStale).
  */
-export async function retryFailedItems(db: SqlExecutor): Promise<number> {
-  const result = await db.run(
-    `UPDATE pipeline_queue SET status = 'pending', attempts = 0, next_attempt_at = NULL, updated_at = ?
-     WHERE status IN ('failed', 'dead')`,
-    [sqlTime()],
-  );
-  return result.affectedRows;
+export async function retryFailedItems(
+  db: SqlExecutor,
+  only?: { ids: readonly number[]; forced: boolean },
+): Promise<number> {
+  const forced = only?.forced ? ', forced = 1' : '';
+  const retry = `UPDATE pipeline_queue SET status = 'pending', attempts = 0, next_attempt_at = NULL${forced}, updated_at = ?
+     WHERE status IN ('failed', 'dead')`;
+  if (!only) return (await db.run(retry, [sqlTime()])).affectedRows;
+  let retried = 0;
+  for (const list of inLists(only.ids))
+    retried += (await db.run(`${retry} AND id IN (${list.marks})`, [sqlTime(), ...list.values])).affectedRows;
+  return retried;
 }
 
 /**
@@ -645,11 +652,16 @@ export async function countGivenUpFiles(
   db: SqlExecutor,
   under: { sql: string; params: string[] },
 ): Promise<{ dead: number; failed: number }> {
+  // a failure is not given up while an open item of its file tries its version again, deletes the file or brings
+  // newer content (whose version, done, ends the failure: retireFailures); an older version queued again (a pipeline
+  // edited) mends nothing of it
   const rows = await db.query<{ status: string; n: number }>(
     `SELECT d.status, COUNT(DISTINCT d.path_hash) AS n FROM pipeline_queue d
      WHERE (d.status = 'dead' OR (d.status = 'failed' AND d.next_attempt_at IS NULL)) AND ${under.sql}
        AND NOT EXISTS (SELECT 1 FROM pipeline_queue o WHERE o.path_hash = d.path_hash
-         AND (o.status IN ('pending', 'processing') OR (o.status = 'failed' AND o.next_attempt_at IS NOT NULL)))
+         AND (o.status IN ('pending', 'processing') OR (o.status = 'failed' AND o.next_attempt_at IS NOT NULL))
+         AND (o.action = 'delete' OR o.document_id = d.document_id
+              OR (o.hash <> d.hash AND (o.document_id IS NULL OR o.document_id > d.document_id))))
      GROUP BY d.status`,
     under.params,
   );

@@ -122,12 +122,19 @@ for (const backend of testBackends()) {
         [v2!.id, sha256(BETA)],
       );
       await db.run("UPDATE pipeline_steps SET config = '{\"value\": 3}' WHERE name = 'a'");
+      const warnings: string[] = [];
       const summary = await runPipeline(engine, {
         plan: await planPipeline(db, engine.registry, 'versions'),
         concurrency: 1,
         sourceDir: source,
+        onLog: (level, line) => {
+          if (level === 'warn' && line.includes('failed in earlier runs')) warnings.push(line);
+        },
       });
       expect(summary).to.include({ docsDone: 1, docsSkipped: 0 });
+      // version 1 queued again mends nothing of version 2's failure: the run still says that it failed
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.contain('1 file(s) of this folder failed in earlier runs');
       const rows = await versions();
       expect(rows.map((r) => [Number(r.version), Number(r.is_latest), r.status])).to.deep.equal([
         [1, 1, 'done'],
@@ -264,6 +271,98 @@ for (const backend of testBackends()) {
           `superseded: ${path.join(source, 'weg.md')} was deleted; it had failed: ${first.failures.find((f) => f.path.endsWith('weg.md'))!.error}`,
         ],
       ]);
+    });
+
+    it('tries the failed newest version of a file again with --force, the version before it staying current', async () => {
+      const db = engine.dbs.content.sql;
+      const source = makeSourceFolder({ 'a.md': ALPHA, 'b.md': BETA });
+      const file = path.join(source, 'a.md');
+      const standard = async (force = false) => {
+        const warnings: string[] = [];
+        const summary = await runPipeline(engine, {
+          plan: await planPipeline(db, engine.registry, 'Standard'),
+          sourceDir: source,
+          concurrency: 2,
+          force,
+          onLog: (level, line) => {
+            if (level === 'warn' && line.includes('failed in earlier runs')) warnings.push(line);
+          },
+        });
+        return { summary, warnings };
+      };
+      const versionsOfA = async () =>
+        (
+          await db.query<Record<string, any>>(
+            'SELECT id, version, is_latest, status FROM documents WHERE source_path = ? ORDER BY version',
+            [file],
+          )
+        ).map((r) => [Number(r.version), Number(r.is_latest), r.status]);
+      const chunksOf = async (documentId: number) =>
+        Number(
+          (
+            await db.query<{ n: number }>('SELECT COUNT(*) AS n FROM chunks WHERE document_id = ?', [
+              documentId,
+            ])
+          )[0]!.n,
+        );
+      await standard();
+      const [v1] = await db.query<{ id: number }>('SELECT id FROM documents WHERE source_path = ?', [file]);
+      const searched = await chunksOf(v1!.id);
+      expect(searched).to.be.above(0);
+      writeFileSync(file, '');
+      const failed = (await standard()).summary;
+      expect(failed).to.include({ docsDone: 0, docsFailed: 1 });
+      const v2 = failed.failures[0]!.documentId;
+
+      // --force tries version 2 (the bytes on disk) again, which fails again; version 1 is not processed
+      const forced = await standard(true);
+      expect(forced.summary, JSON.stringify(forced.summary.failures)).to.include({
+        docsTotal: 2,
+        docsDone: 1,
+        docsFailed: 1,
+        docsRequeued: 2,
+        status: 'ok',
+      });
+      expect(forced.summary.failures.map((f) => [f.path, f.documentId])).to.deep.equal([[file, v2]]);
+      expect(forced.summary.failures[0]!.error).to.contain('empty file');
+      const worked = await engine.dbs.log.sql.query<{ document_id: number }>(
+        'SELECT DISTINCT document_id FROM pipeline_step_runs WHERE run_id = ? AND document_id IS NOT NULL',
+        [forced.summary.runId],
+      );
+      expect(worked.map((r) => Number(r.document_id)))
+        .to.include(v2)
+        .and.not.include(Number(v1!.id));
+      // a failure of this run, not one of an earlier run's
+      expect(forced.warnings).to.deep.equal([]);
+      expect(await versionsOfA()).to.deep.equal([
+        [1, 1, 'done'],
+        [2, 0, 'failed'],
+      ]);
+      expect(await chunksOf(v1!.id)).to.equal(searched);
+
+      // the next run processes nothing, and says so of a.md
+      const next = await standard();
+      expect(next.summary).to.include({ docsTotal: 0 });
+      expect(next.warnings).to.have.length(1);
+      expect(next.warnings[0]).to.contain('1 file(s) of this folder failed in earlier runs');
+
+      // changed again before a --force run: its new content is processed, not version 2, whose failure is over
+      writeFileSync(file, `${ALPHA}\nNoch ein Absatz.\n`);
+      const changed = await standard(true);
+      expect(changed.summary, JSON.stringify(changed.summary.failures)).to.include({
+        docsTotal: 2,
+        docsDone: 2,
+        docsFailed: 0,
+      });
+      expect(await versionsOfA()).to.deep.equal([
+        [1, 0, 'done'],
+        [2, 0, 'failed'],
+        [3, 1, 'done'],
+      ]);
+      const open = await db.query<{ path: string; status: string }>(
+        "SELECT path, status FROM pipeline_queue WHERE status <> 'done'",
+      );
+      expect(open).to.deep.equal([]);
     });
 
     it('counts in status only the chunks of versions searched now or on their way', async () => {
