@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -104,6 +105,27 @@ export function loadFailure(error: unknown): string {
   return lines.slice(0, said === -1 ? lines.length : said + 1).join(' ');
 }
 
+/**
+ * Where in the plugin's own file its loading failed, as ` (at syn.mjs:4)`, when the message does not say: Node
+ * names the line of an error thrown by the module's top-level code only in the stack, and that of a syntax error
+ * of a JavaScript module nowhere but on the terminal, so the file is checked again (`node --check`, only after it
+ * failed) to learn it. A .ts plugin's loader (esbuild) puts the position in its message.
+ */
+function locationInFile(error: unknown, file: string): string {
+  const base = path.basename(file);
+  const message = messageOf(error);
+  if (message.includes(`${base}:`)) return '';
+  const stack = error instanceof Error ? (error.stack ?? '') : '';
+  const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const at = new RegExp(`(?:${escaped(pathToFileURL(file).href)}|${escaped(file)}):(\\d+)(?::(\\d+))?`);
+  let found = at.exec(stack);
+  if (!found && error instanceof SyntaxError && !/\.[cm]?tsx?$/.test(file)) {
+    const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10_000 });
+    found = at.exec(check.stderr ?? '');
+  }
+  return found ? ` (at ${base}:${found[1]}${found[2] ? `:${found[2]}` : ''})` : '';
+}
+
 async function loadModule(file: string): Promise<{ plugin?: StepPlugin; problems: string[] }> {
   try {
     await ensureTypeScriptLoader(file);
@@ -123,7 +145,7 @@ async function loadModule(file: string): Promise<{ plugin?: StepPlugin; problems
     const problems = checkContract(exported);
     return problems.length ? { problems } : { plugin: exported as StepPlugin, problems };
   } catch (error) {
-    return { problems: [`cannot be loaded: ${loadFailure(error)}`] };
+    return { problems: [`cannot be loaded: ${loadFailure(error)}${locationInFile(error, file)}`] };
   }
 }
 

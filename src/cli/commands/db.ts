@@ -39,6 +39,9 @@ export const dbModule: CommandModule = {
   command: 'db',
   describe: 'database maintenance: migrate, seed',
   builder: (y) =>
-    y.command(migrate).command(seed).demandCommand(1, 'name a subcommand: migrate or seed (cpe db --help)'),
+    globalOptions(y)
+      .command(migrate)
+      .command(seed)
+      .demandCommand(1, 'name a subcommand: migrate or seed (cpe db --help)'),
   handler: () => undefined,
 };

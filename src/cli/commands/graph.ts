@@ -91,6 +91,7 @@ const exportCommand: CommandModule<object, GraphArgs> = {
 export const graphModule: CommandModule = {
   command: 'graph',
   describe: 'the knowledge graph (materialised from SQL)',
-  builder: (y) => y.command(exportCommand).demandCommand(1, 'name a subcommand: export (cpe graph --help)'),
+  builder: (y) =>
+    globalOptions(y).command(exportCommand).demandCommand(1, 'name a subcommand: export (cpe graph --help)'),
   handler: () => undefined,
 };

@@ -177,8 +177,9 @@ const validate: CommandModule<object, PipelineArgs> = {
 export const pipelinesModule: CommandModule = {
   command: 'pipelines',
   describe: 'list, show and validate pipelines (edit them with SQL)',
+  // the global options too: `cpe --data-dir=X pipelines bogus` blamed --data-dir as an unknown argument
   builder: (y) =>
-    y
+    globalOptions(y)
       .command(list)
       .command(show)
       .command(validate)

@@ -120,6 +120,12 @@ for (const backend of testBackends()) {
       const unknown = await runCli(['run', '--pipelin=Standard'], setup.env);
       expect(unknown.code).to.equal(2);
       expect(unknown.stderr).to.match(/Unknown argument/i);
+      // a subcommand group blamed the global options given before it ("Unknown arguments: data-dir, dataDir, bogus")
+      for (const group of ['pipelines', 'db', 'graph']) {
+        const bogus = await runCli([`--data-dir=${setup.dataDir}`, group, 'bogus'], setup.env);
+        expect(bogus.code, group).to.equal(2);
+        expect(bogus.stderr, group).to.match(/^cpe: Unknown argument: bogus\n/);
+      }
       // a misspelt option must not leave the command to run with its defaults (it did: yargs goes on after a
       // fail handler that returns)
       const source = makeSourceFolder(generatedDocuments(1, 'typo'));

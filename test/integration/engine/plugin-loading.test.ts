@@ -48,6 +48,19 @@ describe('loading custom step plugins', function () {
     );
   });
 
+  it("says the line of a JavaScript plugin's syntax error, and of an error its top-level code throws", async () => {
+    const dir = folder({
+      'komma.mjs': "export default {\n  type: 'komma',\n  description: 'x'\n  configSchema: {},\n};\n",
+      'wirft.mjs': 'const a = 1;\nundefinedFn(a);\nexport default {};\n',
+    });
+    const registry = await loadPluginRegistry([dir]);
+    // the reason alone: "Unexpected identifier 'configSchema'", with no line to look at
+    expect([...registry.problems].sort()).to.deep.equal([
+      `step plugin ${path.join(dir, 'komma.mjs')}: cannot be loaded: Unexpected identifier 'configSchema' (at komma.mjs:4)`,
+      `step plugin ${path.join(dir, 'wirft.mjs')}: cannot be loaded: undefinedFn is not defined (at wirft.mjs:2:1)`,
+    ]);
+  });
+
   it('names the file of a config schema whose $schema cpe does not know; one naming 2020-12 is fine', async () => {
     const dir = folder({
       'neu.mjs': plugin('neu', '{ $schema: "https://json-schema.org/draft/2020-12/schema", type: "object" }'),
