@@ -3,7 +3,6 @@ import { getExtraction } from '../src/content/extraction.js';
 import { detectLanguage } from '../src/content/language.js';
 import { chooseTitle } from '../src/content/title.js';
 import type { StepPlugin } from '../src/engine/plugin.js';
-import { parseJsonColumn } from '../src/util/json.js';
 import { sqlTime } from '../src/util/time.js';
 
 /** Title, language, counts, dates and folder tags onto the document row. */
@@ -33,17 +32,13 @@ const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
       ctx.config.tags_from_folders && relative && !relative.startsWith('..')
         ? relative.split(path.sep).filter(Boolean)
         : [];
-    const [row] = await ctx.db.query<{ metadata: string | null }>(
-      'SELECT metadata FROM documents WHERE id = ?',
-      [ctx.document.id],
-    );
     const dates = Object.fromEntries(
       Object.entries(doc.metadata).filter(
         ([k, v]) => /created|modified|date/i.test(k) && (typeof v === 'string' || typeof v === 'number'),
       ),
     );
-    const metadata = {
-      ...parseJsonColumn<Record<string, unknown>>(row?.metadata, {}),
+    // merged, not written over: steps beside this one (a custom step after chunk) keep their keys
+    await ctx.mergeDocumentMetadata(ctx.document.id, {
       format: doc.format,
       words: (doc.text.match(/\p{L}[\p{L}\p{N}'-]*/gu) ?? []).length,
       characters: doc.text.length,
@@ -52,10 +47,10 @@ const metadataStore: StepPlugin<{ tags_from_folders: boolean }> = {
       tags,
       dates,
       ocr_needed: doc.ocrNeeded,
-    };
+    });
     await ctx.db.run(
-      'UPDATE documents SET title = ?, language = ?, page_count = ?, metadata = ?, updated_at = ? WHERE id = ?',
-      [title, language, doc.pages.length, JSON.stringify(metadata), sqlTime(), ctx.document.id],
+      'UPDATE documents SET title = ?, language = ?, page_count = ?, updated_at = ? WHERE id = ?',
+      [title, language, doc.pages.length, sqlTime(), ctx.document.id],
     );
     ctx.report({ itemsIn: 1, itemsOut: 1 });
   },

@@ -56,17 +56,9 @@ export default {
       }
       if (count >= ctx.config.min_mentions) tags[tag] = count;
     }
-    const [row] = await ctx.db.query('SELECT metadata FROM documents WHERE id = ?', [ctx.document.id]);
-    const metadata = row?.metadata
-      ? typeof row.metadata === 'string'
-        ? JSON.parse(row.metadata)
-        : row.metadata
-      : {};
-    metadata.glossary_tags = tags;
-    await ctx.db.run('UPDATE documents SET metadata = ? WHERE id = ?', [
-      JSON.stringify(metadata),
-      ctx.document.id,
-    ]);
+    // merged into the metadata in one transaction: metadata_store, which runs beside this step when both follow
+    // chunk, writes the same column, and a read here and a write back later would drop its keys (or it ours)
+    await ctx.mergeDocumentMetadata(ctx.document.id, { glossary_tags: tags });
     ctx.report({ itemsIn: chunks.length, itemsOut: Object.keys(tags).length });
     ctx.log.info(`glossary tags: ${Object.keys(tags).join(', ') || '(none)'}`, { tags });
   },

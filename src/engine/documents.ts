@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { DocumentRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { inLists, marks, rowSlices } from '../db/statement-shapes.js';
+import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
 import { type ArchivedFile, recordArchived } from './archive.js';
 
@@ -365,6 +366,34 @@ export async function setDocumentStatus(
     "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status <> 'deleted'",
     [status, error, sqlTime(), id],
   );
+}
+
+/**
+ * Merges `patch` into a document's metadata (documents.metadata) and returns what is stored: the keys of `patch`
+ * replace the stored ones, the others stay. Steps that run at the same time (metadata_store and a custom step after
+ * chunk) each keep their keys: the read and the write are one transaction, and the read locks the row on MariaDB
+ * (FOR UPDATE; SQLite's transaction holds the only connection), so a merge waits for the one before it to commit
+ * and reads what that wrote. A read outside the transaction and a write after it dropped what another step wrote
+ * in between. Joins the caller's transaction when `db` is one.
+ */
+export async function mergeDocumentMetadata(
+  db: SqlExecutor,
+  documentId: number,
+  patch: Readonly<Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx.query<{ metadata: unknown }>(
+      `SELECT metadata FROM documents WHERE id = ?${tx.dialect === 'mysql' ? ' FOR UPDATE' : ''}`,
+      [documentId],
+    );
+    const metadata = { ...parseJsonColumn<Record<string, unknown>>(row?.metadata, {}), ...patch };
+    await tx.run('UPDATE documents SET metadata = ?, updated_at = ? WHERE id = ?', [
+      JSON.stringify(metadata),
+      sqlTime(),
+      documentId,
+    ]);
+    return metadata;
+  });
 }
 
 /**

@@ -130,11 +130,14 @@ async function documentsWithCounts(
 ): Promise<Map<number, CompletingRow>> {
   const rows = new Map<number, CompletingRow>();
   for (const list of inLists(ids, BATCH)) {
+    // markDone writes the metadata read here back with the counts: on MariaDB the rows are locked (the rows of
+    // d only, not those the subqueries read), so that a step's mergeDocumentMetadata waits for this transaction,
+    // or this read for its commit, and neither loses the other's keys (SQLite's transaction holds the connection)
     const found = await tx.query<CompletingRow>(
       `SELECT d.id, d.metadata, d.source_path, d.version, d.status, d.created_at, ${COUNT_COLUMNS},
          (SELECT MAX(n.id) FROM documents n WHERE n.source_path = d.source_path AND n.version > d.version
            AND n.is_latest = 1) AS newer_latest
-       FROM documents d WHERE d.id IN (${list.marks})`,
+       FROM documents d WHERE d.id IN (${list.marks})${tx.dialect === 'mysql' ? ' FOR UPDATE' : ''}`,
       list.values,
     );
     for (const row of found) rows.set(Number(row.id), row);

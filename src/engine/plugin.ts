@@ -147,6 +147,16 @@ export interface RunStepContext<C = any> extends StepServices {
   signal: AbortSignal;
   report(counts: StepCounts): void;
   skip(reason: string): StepOutcome;
+  /**
+   * Merges `patch` into documents.metadata of the document and returns what is stored: its keys replace the stored
+   * ones, the others stay. Steps that run at the same time each keep their keys, where reading the column through
+   * `db` and writing it back drops what another step wrote in between. It opens its own transaction: call it
+   * outside `db.transaction` (inside, a statement through `db` waits for the transaction, which waits for it).
+   */
+  mergeDocumentMetadata(
+    documentId: number,
+    patch: Readonly<Record<string, unknown>>,
+  ): Promise<Record<string, unknown>>;
   /** run-scoped steps only: the documents of this run */
   documents?: readonly DocumentRef[];
 }

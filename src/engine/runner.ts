@@ -34,6 +34,7 @@ import {
   createDocumentVersions,
   getDocument,
   markPathDeleted,
+  mergeDocumentMetadata,
   setDocumentStatus,
   supersededReason,
 } from './documents.js';
@@ -70,6 +71,7 @@ import {
 import { pluginNamed, watchPluginCall, watchStepRun } from './registry.js';
 import { HAS_DERIVED_ROWS } from './retract.js';
 import { type LogLevel, noTotals, RunLog, type RunTotals } from './run-log.js';
+import { owedPostSteps, saveRunStepStates } from './run-step-states.js';
 import { listableFile, pathsUnder, storedSourceRoot, unreadableFiles } from './scan.js';
 import { StepError } from './step-error.js';
 
@@ -111,6 +113,10 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** A skip's reason as text: a plugin may hand over anything. */
+const reasonText = (reason: unknown): string =>
+  reason === undefined || reason === null || reason === '' ? 'no reason given' : messageOf(reason);
+
 /**
  * What a step's run() returned, as its result: nothing (or `{ status: 'ok' }`) is ok, ctx.skip(reason) skipped.
  * Any other status is a plugin's way of saying it failed (`{ status: 'failed', reason }`): a permanent failure with
@@ -120,7 +126,7 @@ function stepResult(outcome: unknown): { status: 'ok' | 'skipped'; reason?: stri
   if (typeof outcome !== 'object' || outcome === null || !('status' in outcome)) return { status: 'ok' };
   const { status, reason, error, message } = outcome as Record<string, unknown>;
   if (status === 'ok') return { status: 'ok' };
-  if (status === 'skipped') return { status: 'skipped', reason: String(reason ?? 'no reason given') };
+  if (status === 'skipped') return { status: 'skipped', reason: reasonText(reason) };
   const said = [reason, error, message].find((v) => v !== undefined && v !== null);
   throw new CpeError(
     ErrorCodes.STEP_FAILED,
@@ -388,6 +394,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     log: runLog.logger({ runId, stepName: step.name, documentId }),
     signal,
     report(more: StepCounts) {
+      if (typeof more !== 'object' || more === null) {
+        // a plugin's slip (report(null), report(3)) is a warning, as a count that is not a number is, not a failure
+        runLog
+          .logger({ runId, stepName: step.name, documentId })
+          .warn(`report() takes an object of counts ({ name: number }), not ${messageOf(more)}; not counted`);
+        return;
+      }
       for (const [key, value] of Object.entries(more)) {
         if (typeof value === 'number' && Number.isFinite(value)) counts[key] = (counts[key] ?? 0) + value;
         else
@@ -396,7 +409,9 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
             .warn(`report(): ${key} is not a finite number (${String(value)}); not counted`);
       }
     },
-    skip: (reason: string): StepOutcome => ({ status: 'skipped', reason }),
+    // a reason that is not text (an object) is kept readable, not as "[object Object]"
+    skip: (reason: string): StepOutcome => ({ status: 'skipped', reason: reasonText(reason) }),
+    mergeDocumentMetadata: (id, patch) => mergeDocumentMetadata(db, id, patch),
   });
 
   /** Runs one step with retries; records every attempt. Returns the outcome. */
@@ -533,21 +548,88 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
   };
 
-  const runRunSteps = async (phase: 'pre' | 'post') => {
-    for (const step of plan.steps.filter((s) => s.phase === phase)) {
+  /** the run-scoped steps of a phase in plan order, or only those given (an idle run's owed post steps) */
+  const runRunSteps = async (phase: 'pre' | 'post', only?: readonly PlannedStep[]) => {
+    for (const step of only ?? plan.steps.filter((s) => s.phase === phase)) {
       if (runController.signal.aborted) return;
       if (phase === 'pre' && options.runPreSteps === false) continue;
-      await lifecycle(step, 'setup');
-      const outcome = await executeStep(
-        step,
-        (counts, signal) => ({ ...baseContext(step, null, counts, signal), documents: processed }),
-        runController.signal,
-        null,
-        null,
-      );
-      await lifecycle(step, 'teardown');
+      let outcome: Awaited<ReturnType<typeof executeStep>>;
+      try {
+        await lifecycle(step, 'setup');
+        outcome = await executeStep(
+          step,
+          (counts, signal) => ({ ...baseContext(step, null, counts, signal), documents: processed }),
+          runController.signal,
+          null,
+          null,
+        );
+        await lifecycle(step, 'teardown');
+      } catch (error) {
+        if (phase === 'post') await recordPostStep(step, { status: 'failed', error });
+        throw error;
+      }
+      if (phase === 'post') await recordPostStep(step, outcome);
       if (outcome.status === 'failed') throw outcome.error;
     }
+  };
+
+  /**
+   * A post step's outcome, in ki_content (run_step_states), where an idle run looks whether it is still owed. A
+   * failure to write it is a warning: at worst the step runs once more than needed (its state stays 'pending').
+   */
+  const recordPostStep = (
+    step: PlannedStep,
+    outcome: { status: 'ok' | 'skipped' | 'failed'; error?: unknown },
+  ) =>
+    saveRunStepStates(db, plan.pipeline.id, runId, [
+      {
+        step,
+        status: outcome.status === 'failed' ? 'failed' : 'ok',
+        hash:
+          outcome.status === 'skipped'
+            ? skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey))
+            : step.lineageHash,
+        error: outcome.status === 'failed' ? describeError(outcome.error) : undefined,
+      },
+    ]).catch((error) =>
+      runLogger.warn(`recording the outcome of step '${step.name}' failed: ${describeError(error, 300)}`),
+    );
+
+  const postSteps = plan.steps.filter((s) => s.phase === 'post');
+  let postStepsOwed = false;
+  /**
+   * Once the run has processed documents, its post steps owe them a run (run_step_states 'pending') until they run:
+   * a run cancelled or failed before them, or a worker (which runs none), leaves them to the next run even when that
+   * one finds no documents.
+   */
+  const owePostSteps = async () => {
+    if (postStepsOwed || postSteps.length === 0 || totals.docsTotal === unreadableCount) return;
+    postStepsOwed = true;
+    const pending = postSteps.map((step) => ({ step, status: 'pending' as const }));
+    await saveRunStepStates(db, plan.pipeline.id, runId, pending).catch((error) =>
+      runLogger.warn(`recording the steps after the documents as owed failed: ${describeError(error, 300)}`),
+    );
+  };
+
+  /**
+   * The post steps after the document phase. A pipeline with document steps that found no documents has nothing
+   * new for them (an index_optimize would ANALYZE the whole index on every idle run), so such a run runs only the
+   * ones still owed: failed, or not run since documents were processed or since their config changed.
+   */
+  const runPostSteps = async (idle: boolean) => {
+    if (!idle) return runRunSteps('post');
+    const profileKey = String(engine.settings.profileKey);
+    const owed = await owedPostSteps(db, plan.pipeline.id, postSteps, profileKey);
+    if (owed.length === 0) {
+      runLogger.info('no documents in this run: the steps after them are not run');
+      return;
+    }
+    const which = owed.map((o) => `'${o.step.name}' (${o.reason})`).join(', ');
+    runLogger.info(`no documents in this run: of the steps after them only those owed run: ${which}`);
+    await runRunSteps(
+      'post',
+      owed.map((o) => o.step),
+    );
   };
 
   const documentSteps = plan.steps.filter((s) => s.phase === 'document');
@@ -1431,14 +1513,14 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
     }
 
     await tearDownDocumentSteps();
-    // a pipeline with document steps that found no documents has nothing new for its post steps (an
-    // index_optimize would ANALYZE the whole index on every idle run)
+    await owePostSteps();
     const idle = documentSteps.length > 0 && totals.docsTotal === unreadableCount;
-    if (idle) runLogger.info('no documents in this run: the steps after them are not run');
-    if (!stopClaiming.aborted && options.runPostSteps !== false && !idle) await runRunSteps('post');
+    if (!stopClaiming.aborted && options.runPostSteps !== false) await runPostSteps(idle);
   } catch (error) {
     runError = error;
     runLogger.error(`run failed: ${describeError(error)}`);
+    // documents it processed before it failed are owed their post steps all the same
+    await owePostSteps();
     // a run that failed in the document phase still tears down what it set up (a failing teardown is logged)
     await tearDownDocumentSteps().catch((teardownError) =>
       runLogger.warn(`teardown failed: ${describeError(teardownError)}`),

@@ -1,10 +1,13 @@
 import os from 'node:os';
+import type { DocumentRow } from '../db/entities.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { parseJsonColumn } from '../util/json.js';
 import { sqlTime } from '../util/time.js';
+import { supersededReason } from './documents.js';
 import type { Engine } from './engine.js';
 import { releaseLeasesOfGoneProcesses } from './queue.js';
 import { progressColumns, RunLog } from './run-log.js';
+import { unfinishedRunSteps } from './run-step-states.js';
 import { storedFilePath } from './scan.js';
 
 const countBy = async (db: SqlExecutor, sql: string): Promise<Record<string, number>> => {
@@ -27,6 +30,17 @@ export interface StatusReport {
     lastError: string | null;
   }>;
   runs: Array<Record<string, unknown>>;
+  /**
+   * Run-scoped steps after the documents (index_optimize, custom post steps) that failed, or were not run since
+   * documents were processed: the next run of their pipeline runs them, even when it finds no documents.
+   */
+  runStepsOwed: Array<{
+    pipeline: string;
+    step: string;
+    status: string;
+    runId: number | null;
+    error: string | null;
+  }>;
 }
 
 /** The columns of `cpe status`'s runs (`cpe runs` shows them all). */
@@ -41,6 +55,7 @@ const STATUS_RUN_COLUMNS = [
   'started_at',
   'tokens_in',
   'tokens_out',
+  'error',
 ] as const;
 
 /** a version `d` no newer done version of its file has replaced */
@@ -119,7 +134,29 @@ export async function statusReport(engine: Engine, runCount = 5): Promise<Status
       lastError: f.last_error,
     })),
     runs: runs.map((r) => Object.fromEntries(STATUS_RUN_COLUMNS.map((column) => [column, r[column]]))),
+    runStepsOwed: await unfinishedRunSteps(db),
   };
+}
+
+async function closeRunsOfGoneProcesses(engine: Engine): Promise<RunLog> {
+  const runLog = new RunLog(engine.dbs.log.sql, 'info', undefined, { content: engine.dbs.content.sql });
+  await runLog.closeRunsOfGoneProcesses();
+  return runLog;
+}
+
+/**
+ * One run's row in ki_dev (the latest without an id), its process's death recorded first as for `lastRuns`: `cpe
+ * logs` showed a killed run as running while `cpe runs` showed it failed.
+ */
+export async function runRecord(engine: Engine, id?: number): Promise<Record<string, any> | undefined> {
+  await closeRunsOfGoneProcesses(engine);
+  const [run] =
+    id === undefined
+      ? await engine.dbs.log.sql.query<Record<string, any>>(
+          'SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+        )
+      : await engine.dbs.log.sql.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [id]);
+  return run;
 }
 
 /**
@@ -129,8 +166,7 @@ export async function statusReport(engine: Engine, runCount = 5): Promise<Status
  * so far), done (completion committed in ki_content), failed, steps and tokens are what its records say now.
  */
 export async function lastRuns(engine: Engine, count: number): Promise<Array<Record<string, unknown>>> {
-  const runLog = new RunLog(engine.dbs.log.sql, 'info', undefined, { content: engine.dbs.content.sql });
-  await runLog.closeRunsOfGoneProcesses();
+  const runLog = await closeRunsOfGoneProcesses(engine);
   const runs = await engine.dbs.log.sql.query<Record<string, unknown>>(
     `SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT ${Math.max(1, Math.floor(count))}`,
   );
@@ -163,6 +199,8 @@ export interface DocumentStatus {
   }>;
   chunks: number;
   pages: number;
+  /** why this version is not the file's current one (superseded by a newer version, deleted), else null */
+  notCurrent: string | null;
 }
 
 /**
@@ -230,5 +268,6 @@ export async function documentStatus(engine: Engine, idOrPath: string): Promise<
       })),
     chunks: await count('chunks'),
     pages: await count('document_pages'),
+    notCurrent: (await supersededReason(db, doc as DocumentRow)) ?? null,
   };
 }

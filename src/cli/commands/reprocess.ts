@@ -7,6 +7,7 @@ import { assertRegistryHealthy } from '../../engine/registry.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { commandLine } from '../../util/command-line.js';
+import { printable } from '../../util/printable.js';
 import { positiveId, withEngine } from '../engine-options.js';
 import { EXIT_FAILURES, EXIT_OK, exitCodeOfRun } from '../exit-codes.js';
 import { createProgress } from '../progress.js';
@@ -35,7 +36,7 @@ async function reportTakenItem(
   const failed = item?.status === 'failed' || item?.status === 'dead';
   process.stderr.write(
     `document ${documentId} was reprocessed by another process (${where}: ${item?.status ?? 'gone'}${
-      failed && item?.last_error ? `: ${item.last_error.split('\n')[0]}` : ''
+      failed && item?.last_error ? `: ${printable(item.last_error)}` : ''
     })\n`,
   );
   return failed ? EXIT_FAILURES : EXIT_OK;

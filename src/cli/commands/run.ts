@@ -53,9 +53,9 @@ export const runOptions = <T>(yargs: Argv<T>, honoured: readonly RunOption[]) =>
     .options(Object.fromEntries(honoured.map((name) => [name, runOptionSpecs[name]])))
     .option('json', { type: 'boolean', describe: 'print the run summary as JSON' });
 
-export function printSummary(summary: RunSummary, json: boolean | undefined) {
+export function printSummary(summary: RunSummary, json: boolean | undefined, scan?: ScanCounts) {
   if (json) {
-    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(scan ? { ...summary, scan } : summary, null, 2)}\n`);
     return;
   }
   const seconds = (summary.durationMs / 1000).toFixed(1);
@@ -67,31 +67,52 @@ export function printSummary(summary: RunSummary, json: boolean | undefined) {
   // their work is not lost: the process that holds them does it (and when it ends, the next run takes them)
   for (const item of summary.takenOver) process.stdout.write(`  taken over: ${printable(item.path)}\n`);
   for (const failure of summary.failures)
-    process.stdout.write(
-      `  failed: ${printable(failure.path)}\n    ${printable(failure.error.split('\n')[0])}\n`,
-    );
+    process.stdout.write(`  failed: ${printable(failure.path)}\n    ${printable(failure.error)}\n`);
+}
+
+/** What a scan found and queued: `cpe scan`'s line, and the `scan` object of `run --json` / `scan --json`. */
+export interface ScanCounts {
+  source: string;
+  new: number;
+  changed: number;
+  unchanged: number;
+  deleted: number;
+  ignored: number;
+  unreadable: number;
+  /** unchanged files whose documents were queued again: every one with --force, else those not up to date */
+  requeued: number;
+  /** new + changed + deleted + requeued */
+  queued: number;
+}
+
+/** The scan's figures from its detect step's counts and the run's requeued documents. */
+function scanCounts(source: string, counts: Record<string, number>, requeued: number): ScanCounts {
+  const n = (key: string) => counts[key] ?? 0;
+  return {
+    source,
+    new: n('new'),
+    changed: n('update'),
+    unchanged: n('unchanged'),
+    deleted: n('delete'),
+    ignored: n('ignored'),
+    unreadable: n('unreadable'),
+    requeued,
+    queued: n('new') + n('update') + n('delete') + requeued,
+  };
 }
 
 /**
- * What a scan found and queued, from its detect step's counts, and the unchanged files whose documents it queued
- * again (`requeued`: every one with --force, else those not up to date with the pipeline). Those were left out: a
- * `scan --force` said "nothing to queue" and queued every file.
+ * `cpe scan`'s line, with the unchanged files it queued again and why. Those were left out once: a `scan --force`
+ * said "nothing to queue" and queued every file.
  */
-function scanLine(
-  sourceDir: string,
-  counts: Record<string, number>,
-  requeued: number,
-  force: boolean,
-): string {
-  const n = (key: string) => counts[key] ?? 0;
-  const queued = n('new') + n('update') + n('delete') + requeued;
+function scanLine(scan: ScanCounts, force: boolean): string {
   const again =
-    requeued > 0
-      ? ` (${requeued} queued again: ${force ? '--force' : 'not up to date with the pipeline'})`
+    scan.requeued > 0
+      ? ` (${scan.requeued} queued again: ${force ? '--force' : 'not up to date with the pipeline'})`
       : '';
   return (
-    `scanned ${sourceDir}: ${n('new')} new, ${n('update')} changed, ${n('unchanged')} unchanged${again}, ${n('delete')} deleted; ` +
-    (queued > 0 ? `${queued} queued (\`cpe process\` processes them)\n` : 'nothing to queue\n')
+    `scanned ${scan.source}: ${scan.new} new, ${scan.changed} changed, ${scan.unchanged} unchanged${again}, ${scan.deleted} deleted; ` +
+    (scan.queued > 0 ? `${scan.queued} queued (\`cpe process\` processes them)\n` : 'nothing to queue\n')
   );
 }
 
@@ -158,9 +179,10 @@ export async function runCommand(
       onLog: progress.onLog,
     });
     progress.finish();
-    printSummary(summary, args.json);
-    if (!mode.process && scanned && !args.json)
-      process.stdout.write(scanLine(sourceDir!, scanned, summary.docsRequeued, args.force ?? false));
+    const scan = scanned && sourceDir ? scanCounts(sourceDir, scanned, summary.docsRequeued) : undefined;
+    printSummary(summary, args.json, scan);
+    // `run` shows what it processed; `scan` processes nothing, so its line says what it found and queued
+    if (!mode.process && scan && !args.json) process.stdout.write(scanLine(scan, args.force ?? false));
     return exitCodeOfRun(summary);
   } finally {
     cancel.dispose();

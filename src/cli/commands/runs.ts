@@ -1,8 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
-import { lastRuns } from '../../engine/status.js';
+import { lastRuns, runRecord } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { printable, printableLines } from '../../util/printable.js';
+import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
@@ -15,6 +15,13 @@ const contextOf = (value: unknown): unknown => {
     return String(value);
   }
 };
+
+/** Why runs ended as they did (killed, cancelled, failed), under a table of them: the table has no room for it. */
+export const runErrors = (runs: Array<Record<string, unknown>>): string =>
+  runs
+    .filter((r) => r.error)
+    .map((r) => `run ${r.id} ${r.status}: ${printable(r.error)}\n`)
+    .join('');
 
 export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = {
   command: 'runs',
@@ -62,7 +69,7 @@ export const runsModule: CommandModule<object, GlobalArgs & { last: number }> = 
             r.started_at,
             printable(`${r.host}:${r.pid}`),
           ]),
-        )}\n`,
+        )}\n${runErrors(runs)}`,
       );
       return EXIT_OK;
     });
@@ -83,10 +90,7 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> 
   handler: async (args) => {
     process.exitCode = await withEngineWithoutSteps(args, async (engine) => {
       const log = engine.dbs.log.sql;
-      const [run] =
-        args.runId === undefined
-          ? await log.query<Record<string, any>>('SELECT * FROM pipeline_runs ORDER BY id DESC LIMIT 1')
-          : await log.query<Record<string, any>>('SELECT * FROM pipeline_runs WHERE id = ?', [args.runId]);
+      const run = await runRecord(engine, args.runId);
       if (!run)
         throw new ConfigError(
           ErrorCodes.USAGE,
@@ -109,7 +113,8 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> 
         return EXIT_OK;
       }
       process.stdout.write(
-        `run ${run.id}: ${printable(run.pipeline_name)} ${run.status}, ${printable(run.command)}\n\n`,
+        `run ${run.id}: ${printable(run.pipeline_name)} ${run.status}, ${printable(run.command)}\n` +
+          `${run.error ? `  ${printable(run.error)}\n` : ''}\n`,
       );
       process.stdout.write(
         `${formatTable(
@@ -122,13 +127,13 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> 
             s.duration_ms,
             s.items_in,
             s.items_out,
-            printable((s.error ?? s.reason ?? '').split('\n')[0].slice(0, 120)),
+            printable((s.error ?? s.reason ?? '').slice(0, 120)),
           ]),
         )}\n\n`,
       );
       for (const l of lines) {
         process.stdout.write(
-          `${l.created_at} ${String(l.level).padEnd(5)} ${printable(l.step_name)}${l.document_id ? ` doc ${l.document_id}` : ''}: ${printableLines(l.message)}\n`,
+          `${l.created_at} ${String(l.level).padEnd(5)} ${printable(l.step_name)}${l.document_id ? ` doc ${l.document_id}` : ''}: ${printable(l.message)}\n`,
         );
       }
       return EXIT_OK;

@@ -1,10 +1,11 @@
 import type { Argv, CommandModule } from 'yargs';
 import { documentStatus, statusReport } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { printable, printableLines } from '../../util/printable.js';
+import { printable } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
+import { runErrors } from './runs.js';
 
 interface StatusArgs extends GlobalArgs {
   doc?: string;
@@ -36,9 +37,11 @@ export const statusModule: CommandModule<object, StatusArgs> = {
         out(
           `  title ${printable(d.title ?? '-')}, language ${printable(d.language ?? '-')}, ${report.pages} page(s), ${report.chunks} chunk(s)`,
         );
+        // "status done" alone read as the file's current state for a version replaced since
+        if (report.notCurrent) out(`  not current: ${printable(report.notCurrent)}`);
         if (report.ocrNeeded)
           out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
-        if (d.error) out(`  error: ${printableLines(d.error)}`);
+        if (d.error) out(`  error: ${printable(d.error)}`);
         out('');
         out(
           formatTable(
@@ -53,7 +56,7 @@ export const statusModule: CommandModule<object, StatusArgs> = {
                   .map(([k, v]) => `${k}=${v}`)
                   .join(' '),
               ),
-              printable((s.error ?? s.reason ?? '').split('\n')[0]?.slice(0, 100)),
+              printable((s.error ?? s.reason ?? '').slice(0, 100)),
             ]),
           ),
         );
@@ -89,7 +92,14 @@ export const statusModule: CommandModule<object, StatusArgs> = {
         out('failures:');
         for (const f of report.recentFailures)
           out(
-            `  ${f.status} after ${f.attempts} attempt(s): ${printable(f.path)}\n    ${printable((f.lastError ?? '').split('\n')[0])}`,
+            `  ${f.status} after ${f.attempts} attempt(s): ${printable(f.path)}\n    ${printable(f.lastError)}`,
+          );
+      }
+      if (report.runStepsOwed.length) {
+        out('steps after the documents owed (the next run of their pipeline runs them):');
+        for (const o of report.runStepsOwed)
+          out(
+            `  ${printable(o.pipeline)} / ${printable(o.step)}: ${o.status === 'failed' ? `failed${o.runId === null ? '' : ` in run ${o.runId}`}` : 'not run since documents were processed'}${o.error ? `\n    ${printable(o.error.slice(0, 300))}` : ''}`,
           );
       }
       if (report.runs.length) {
@@ -109,6 +119,8 @@ export const statusModule: CommandModule<object, StatusArgs> = {
             ]),
           ),
         );
+        const errors = runErrors(report.runs);
+        if (errors) process.stdout.write(errors);
       }
       return EXIT_OK;
     });

@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { sqlTime } from '../../../src/util/time.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { runCli } from '../../helpers/cli.js';
 import { makeSourceFolder as makeFolder } from '../../helpers/files.js';
@@ -109,6 +110,71 @@ for (const backend of testBackends()) {
       expect(search.stdout).to.contain('rot\\x1b[31mROT\\x1b[0m.txt').and.to.contain('zeile\\nzwei.txt');
       const context = await runCli(['context', 'Feedback Rollen'], setup.env);
       expect(context.stdout).to.contain(': zeile zwei]').and.to.contain(': rot[31mROT[0m]');
+    });
+
+    it("keeps a failure's reason on the line of its file when the file's name holds a line break", async () => {
+      const broken = makeSourceFolder({ 'kaputt\nname.docx': 'kein Word-Dokument, nur Text' });
+      const run = await runCli(['run', '--pipeline=Standard', `--source=${broken}`], setup.env);
+      expect(run.code, run.stderr).to.equal(1);
+      const status = await runCli(['status'], setup.env);
+      const doc = await runCli(['status', `--doc=${path.join(broken, 'kaputt\nname.docx')}`], setup.env);
+      const logs = await runCli(['logs'], setup.env);
+      // the reason was cut at the name's line break: "failed: .../kaputt\nname.docx" and then ".../kaputt" alone
+      for (const [what, out] of [
+        ['run', run.stdout],
+        ['status', status.stdout],
+        ['status --doc', doc.stdout],
+        ['logs', logs.stdout],
+      ]) {
+        expect(out, what).to.not.match(/kaputt\n/);
+        const line = out.split('\n').find((l) => l.includes('kaputt\\nname.docx: '));
+        expect(line, `${what}: ${out}`).to.match(/kaputt\\nname\.docx: .*Word/);
+      }
+    });
+
+    it('status --doc of a replaced version says it is not the current one', async () => {
+      const folder = makeSourceFolder({ 'alt.md': '# Alt\n\nDie erste Fassung.\n' });
+      await runCli(['run', '--pipeline=Standard', `--source=${folder}`], setup.env);
+      const first = await jsonOf(['status', `--doc=${path.join(folder, 'alt.md')}`], setup.env);
+      expect(first.notCurrent).to.equal(null);
+      writeFileSync(path.join(folder, 'alt.md'), '# Neu\n\nDie zweite Fassung.\n');
+      await runCli(['run', '--pipeline=Standard', `--source=${folder}`], setup.env);
+      const second = await jsonOf(['status', `--doc=${path.join(folder, 'alt.md')}`], setup.env);
+      const old = await runCli(['status', `--doc=${first.document.id}`], setup.env);
+      // it said "status done" and nothing more
+      expect(old.stdout).to.contain(
+        `  not current: version 1 of ${second.document.source_path} (document ${first.document.id}) is superseded by version 2 (document ${second.document.id})\n`,
+      );
+      expect(second.notCurrent).to.equal(null);
+    });
+
+    it('logs, runs and status show a run whose process died as failed, and why', async () => {
+      const engine = await setup.open();
+      let id: number;
+      try {
+        // a run of another machine, silent for an hour: killed without a word
+        ({ insertId: id } = await engine.dbs.log.sql.run(
+          `INSERT INTO pipeline_runs (pipeline_name, command, host, pid, status, started_at)
+           VALUES ('Standard', 'run', 'anderswo', 4242, 'running', ?)`,
+          [sqlTime(Date.now() - 3_600_000)],
+        ));
+      } finally {
+        await engine.close();
+      }
+      // logs read the row as it was: "running", with no reason, while runs closed it as failed
+      const logs = await runCli(['logs', String(id)], setup.env);
+      expect(logs.code, logs.stderr).to.equal(0);
+      expect(logs.stdout.split('\n').slice(0, 2).join('\n')).to.match(
+        new RegExp(`^run ${id}: Standard failed, run\n  no heartbeat from process 4242 on anderswo since `),
+      );
+      const runs = await runCli(['runs'], setup.env);
+      expect(runs.stdout).to.match(
+        new RegExp(`\nrun ${id} failed: no heartbeat from process 4242 on anderswo`),
+      );
+      const status = await runCli(['status'], setup.env);
+      expect(status.stdout).to.match(
+        new RegExp(`\nrun ${id} failed: no heartbeat from process 4242 on anderswo`),
+      );
     });
 
     it('refuses a collection built with another model as a configuration error (exit 2)', async () => {

@@ -152,6 +152,21 @@ for (const backend of testBackends()) {
       expect(other.stdout).to.contain(
         `scanned ${source}: 1 new, 0 changed, 3 unchanged (3 queued again: not up to date with the pipeline), 0 deleted; 4 queued (\`cpe process\` processes them)\n`,
       );
+      // the same figures for scripts: scan --json printed the run summary alone
+      writeFileSync(path.join(source, 'again-new.md'), '# Neu\n\nEin geändertes Dokument.\n');
+      const json = await runCli(['scan', '--pipeline=quick', `--source=${source}`, '--json'], setup.env);
+      expect(json.code, json.stderr).to.equal(0);
+      expect(JSON.parse(json.stdout).scan).to.deep.equal({
+        source,
+        new: 1,
+        changed: 0,
+        unchanged: 3,
+        deleted: 0,
+        ignored: 0,
+        unreadable: 0,
+        requeued: 0,
+        queued: 1,
+      });
     });
 
     it('file and reprocess stopped by SIGINT finish the document in flight and exit 130', async () => {

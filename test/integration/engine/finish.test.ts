@@ -3,11 +3,16 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { DocumentRow } from '../../../src/db/entities.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
-import { createDocumentVersion, createDocumentVersions } from '../../../src/engine/documents.js';
+import {
+  createDocumentVersion,
+  createDocumentVersions,
+  mergeDocumentMetadata,
+} from '../../../src/engine/documents.js';
 import { finishDocuments, retractLeftovers } from '../../../src/engine/finish-document.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { claimQueueItems, enqueue } from '../../../src/engine/queue.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { parseJsonColumn } from '../../../src/util/json.js';
 import type { VectorIndex } from '../../../src/vectors/types.js';
 import finalize from '../../../steps/finalize.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -594,6 +599,76 @@ for (const backend of testBackends()) {
       ]);
       expect(await pages()).to.equal(0);
       await engine.close();
+    });
+
+    /** A document's metadata as stored. */
+    const storedMetadata = async (db: SqlExecutor, documentId: number) => {
+      const [row] = await db.query<{ metadata: unknown }>('SELECT metadata FROM documents WHERE id = ?', [
+        documentId,
+      ]);
+      return parseJsonColumn<Record<string, unknown>>(row?.metadata, {});
+    };
+
+    it("keeps every step's keys when steps merge into one document's metadata at the same time", async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const doc = await claimedDocument(db, 'merged');
+        await mergeDocumentMetadata(db, doc.documentId, { tags: ['alt'], format: 'md' });
+        // steps that run beside each other: each reads the metadata before any has written it back
+        const merged = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            mergeDocumentMetadata(db, doc.documentId, { [`step${i}`]: i }),
+          ),
+        );
+        const expected = {
+          tags: ['alt'],
+          format: 'md',
+          ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`step${i}`, i])),
+        };
+        expect(await storedMetadata(db, doc.documentId)).to.deep.equal(expected);
+        // each merge returns what it stored: the last one everything
+        expect(merged.map((m) => Object.keys(m).length).sort((a, b) => a - b)).to.deep.equal(
+          Array.from({ length: 12 }, (_, i) => i + 3),
+        );
+        // a key merged again is replaced, the others stay
+        await mergeDocumentMetadata(db, doc.documentId, { tags: ['neu'] });
+        expect(await storedMetadata(db, doc.documentId)).to.deep.equal({ ...expected, tags: ['neu'] });
+      } finally {
+        await engine.close();
+      }
+    });
+
+    it("keeps a step's metadata key merged while the document is completed", async () => {
+      const engine = await setup.open();
+      try {
+        const db = engine.dbs.content.sql;
+        const doc = await claimedDocument(db, 'completing');
+        let merging: Promise<unknown> | undefined;
+        // the completion has read the row it writes the counts into; a step merges its key now
+        const completing = interceptSql(db, async (sql, _params, next) => {
+          const result = await next();
+          if (!merging && /FROM documents d WHERE d\.id IN/.test(sql)) {
+            merging = mergeDocumentMetadata(db, doc.documentId, { glossary_tags: { Feedback: 2 } });
+            // the merge waits for the completion's transaction (the row lock, SQLite's one connection): not for ever
+            await Promise.race([merging, new Promise((resolve) => setTimeout(resolve, 300))]);
+          }
+          return result;
+        });
+        await finishDocuments(
+          completing,
+          engine.providers,
+          [{ documentId: doc.documentId, options: { queue: { itemId: doc.itemId, worker: 'w1' } } }],
+          noWarning,
+        );
+        expect(merging).to.not.equal(undefined);
+        await merging;
+        const metadata = await storedMetadata(db, doc.documentId);
+        expect(metadata).to.have.deep.property('glossary_tags', { Feedback: 2 });
+        expect(metadata).to.have.property('counts').that.includes({ pages: 0, chunks: 0 });
+      } finally {
+        await engine.close();
+      }
     });
   });
 }

@@ -31,6 +31,9 @@ export default { type: 'wackelt', description: 'fails once, retryable', scope: '
     error.retryable = true;
     throw error;
   } };`,
+  'schlampig.mjs': `export default { type: 'schlampig', description: 'report(null), skip with an object', scope: 'document',
+  configSchema: { type: 'object' },
+  run(ctx) { ctx.report(null); return ctx.skip({ warum: 'nichts zu tun' }); } };`,
   'haengt.mjs': `import { writeFileSync } from 'node:fs';
 export default { type: 'haengt', description: 'never settles', scope: 'document',
   configSchema: { type: 'object', properties: { marker: { type: 'string' } } },
@@ -82,6 +85,32 @@ for (const backend of testBackends()) {
       expect(rows.map((r) => [r.status, r.error])).to.deep.equal([
         ['ok', null],
         ['ok', null],
+      ]);
+    });
+
+    it('takes report(null) as a warning and a skip reason that is not text readably', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'schlampig', [
+        { name: 'detect', type: 'detect' },
+        { name: 'schlampig', type: 'schlampig' },
+      ]);
+      const summary = await runPipeline(engine, {
+        plan: await planPipeline(engine.dbs.content.sql, engine.registry, 'schlampig'),
+        sourceDir: makeSourceFolder(generatedDocuments(1, 'schlampig')),
+        concurrency: 1,
+      });
+      // report(null) failed the document ("Cannot convert undefined or null to object"), a skip said "[object Object]"
+      expect(summary).to.include({ docsDone: 1, docsFailed: 0 });
+      const [row] = await engine.dbs.log.sql.query<{ status: string; reason: string }>(
+        "SELECT status, reason FROM pipeline_step_runs WHERE run_id = ? AND step_name = 'schlampig'",
+        [summary.runId],
+      );
+      expect(row).to.deep.equal({ status: 'skipped', reason: '{"warum":"nichts zu tun"}' });
+      const warnings = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND level = 'warn' AND step_name = 'schlampig'",
+        [summary.runId],
+      );
+      expect(warnings.map((w) => w.message)).to.deep.equal([
+        'report() takes an object of counts ({ name: number }), not null; not counted',
       ]);
     });
 

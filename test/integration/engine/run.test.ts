@@ -9,6 +9,7 @@ import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { enqueueMany } from '../../../src/engine/queue.js';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { statusReport } from '../../../src/engine/status.js';
 import { CpeError, ErrorCodes } from '../../../src/errors.js';
 import { parseSqlTime, sqlTime } from '../../../src/util/time.js';
 import { lifecycleCalls } from '../../fixtures/plugins/double.js';
@@ -655,6 +656,81 @@ for (const backend of testBackends()) {
       });
       expect(idle).to.include({ docsTotal: 0 });
       expect((await stepRuns(idle.runId)).map((r) => r.step_name)).to.deep.equal(['detect']);
+    });
+
+    it('runs a post step that failed, or has not run since documents came or its config changed, even on an idle run', async () => {
+      const db = engine.dbs.content.sql;
+      const pipelineId = await insertPipeline(db, 'nachlauf', [
+        { name: 'detect', type: 'detect' },
+        { name: 'double', type: 'double' },
+        { name: 'optimize', type: 'index_optimize', dependsOn: ['double'] },
+        { name: 'post', type: 'run_step_fails', config: { fail: true }, dependsOn: ['double'] },
+        { name: 'after', type: 'run_step_fails', dependsOn: ['post'] },
+      ]);
+      const source = makeSourceFolder(generatedDocuments(2, 'nachlauf'));
+      const run = async () =>
+        runPipeline(engine, { plan: await plan('nachlauf'), sourceDir: source, concurrency: 1 });
+      const postSteps = async (runId: number) =>
+        (await stepRuns(runId))
+          .filter((r) => r.document_id === null && r.step_name !== 'detect')
+          .map((r) => [r.step_name, r.status]);
+      const owed = async () =>
+        (await statusReport(engine)).runStepsOwed.map((o) => [o.pipeline, o.step, o.status, o.runId]);
+
+      // the documents are done, then the post step throws: the run fails and the step after it is not run
+      const failure = await run().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(String(failure)).to.contain('Nachlauf kaputt');
+      const [first] = await engine.dbs.log.sql.query<Record<string, any>>(
+        'SELECT id, status, docs_done FROM pipeline_runs ORDER BY id DESC LIMIT 1',
+      );
+      expect([first!.status, Number(first!.docs_done)]).to.deep.equal(['failed', 2]);
+      const firstId = Number(first!.id);
+      // index_optimize has no collection to optimize here: it ends skipped, which is done as ok is
+      expect(await postSteps(firstId)).to.deep.equal([
+        ['optimize', 'skipped'],
+        ['post', 'failed'],
+      ]);
+      // cpe status says what the next run owes
+      expect(await owed()).to.deep.equal([
+        ['nachlauf', 'after', 'pending', firstId],
+        ['nachlauf', 'post', 'failed', firstId],
+      ]);
+
+      // the config mended with SQL: the next run finds no documents, and runs the failed step and the one after it
+      await db.run(
+        `UPDATE pipeline_steps SET config = '{"fail": false}' WHERE pipeline_id = ? AND name = 'post'`,
+        [pipelineId],
+      );
+      const mended = await run();
+      expect(mended).to.include({ status: 'ok', docsTotal: 0 });
+      expect(await postSteps(mended.runId)).to.deep.equal([
+        ['post', 'ok'],
+        ['after', 'ok'],
+      ]);
+      const said = await engine.dbs.log.sql.query<{ message: string }>(
+        "SELECT message FROM pipeline_log WHERE run_id = ? AND message LIKE 'no documents in this run%'",
+        [mended.runId],
+      );
+      expect(said.map((l) => l.message)).to.deep.equal([
+        `no documents in this run: of the steps after them only those owed run: 'post' (failed in run ${firstId}), 'after' (not run since documents were processed)`,
+      ]);
+      expect(await owed()).to.deep.equal([]);
+
+      // all done and unchanged: an idle run runs no post step
+      const idle = await run();
+      expect(idle).to.include({ status: 'ok', docsTotal: 0 });
+      expect(await postSteps(idle.runId)).to.deep.equal([]);
+
+      // a post step whose config changed runs again, and only it
+      await db.run(
+        `UPDATE pipeline_steps SET config = '{"note": "neu"}' WHERE pipeline_id = ? AND name = 'after'`,
+        [pipelineId],
+      );
+      const changed = await run();
+      expect(await postSteps(changed.runId)).to.deep.equal([['after', 'ok']]);
     });
 
     it('processes a file whose path is longer than 1,024 characters beside the others', async () => {

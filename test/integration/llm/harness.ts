@@ -9,6 +9,7 @@ import path from 'node:path';
 import { type Databases, openDatabases } from '../../../src/db/open.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import { createEmbedder } from '../../../src/embed/create-embedder.js';
+import { mergeDocumentMetadata } from '../../../src/engine/documents.js';
 import type {
   DocumentRef,
   Providers,
@@ -267,6 +268,7 @@ export async function runStep(
       for (const [key, value] of Object.entries(more)) counts[key] = (counts[key] ?? 0) + (value ?? 0);
     },
     skip: (reason) => ({ status: 'skipped', reason }),
+    mergeDocumentMetadata: (id, patch) => mergeDocumentMetadata(db, id, patch),
     document,
     memo: new Map(),
   };

@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import { type Databases, openDatabases } from '../../../src/db/open.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import type { Embedder } from '../../../src/embed/types.js';
+import { mergeDocumentMetadata } from '../../../src/engine/documents.js';
 import type { DocumentRef, Logger, Providers, StepContext } from '../../../src/engine/plugin.js';
 import { sha256 } from '../../../src/util/hash.js';
 import type { VectorIndex } from '../../../src/vectors/types.js';
@@ -206,6 +207,7 @@ export function makeCtx<C>(options: CtxOptions<C>): StepContext<C> & {
       reports.push(counts as Record<string, number>);
     },
     skip: (reason) => ({ status: 'skipped', reason }),
+    mergeDocumentMetadata: (id, patch) => mergeDocumentMetadata(options.db, id, patch),
     document,
     memo: new Map(),
     reports,

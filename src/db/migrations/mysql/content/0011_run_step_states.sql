@@ -1,0 +1,18 @@
+-- What each pipeline's run-scoped steps after the documents (post steps: index_optimize, a custom `scope: 'run'`
+-- step after the document steps) owe: 'pending' from the moment a run has processed documents until they run,
+-- then 'ok' or 'failed', with the lineage hash (type + config) they ran with. A run that processes no document runs
+-- only the post steps not 'ok' under their current hash: a failed one, one never run since documents came or since
+-- its config changed; an idle run does not redo one that is done (index_optimize would ANALYZE on every idle run).
+CREATE TABLE run_step_states (
+  pipeline_id   INT NOT NULL,
+  step_name     VARCHAR(190) NOT NULL,
+  step_type     VARCHAR(100) NOT NULL,
+  config_hash   CHAR(16) NOT NULL,
+  status        VARCHAR(16) NOT NULL,
+  run_id        BIGINT NULL,
+  error         TEXT NULL,
+  updated_at    DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (pipeline_id, step_name),
+  CONSTRAINT ck_run_step_states_status CHECK (status IN ('pending', 'ok', 'failed')),
+  CONSTRAINT fk_run_step_states_pipeline FOREIGN KEY (pipeline_id) REFERENCES pipeline_configs (id) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
