@@ -1257,10 +1257,13 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       );
     let wake: (() => void) | undefined;
     let claimFailures = 0;
+    /** items this run started (an item claimed ahead and handed back unstarted is not one of its documents) */
+    const started = new Set<number>();
     const startItem = (id: number) => {
       const entry = active.get(id);
       if (!entry) return;
       const { item, controller } = entry;
+      started.add(id);
       running++;
       let holdsSlot = true;
       const releaseSlot = () => {
@@ -1490,9 +1493,11 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
       }
       // a claim still out adds its items to `waiting` first
       await claiming;
-      // items claimed ahead that a cancelled run never started go back to the queue untouched
+      // items claimed ahead that a cancelled run never started go back to the queue untouched, and are not the
+      // run's documents (a run stopped at 4 of 8 said "4 done, 0 failed of 8": 4 of them it had only claimed)
       await Promise.allSettled(
         waiting.splice(0).map((id) => {
+          if (!started.has(id) && seenItems.delete(id)) totals.docsTotal--;
           active.delete(id);
           prepared.delete(id);
           return releaseQueueItem(db, id, worker, false);

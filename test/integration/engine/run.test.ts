@@ -1333,6 +1333,35 @@ for (const backend of testBackends()) {
       await runWithFailingFirstLink(() => new Error('link failed'));
     });
 
+    it('counts as its documents only the items a drained run started, not those it had claimed ahead', async () => {
+      await insertPipeline(engine.dbs.content.sql, 'drained', [
+        { name: 'detect', type: 'detect' },
+        { name: 'nap', type: 'sleep', config: { ms: 300 } },
+      ]);
+      const drain = new AbortController();
+      const summary = await runPipeline(engine, {
+        plan: await plan('drained'),
+        sourceDir: makeSourceFolder(generatedDocuments(6, 'drained')),
+        concurrency: 1,
+        drain: drain.signal,
+        onEvent: (e) => {
+          if (e.type === 'document-started') drain.abort();
+        },
+      });
+      expect(summary.status).to.equal('cancelled');
+      // "1 done, 0 failed, 0 skipped of 6": the items claimed ahead went back untouched
+      expect(summary).to.include({ docsDone: 1, docsFailed: 0, docsSkipped: 0, docsTotal: 1 });
+      const [run] = await engine.dbs.log.sql.query<{ docs_total: number }>(
+        'SELECT docs_total FROM pipeline_runs WHERE id = ?',
+        [summary.runId],
+      );
+      expect(Number(run!.docs_total)).to.equal(1);
+      const pending = await engine.dbs.content.sql.query<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM pipeline_queue WHERE status = 'pending' AND locked_by IS NULL",
+      );
+      expect(Number(pending[0]!.n)).to.equal(5);
+    });
+
     it('stops cleanly when cancelled: run cancelled, claimed items released, nothing left processing', async () => {
       await insertPipeline(engine.dbs.content.sql, 'slow', [
         { name: 'detect', type: 'detect' },
