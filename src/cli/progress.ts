@@ -1,7 +1,7 @@
 import type { QueueItem } from '../engine/queue.js';
 import type { LogLevel } from '../engine/run-log.js';
 import type { RunEvent } from '../engine/runner.js';
-import { printable } from '../util/printable.js';
+import { printable, printableMessage } from '../util/printable.js';
 
 /**
  * Why an item is processed, as its line shows it: the queue's action (new, update, delete), or "again" for a
@@ -59,7 +59,7 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
         case 'step-finished':
           // a document's failed step is the document's failure: its error line (onLog) and its "failed" line show it
           if (event.status === 'failed' && event.documentId === null) {
-            const text = `  step ${printable(event.step)} failed: ${printable(event.reason)}`;
+            const text = `  step ${printable(event.step)} failed: ${printableMessage(event.reason)}`;
             if (tty) stream.write(`\r\x1b[2K${text}\n`);
             else line(text);
           }
@@ -67,7 +67,7 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, quie
       }
     },
     onLog(_level: LogLevel, message: string) {
-      const text = printable(message);
+      const text = printableMessage(message);
       if (tty && !quiet) {
         stream.write(`\r\x1b[2K${text}\n`);
         status();

@@ -233,14 +233,30 @@ class FeatureTable {
     return hashes;
   }
 
-  /** Whether the current text has the feature. */
-  has(hash: number): boolean {
+  /** What the feature adds to its bucket for the current text (see addTo), unsigned; 0 when the text lacks it. */
+  valueOf(hash: number): number {
     const key = hash | 0;
     const mask = this.capacity - 1;
     for (let slot = key & mask; this.stamps[slot] === this.generation; slot = (slot + 1) & mask) {
-      if (this.keys[slot] === key) return true;
+      if (this.keys[slot] === key) return this.valueAt(slot);
     }
-    return false;
+    return 0;
+  }
+
+  /** weight × (1 + ln occurrences) of the feature in `slot` (most occur once: no logarithm then) */
+  private valueAt(slot: number): number {
+    const count = this.counts[slot]!;
+    return count === 1 ? this.weights[slot]! : this.weights[slot]! * (1 + Math.log(count));
+  }
+
+  /** The length of the current text's feature vector before hashing: each feature a dimension of its own. */
+  norm(): number {
+    let sum = 0;
+    for (let i = 0; i < this.size; i++) {
+      const value = this.valueAt(this.order[i]!);
+      sum += value * value;
+    }
+    return Math.sqrt(sum);
   }
 
   /** Adds each feature's weight × (1 + ln occurrences) to its bucket, signed by its top bit, in first-seen order. */
@@ -336,7 +352,7 @@ export function localHashFeatures(text: string): Uint32Array {
   return table.hashes();
 }
 
-/** Whether texts have a feature of a query (see localHashFeatureMatcher). */
+/** Whether texts have a feature of a query, and how much they share (see localHashFeatureMatcher). */
 export interface LocalHashFeatureMatcher {
   /**
    * false for a text that cannot have one: it holds none of the strings one of them would (featureNeedles), which
@@ -345,26 +361,41 @@ export interface LocalHashFeatureMatcher {
   mayShare(text: string): boolean;
   /** whether the text has a feature of the query */
   shares(text: string): boolean;
+  /**
+   * The cosine of the query's and the text's features with no two features in one dimension: what the embedder's
+   * cosine estimates through 1,024 shared buckets. 0 when they share no feature.
+   */
+  score(text: string): number;
 }
 
 /**
- * Tests whether texts have a feature of `query` (both as localHashFeatures finds them). Two texts of positive
+ * Compares texts with `query` by their features (both as localHashFeatures finds them). Two texts of positive
  * cosine need not share one: all features share 1,024 buckets, and a chunk's thousands of features fill most of
- * them, with random signs. The quick test (featureNeedles) lets a query that shares nothing with a collection
- * be tested against thousands of its chunks.
+ * them, with random signs; for a short query the buckets' noise outweighs what it shares with a chunk (a number or
+ * an acronym found in one chunk of a law scored below 0 with it, below hundreds that share nothing). The quick
+ * test (featureNeedles) lets a query that shares nothing with a collection be tested against thousands of its
+ * chunks.
  */
 export function localHashFeatureMatcher(query: string): LocalHashFeatureMatcher {
-  const features = localHashFeatures(query);
-  const needles = featureNeedles(wordsOf(foldGerman(query)));
-  const mayShare = (folded: string) => needles.some((needle) => folded.includes(needle));
+  const folded = foldGerman(query);
+  collectFeatures(folded);
+  const features = table.hashes();
+  const values = Float64Array.from(features, (feature) => table.valueOf(feature));
+  const norm = table.norm();
+  const needles = featureNeedles(wordsOf(folded));
+  const mayShare = (text: string) => needles.some((needle) => text.includes(needle));
+  const score = (text: string) => {
+    const foldedText = foldGerman(text);
+    if (norm === 0 || !mayShare(foldedText)) return 0;
+    collectFeatures(foldedText);
+    let dot = 0;
+    for (let i = 0; i < features.length; i++) dot += values[i]! * table.valueOf(features[i]!);
+    return dot === 0 ? 0 : dot / (norm * table.norm());
+  };
   return {
     mayShare: (text) => mayShare(foldGerman(text)),
-    shares(text) {
-      const folded = foldGerman(text);
-      if (!mayShare(folded)) return false;
-      collectFeatures(folded);
-      return features.some((feature) => table.has(feature));
-    },
+    shares: (text) => score(text) > 0,
+    score,
   };
 }
 

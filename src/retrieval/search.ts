@@ -6,7 +6,7 @@ import type { Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
 import type { VectorSearchResult } from '../vectors/types.js';
-import { type SharedFeatureTest, sharedFeatureTest } from './shared-features.js';
+import { type ExactFeatureScore, exactFeatureScore } from './shared-features.js';
 
 export interface RetrievalServices {
   db: SqlExecutor;
@@ -49,6 +49,11 @@ export const MAX_SEARCH_LIMIT = 2000;
 const OVERFETCH = 2;
 /** the most points asked of the index while too few of them turn out current (room for 4x the largest limit) */
 const MAX_FETCH = 4 * MAX_SEARCH_LIMIT;
+/**
+ * With the local embedder, how many points (best estimated first) are scored exactly before the best are taken:
+ * its cosine is a noisy estimate, and the chunk it ranks 150th may share the most with the query.
+ */
+export const RERANK_POOL = 200;
 
 /**
  * Semantic search over the chunks of current documents (is_latest = 1, status != 'deleted'): embeds the query
@@ -91,36 +96,50 @@ export async function searchChunks(
   const maxEmbedChars = options.maxEmbedChars ?? DEFAULT_MAX_EMBED_CHARS;
   const queryText = queryEmbedText(query, embedder, maxEmbedChars);
   const [vector] = await embedder.embed([queryText], options.signal);
-  const sharesFeature = sharedFeatureTest(embedder, queryText, maxEmbedChars);
+  const exactScore = exactFeatureScore(embedder, queryText, maxEmbedChars);
 
   /** what each point the index returned turned out to be: its hit, or null (a stale point, no feature in common) */
   const judged = new Map<string, SearchHit | null>();
-  let fetch = Math.min(MAX_FETCH, limit * OVERFETCH + 10);
+  const hitOf = (rows: ChunkRows) => (result: VectorSearchResult) => {
+    let hit = judged.get(result.id);
+    if (hit === undefined) {
+      hit = judgePoint(result, rows, exactScore);
+      judged.set(result.id, hit);
+    }
+    return hit;
+  };
+  let fetch = Math.min(MAX_FETCH, Math.max(exactScore ? RERANK_POOL : 0, limit * OVERFETCH + 10));
   for (;;) {
     const results = await index.search(collection, vector, { limit: fetch });
-    // a chunk that shares nothing with the query is no hit: a dense model's non-positive cosine is no match, and
-    // the local embedder's cosine 0 is no feature in common (its positive cosine may be none either: the feature
-    // test says). Results come best first, so once one is dropped the index has no better ones left to give.
-    const matching = results.filter((r) => r.score > 0);
+    // A dense model's non-positive cosine is no match; results come best first, so once one is dropped the index
+    // has no better ones left to give. The local embedder's cosine only estimates the exact score, which decides:
+    // its points are judged all the way down.
+    const candidates = exactScore ? results : results.filter((r) => r.score > 0);
     const rows = await loadChunkRows(
       services.db,
-      matching.filter((r) => !judged.has(r.id)),
+      candidates.filter((r) => !judged.has(r.id)),
     );
-    const hits = takeHits(matching, limit, (result) => {
-      let hit = judged.get(result.id);
-      if (hit === undefined) {
-        hit = judgePoint(result, rows, sharesFeature);
-        judged.set(result.id, hit);
-      }
-      return hit;
-    });
+    const hits = exactScore ? bestHits(candidates, hitOf(rows)) : takeHits(candidates, limit, hitOf(rows));
     // the index returns every point tied with its last one (see SqlVectorIndex.search), and takeHits every hit
     // tied with the last it needs: the order among equal scores is decided here, the same on every backend,
     // before the limit cuts
-    if (hits.length >= limit || matching.length < fetch || fetch >= MAX_FETCH)
+    if (hits.length >= limit || candidates.length < fetch || fetch >= MAX_FETCH)
       return hits.sort(compareHits).slice(0, limit);
     fetch = Math.min(MAX_FETCH, fetch * 4);
   }
+}
+
+/** The hits of all `results`, one per chunk: ranked by their exact score, which hitOf gives them. */
+function bestHits(
+  results: ReadonlyArray<VectorSearchResult>,
+  hitOf: (result: VectorSearchResult) => SearchHit | null,
+): SearchHit[] {
+  const byChunk = new Map<number, SearchHit>();
+  for (const result of results) {
+    const hit = hitOf(result);
+    if (hit && !byChunk.has(hit.chunk_id)) byChunk.set(hit.chunk_id, hit);
+  }
+  return [...byChunk.values()];
 }
 
 /**
@@ -182,12 +201,13 @@ const currentChunksWhere = (condition: string) =>
 
 /**
  * A point's hit, from its chunk's row in SQL, the source of truth; null for a point that is no hit: its chunk is
- * gone or not current, or (sharesFeature given) the chunk shares no feature with the query.
+ * gone or not current, or (exactScore given) the chunk shares no feature with the query. With exactScore, the hit's
+ * score is the chunk's exact score, not the index's estimate.
  */
 function judgePoint(
   result: VectorSearchResult,
   { byId, byPlace }: ChunkRows,
-  sharesFeature: SharedFeatureTest | undefined,
+  exactScore: ExactFeatureScore | undefined,
 ): SearchHit | null {
   // a point names its chunk: one of a chunk that was replaced since (re-chunked, its new vector not stored yet)
   // holds the old text's vector under the same place, and is no hit for the new text. A point of a collection
@@ -196,9 +216,10 @@ function judgePoint(
   const row = chunkId === undefined ? byPlace.get(placeOf(result)) : byId.get(chunkId);
   if (!row) return null;
   const context = chunkContextOf(row);
-  if (sharesFeature && !sharesFeature(row.content, context)) return null;
+  const score = exactScore ? exactScore(row.content, context) : result.score;
+  if (exactScore && score === 0) return null;
   return {
-    score: result.score,
+    score,
     document_id: Number(row.document_id),
     document_title: row.title || row.filename,
     source_path: row.source_path,

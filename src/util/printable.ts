@@ -28,3 +28,14 @@ export const printable = (text: unknown): string => String(text ?? '').replace(C
 /** Text of several lines for text output: control characters escaped, its line breaks and tabs kept. */
 export const printableLines = (text: unknown): string =>
   String(text ?? '').replace(CONTROL_BUT_LINES, escaped);
+
+/**
+ * A message (a log line, an error) for text output: control characters escaped as printable does, but for the line
+ * breaks that begin an indented line, which is how a message of several lines is written ("pipeline 'x' is
+ * invalid:\n  row 3: ..."). Any other line break is part of a value it quotes (a file name): `zeile\nzwei.txt`
+ * printed as two lines cut the reason off from its file.
+ */
+export const printableMessage = (text: unknown): string =>
+  String(text ?? '').replace(CONTROL, (char, at: number, whole: string) =>
+    char === '\n' && whole.startsWith('  ', at + 1) ? char : escaped(char),
+  );

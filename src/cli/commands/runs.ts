@@ -2,7 +2,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { lastRuns, runRecord } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
 import { parseJsonColumn } from '../../util/json.js';
-import { printable } from '../../util/printable.js';
+import { printable, printableMessage } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, positiveId, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
@@ -133,7 +133,7 @@ export const logsModule: CommandModule<object, GlobalArgs & { runId?: number }> 
       );
       for (const l of lines) {
         process.stdout.write(
-          `${l.created_at} ${String(l.level).padEnd(5)} ${printable(l.step_name)}${l.document_id ? ` doc ${l.document_id}` : ''}: ${printable(l.message)}\n`,
+          `${l.created_at} ${String(l.level).padEnd(5)} ${printable(l.step_name)}${l.document_id ? ` doc ${l.document_id}` : ''}: ${printableMessage(l.message)}\n`,
         );
       }
       return EXIT_OK;

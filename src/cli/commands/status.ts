@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { documentStatus, statusReport } from '../../engine/status.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
-import { printable } from '../../util/printable.js';
+import { printable, printableMessage } from '../../util/printable.js';
 import { type GlobalArgs, globalOptions, withEngineWithoutSteps } from '../engine-options.js';
 import { EXIT_OK } from '../exit-codes.js';
 import { formatTable, printJson } from '../table.js';
@@ -41,7 +41,7 @@ export const statusModule: CommandModule<object, StatusArgs> = {
         if (report.notCurrent) out(`  not current: ${printable(report.notCurrent)}`);
         if (report.ocrNeeded)
           out('  ocr_needed: the file has pages without a text layer (scans); their text is empty');
-        if (d.error) out(`  error: ${printable(d.error)}`);
+        if (d.error) out(`  error: ${printableMessage(d.error)}`);
         out('');
         out(
           formatTable(

@@ -44,7 +44,7 @@ describe('text output of a file name with control characters', () => {
     expect(formatContext(context, 'Feedback')).to.equal('[Quelle 1: rot\\x1b[31mROT]\nFeedback');
   });
 
-  it('progress lines show the path escaped; log lines and errors their escape sequences, keeping lines', () => {
+  it('progress lines show the path escaped; log lines and errors their escape sequences, keeping indented lines', () => {
     const writes: string[] = [];
     const stream = {
       isTTY: false,
@@ -56,14 +56,17 @@ describe('text output of a file name with control characters', () => {
       const progress = createProgress(stream);
       const item = { id: 1, path: oddPath, action: 'new', document_id: null } as QueueItem;
       progress.onEvent({ type: 'document-finished', item, documentId: 1, status: 'done' });
-      // a message may be of several lines (a configuration's problems): its line breaks are kept, nothing else
+      // a message may be of several lines (a pipeline's problems, each on an indented line): those line breaks are
+      // kept; one in a file name is escaped, so that the reason stays on the line of its file
       progress.onLog('warn', `warn [extract doc 1]: ${oddPath}: not valid UTF-8`);
+      progress.onLog('warn', "pipeline 'x' is invalid:\n  row 3: unknown step type");
     } finally {
       if (ci !== undefined) process.env.CI = ci;
     }
     expect(writes).to.deep.equal([
       `done    new    ${shownPath}\n`,
-      'warn [extract doc 1]: /quelle/rot\\x1b[31mROT\\x1b[0m/zeile\nzwei.txt: not valid UTF-8\n',
+      'warn [extract doc 1]: /quelle/rot\\x1b[31mROT\\x1b[0m/zeile\\nzwei.txt: not valid UTF-8\n',
+      "pipeline 'x' is invalid:\n  row 3: unknown step type\n",
     ]);
     let printed = '';
     printError(new ConfigError(ErrorCodes.USAGE, `no document ${oddPath}`), (t) => {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { embedLocalHash, localHashFeatureMatcher, localHashFeatures } from '../../../src/embed/local-hash.js';
-import { localHashFeaturesReference } from './local-hash-reference.js';
+import { exactCosineReference, localHashFeaturesReference } from './local-hash-reference.js';
 
 const examplesDir = path.resolve(import.meta.dirname, '../../../examples/documents');
 
@@ -69,6 +69,7 @@ describe('local-hash-v2 features', () => {
         const shares = localHashFeaturesReference(text).some((feature) => wanted.has(feature));
         const label = `${query} / ${text.slice(0, 40)}`;
         expect(matcher.shares(text), label).to.equal(shares);
+        expect(matcher.score(text), label).to.be.closeTo(exactCosineReference(query, text), 1e-9);
         if (shares) {
           // the quick test never rules out a text that has one
           expect(matcher.mayShare(text), label).to.equal(true);
@@ -84,5 +85,6 @@ describe('local-hash-v2 features', () => {
     const handbook = handbookParagraphs().join('\n\n');
     expect(cosine(embedLocalHash('zzz'), embedLocalHash(handbook))).to.be.above(0);
     expect(localHashFeatureMatcher('zzz').shares(handbook)).to.equal(false);
+    expect(localHashFeatureMatcher('zzz').score(handbook)).to.equal(0);
   });
 });

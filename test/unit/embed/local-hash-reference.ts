@@ -73,6 +73,22 @@ export function localHashFeaturesReference(text: string): number[] {
   return [...featuresOf(text).count.keys()];
 }
 
+/** The cosine of two texts' features with each feature a dimension of its own (no buckets, no signs). */
+export function exactCosineReference(a: string, b: string): number {
+  const valuesOf = (text: string) => {
+    const features = featuresOf(text);
+    return new Map(
+      [...features.count].map(([hash, count]) => [hash, features.weight.get(hash)! * (1 + Math.log(count))]),
+    );
+  };
+  const [x, y] = [valuesOf(a), valuesOf(b)];
+  const norm = (values: Map<number, number>) =>
+    Math.sqrt([...values.values()].reduce((sum, v) => sum + v * v, 0));
+  let dot = 0;
+  for (const [hash, value] of x) dot += value * (y.get(hash) ?? 0);
+  return dot === 0 ? 0 : dot / (norm(x) * norm(y));
+}
+
 export function embedLocalHashReference(text: string, dimensions = 1024): Float32Array {
   const features = featuresOf(text);
   const vector = new Float32Array(dimensions);

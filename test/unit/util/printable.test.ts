@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { printable, printableLines } from '../../../src/util/printable.js';
+import { printable, printableLines, printableMessage } from '../../../src/util/printable.js';
 
 describe('util/printable', () => {
   it('shows the control characters of a path as escapes, on one line', () => {
@@ -20,6 +20,15 @@ describe('util/printable', () => {
   it('keeps the line breaks and tabs of text of several lines', () => {
     expect(printableLines('[Quelle 1: rot\x1b[31m]\nText\tmit Tab')).to.equal(
       '[Quelle 1: rot\\x1b[31m]\nText\tmit Tab',
+    );
+  });
+
+  it('keeps a message on its lines where a line break begins an indented line, and escapes any other', () => {
+    expect(printableMessage("pipeline 'x' is invalid:\n  row 3: a\n  row 4: b")).to.equal(
+      "pipeline 'x' is invalid:\n  row 3: a\n  row 4: b",
+    );
+    expect(printableMessage('/quelle/zeile\nzwei.txt: leer\x1b[31m\tx')).to.equal(
+      '/quelle/zeile\\nzwei.txt: leer\\x1b[31m\\tx',
     );
   });
 });
