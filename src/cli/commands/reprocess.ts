@@ -1,8 +1,15 @@
+import os from 'node:os';
 import type { Argv, CommandModule } from 'yargs';
 import type { SqlExecutor } from '../../db/sql.js';
 import { getDocument, supersededReason } from '../../engine/documents.js';
 import { planForRun } from '../../engine/plan-run.js';
-import { enqueue, findQueueItem, inFlight, type QueueAction } from '../../engine/queue.js';
+import {
+  enqueue,
+  findQueueItem,
+  inFlight,
+  type QueueAction,
+  releaseLeasesOfGoneProcesses,
+} from '../../engine/queue.js';
 import { assertRegistryHealthy } from '../../engine/registry.js';
 import { type RunSummary, runPipeline } from '../../engine/runner.js';
 import { ConfigError, ErrorCodes } from '../../errors.js';
@@ -77,7 +84,9 @@ export const reprocessModule: CommandModule<object, RunArgs & { id: number }> = 
           );
       const plan = await planForRun(engine, args.pipeline ?? last?.name, commandLine());
       const action = doc.version > 1 ? 'update' : 'new';
-      // its item claimed by a process now read it unforced: it would end as it is, the request not done
+      // its item claimed by a process now read it unforced: it would end as it is, the request not done. A process of
+      // this machine that is gone holds it no longer (SQLite: its lease is released at once, as a run does)
+      await releaseLeasesOfGoneProcesses(db, os.hostname());
       const held = await findQueueItem(db, doc.source_path, doc.content_hash, action);
       if (held && inFlight(held))
         throw new ConfigError(
