@@ -1,4 +1,4 @@
-import { stepsToRun } from '../engine/checkpoints.js';
+import { profileKeysOf, stepsToRun } from '../engine/checkpoints.js';
 import type { Engine } from '../engine/engine.js';
 import type { Plan } from '../engine/plan.js';
 import { scanSource, storedSourceRoot } from '../engine/scan.js';
@@ -129,7 +129,7 @@ export async function printDryRun(
           [entry.documentId, plan.pipeline.id],
         );
         const done = new Map(rows.map((r) => [r.step_name, r.config_hash]));
-        const run = stepsToRun(documentSteps, done, String(engine.settings.profileKey));
+        const run = stepsToRun(documentSteps, done, profileKeysOf(engine.settings));
         steps = documentSteps.filter((s) => run.has(s.name)).map((s) => s.name);
       }
       files.push({ path: entry.path, decision: entry.decision, steps, documentId: entry.documentId });

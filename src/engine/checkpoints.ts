@@ -33,6 +33,20 @@ export const skippedCheckpointHash = (lineageHash: string, profileKey: string) =
   `${sha256(lineageHash + profileKey).slice(0, 8)}:skipped`;
 
 /**
+ * The checkpoint hashes that say a step with this lineage is done: its lineage, and its skipped hash under each of
+ * the profile keys that still count (Engine settings `profileKeys`: the current one first, then the one cpe used
+ * before, so that checkpoints written before are not all made stale by the change of how the key is made).
+ */
+/** The profile keys of an engine's settings that still count, the current one first (see currentCheckpointHashes). */
+export const profileKeysOf = (settings: Readonly<Record<string, unknown>>): readonly string[] =>
+  Array.isArray(settings.profileKeys) ? (settings.profileKeys as string[]) : [String(settings.profileKey)];
+
+export const currentCheckpointHashes = (lineageHash: string, profileKeys: readonly string[]): string[] => [
+  lineageHash,
+  ...profileKeys.map((key) => skippedCheckpointHash(lineageHash, key)),
+];
+
+/**
  * The document steps (in plan order) that must run for a document with these checkpoints: a step whose checkpoint
  * does not match its lineage (none, another config or upstream, or ended skipped under another LLM profile), and
  * every step downstream of one that runs: its input is written anew even where its own lineage is unchanged (a
@@ -41,14 +55,13 @@ export const skippedCheckpointHash = (lineageHash: string, profileKey: string) =
 export function stepsToRun(
   steps: readonly PlannedStep[],
   checkpoints: ReadonlyMap<string, string>,
-  profileKey: string,
+  profileKeys: readonly string[],
 ): Set<string> {
   const run = new Set<string>();
   for (const step of steps) {
     const hash = checkpoints.get(step.name);
     const current =
-      hash !== undefined &&
-      (hash === step.lineageHash || hash === skippedCheckpointHash(step.lineageHash, profileKey));
+      hash !== undefined && currentCheckpointHashes(step.lineageHash, profileKeys).includes(hash);
     if (!current || step.dependsOn.some((name) => run.has(name))) run.add(step.name);
   }
   return run;

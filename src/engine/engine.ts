@@ -6,10 +6,10 @@ import { seedDatabase } from '../db/seed.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { shortHash } from '../util/hash.js';
 import { archivePathFor } from './archive.js';
-import { skippedCheckpointHash } from './checkpoints.js';
+import { currentCheckpointHashes, profileKeysOf } from './checkpoints.js';
 import type { Plan } from './plan.js';
 import type { Providers } from './plugin.js';
-import { createProviders, describeProfile } from './providers.js';
+import { createProviders, describeProfile, providerKinds } from './providers.js';
 import { enqueueMany, retryFailedItems } from './queue.js';
 import { loadPluginRegistry, type PluginRegistry } from './registry.js';
 import { retractDocument } from './retract.js';
@@ -150,7 +150,13 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
         archiveDir,
         maxFileMb: config.maxFileMb,
         embedModel: config.embedModel,
-        profileKey: shortHash({ llm: profile.llm, vision: profile.vision }),
+        // the key of skipped checkpoints (see providerKinds), and the one before it, from the profile's text: a
+        // checkpoint written with it counts while that text is unchanged (no upgrade runs LLM steps again)
+        profileKey: shortHash(providerKinds(config, secrets)),
+        profileKeys: Object.freeze([
+          shortHash(providerKinds(config, secrets)),
+          shortHash({ llm: profile.llm, vision: profile.vision }),
+        ]),
       }),
       archiveDir,
       archivePathFor: (hash, sourcePath) => archivePathFor(archiveDir, hash, sourcePath),
@@ -162,12 +168,9 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
         const params: unknown[] = [plan.pipeline.id];
         const matches = docSteps
           .map((s) => {
-            params.push(
-              s.name,
-              s.lineageHash,
-              skippedCheckpointHash(s.lineageHash, String(engine.settings.profileKey)),
-            );
-            return '(c.step_name = ? AND c.config_hash IN (?, ?))';
+            const current = currentCheckpointHashes(s.lineageHash, profileKeysOf(engine.settings));
+            params.push(s.name, ...current);
+            return `(c.step_name = ? AND c.config_hash IN (${current.map(() => '?').join(', ')}))`;
           })
           .join(' OR ');
         const under = pathsUnder(db.dialect, 'd.source_path', sourceDir);

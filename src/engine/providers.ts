@@ -76,6 +76,28 @@ export function createProviders(config: AppConfig, secrets: Secrets, db: SqlExec
   };
 }
 
+/**
+ * Which LLM and vision provider the LLM steps would use (anthropic, ollama or none): what decides whether a step
+ * that ended skipped for want of one would run now. Not where they are: a checkpoint keyed by the profile's text
+ * (describeProfile) was made stale by a proxy URL spelt another way (127.0.0.1 for localhost), and every document
+ * ran its LLM steps, and all after them, again.
+ */
+export function providerKinds(config: AppConfig, secrets: Secrets): { llm: string; vision: string } {
+  const ollama = config.ollamaHosts.length > 0;
+  const anthropic = Boolean(secrets.anthropicApiKey);
+  return {
+    llm: anthropic
+      ? config.llmProvider === 'ollama' && ollama
+        ? 'ollama'
+        : 'anthropic'
+      : ollama
+        ? 'ollama'
+        : 'none',
+    // as chooseVisionProvider picks: Ollama when configured, else Claude
+    vision: ollama ? 'ollama' : anthropic ? 'anthropic' : 'none',
+  };
+}
+
 /** Which parts are embedded and which are real servers: shown by `cpe status` and at the start of every run. */
 export function describeProfile(
   config: AppConfig,

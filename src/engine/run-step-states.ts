@@ -1,7 +1,7 @@
 import { comparedName } from '../db/collation.js';
 import type { SqlExecutor } from '../db/sql.js';
 import { sqlTime } from '../util/time.js';
-import { skippedCheckpointHash } from './checkpoints.js';
+import { currentCheckpointHashes } from './checkpoints.js';
 import type { PlannedStep } from './plan.js';
 
 /** 'pending': documents were processed since the step last ran; 'ok' (or ended skipped) and 'failed': how it ran. */
@@ -54,13 +54,12 @@ async function loadRunStepStates(db: SqlExecutor, pipelineId: number): Promise<M
 function owedBecause(
   step: PlannedStep,
   state: RunStepState | undefined,
-  profileKey: string,
+  profileKeys: readonly string[],
 ): string | undefined {
   if (!state) return 'not run since it was added';
   if (state.status === 'failed') return `failed${state.runId === null ? '' : ` in run ${state.runId}`}`;
   if (state.status === 'pending') return 'not run since documents were processed';
-  const current =
-    state.hash === step.lineageHash || state.hash === skippedCheckpointHash(step.lineageHash, profileKey);
+  const current = currentCheckpointHashes(step.lineageHash, profileKeys).includes(state.hash);
   return current ? undefined : 'its config changed';
 }
 
@@ -74,14 +73,14 @@ export async function owedPostSteps(
   db: SqlExecutor,
   pipelineId: number,
   postSteps: readonly PlannedStep[],
-  profileKey: string,
+  profileKeys: readonly string[],
 ): Promise<OwedStep[]> {
   if (postSteps.length === 0) return [];
   const states = await loadRunStepStates(db, pipelineId);
   const compared = comparedName(db);
   const owed: OwedStep[] = [];
   for (const step of postSteps) {
-    const because = owedBecause(step, states.get(compared(step.name)), profileKey);
+    const because = owedBecause(step, states.get(compared(step.name)), profileKeys);
     const after = step.dependsOn.find((name) => owed.some((o) => o.step.name === name));
     if (because) owed.push({ step, reason: because });
     else if (after) owed.push({ step, reason: `it runs after '${after}'` });

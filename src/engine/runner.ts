@@ -23,6 +23,7 @@ import {
   inPlan,
   loadCheckpoints,
   othersWriting,
+  profileKeysOf,
   saveCheckpoints,
   skippedCheckpointHash,
   stepsToRun,
@@ -618,8 +619,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
    */
   const runPostSteps = async (idle: boolean) => {
     if (!idle) return runRunSteps('post');
-    const profileKey = String(engine.settings.profileKey);
-    const owed = await owedPostSteps(db, plan.pipeline.id, postSteps, profileKey);
+    const owed = await owedPostSteps(db, plan.pipeline.id, postSteps, profileKeysOf(engine.settings));
     if (owed.length === 0) {
       runLogger.info('no documents in this run: the steps after them are not run');
       return;
@@ -987,7 +987,7 @@ export async function runPipeline(engine: Engine, given: RunOptions): Promise<Ru
 
     const skippedHash = (step: PlannedStep) =>
       skippedCheckpointHash(step.lineageHash, String(engine.settings.profileKey));
-    const toRun = stepsToRun(documentSteps, checkpoints, String(engine.settings.profileKey));
+    const toRun = stepsToRun(documentSteps, checkpoints, profileKeysOf(engine.settings));
     const runDocStep = async (step: PlannedStep) => {
       const began = Date.now();
       if (!toRun.has(step.name)) {

@@ -5,7 +5,9 @@ import { Ajv } from 'ajv';
 import { expect } from 'chai';
 import { describeConfig, loadConfig } from '../../../src/config/load.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { describeProfile } from '../../../src/engine/providers.js';
+import { skippedCheckpointHash, stepsToRun } from '../../../src/engine/checkpoints.js';
+import type { PlannedStep } from '../../../src/engine/plan.js';
+import { describeProfile, providerKinds } from '../../../src/engine/providers.js';
 import { ConfigError, describeError } from '../../../src/errors.js';
 import { maskUrl, redactCredentials } from '../../../src/util/credentials.js';
 import { runCli } from '../../helpers/cli.js';
@@ -142,6 +144,43 @@ describe('configuration', () => {
     expect(vision({ ANTHROPIC_API_KEY: 'sk-ant-vision-123', CPE_OLLAMA_HOST: 'http://gpu1:11434' })).to.equal(
       'Ollama http://gpu1:11434',
     );
+  });
+
+  it('keys skipped checkpoints by which providers answer, not where they are', () => {
+    const kinds = (env: NodeJS.ProcessEnv) => {
+      const loaded = loadConfig({ cwd: dir(), env });
+      return providerKinds(loaded.config, loaded.secrets);
+    };
+    const key = 'sk-ant-kinds-123';
+    // a proxy URL spelt another way made every skipped checkpoint stale: all documents ran their LLM steps again
+    expect(kinds({ ANTHROPIC_API_KEY: key, CPE_ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080' })).to.deep.equal(
+      kinds({ ANTHROPIC_API_KEY: key, CPE_ANTHROPIC_BASE_URL: 'http://localhost:8080' }),
+    );
+    expect(kinds({})).to.deep.equal({ llm: 'none', vision: 'none' });
+    expect(kinds({ ANTHROPIC_API_KEY: key })).to.deep.equal({ llm: 'anthropic', vision: 'anthropic' });
+    expect(kinds({ CPE_OLLAMA_HOST: 'http://gpu1:11434' })).to.deep.equal({
+      llm: 'ollama',
+      vision: 'ollama',
+    });
+    expect(
+      kinds({ ANTHROPIC_API_KEY: key, CPE_OLLAMA_HOST: 'http://gpu1:11434', CPE_LLM_PROVIDER: 'ollama' }),
+    ).to.deep.equal({ llm: 'ollama', vision: 'ollama' });
+  });
+
+  it('takes a skipped checkpoint written under the earlier profile key as current, and one of another profile not', () => {
+    const step = { name: 'vision', lineageHash: 'aaaa', dependsOn: [] as string[] } as unknown as PlannedStep;
+    const after = { name: 'chunk', lineageHash: 'bbbb', dependsOn: ['vision'] } as unknown as PlannedStep;
+    const checkpoints = (key: string) =>
+      new Map([
+        ['vision', skippedCheckpointHash('aaaa', key)],
+        ['chunk', 'bbbb'],
+      ]);
+    expect([...stepsToRun([step, after], checkpoints('earlier'), ['current', 'earlier'])]).to.deep.equal([]);
+    expect([...stepsToRun([step, after], checkpoints('current'), ['current', 'earlier'])]).to.deep.equal([]);
+    expect([...stepsToRun([step, after], checkpoints('other'), ['current', 'earlier'])]).to.deep.equal([
+      'vision',
+      'chunk',
+    ]);
   });
 
   it('names a path flag of the wrong type (from a JavaScript caller) instead of failing in path.resolve', () => {
