@@ -23,12 +23,13 @@ export async function withEngine<R>(
   args: GlobalArgs,
   flags: Partial<AppConfig>,
   fn: (engine: Engine) => Promise<R>,
-  { stepPlugins = true }: { stepPlugins?: boolean } = {},
+  { stepPlugins = true, migrate }: { stepPlugins?: boolean; migrate?: boolean | 'new-only' } = {},
 ): Promise<R> {
   const engine = await openEngine({
     configPath: args.config,
     flags: { dataDir: args['data-dir'], ...flags },
     stepPlugins,
+    migrate,
   });
   try {
     return await fn(engine);

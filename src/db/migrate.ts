@@ -183,6 +183,26 @@ const sqliteMigrationFailed = (migration: Migration, error: unknown): Error =>
   );
 
 /**
+ * The migrations of this cpe a database that has some of them applied still lacks (an upgrade), read without
+ * changing anything; none for a new database, which has none applied.
+ */
+export async function upgradeMigrations(db: SqlExecutor, role: DatabaseRole): Promise<Migration[]> {
+  const [table] =
+    db.dialect === 'sqlite'
+      ? await db.query(
+          "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'cpe_migrations'",
+        )
+      : await db.query(
+          "SELECT 1 AS found FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'cpe_migrations'",
+        );
+  if (!table) return [];
+  const rows = await db.query<{ version: number }>('SELECT version FROM cpe_migrations');
+  if (rows.length === 0) return [];
+  const done = new Set(rows.map((r) => Number(r.version)));
+  return listMigrations(db.dialect, role).filter((m) => !done.has(m.version));
+}
+
+/**
  * Applies pending migrations. Safe against concurrent processes: SQLite takes the write lock first,
  * MySQL the database's named migration lock. Returns the versions applied.
  */

@@ -4,7 +4,7 @@ import { ConfigError, CpeError, ErrorCodes } from '../errors.js';
 import { maskUrl } from '../util/credentials.js';
 import { entitySchemas } from './entities.js';
 import { classifyMysqlError, MysqlExecutor, mysqlServerReturns, SqliteExecutor } from './executor.js';
-import { type DatabaseRole, databaseLabel, migrate } from './migrate.js';
+import { type DatabaseRole, databaseLabel, migrate, upgradeMigrations } from './migrate.js';
 import type { SqlExecutor } from './sql.js';
 import { DataSource } from './typeorm.js';
 import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './wal-checkpointer.js';
@@ -16,8 +16,28 @@ export interface DatabaseSettings {
   dbUrl?: string;
   /** mysql://user:pass@host:3306/ki_dev; unset = SQLite (or the content server's ki_dev when dbUrl is set) */
   logDbUrl?: string;
-  /** apply pending migrations on open (default true) */
-  migrate?: boolean;
+  /**
+   * apply pending migrations on open (default true); 'new-only': create a new database, but refuse to upgrade one
+   * that lacks migrations (a dry run changes no data: upgraded, the data would be refused by the cpe before)
+   */
+  migrate?: boolean | 'new-only';
+}
+
+/** A usage error naming the migrations the databases lack, when any does: see `migrate: 'new-only'`. */
+async function refuseUpgrade(dbs: readonly OpenDatabase[]): Promise<void> {
+  const lacking: string[] = [];
+  for (const db of dbs) {
+    const pending = await upgradeMigrations(db.sql, db.role);
+    if (pending.length > 0)
+      lacking.push(
+        `${databaseLabel(db.role)} lacks migration ${pending.map((m) => `${m.version} '${m.name}'`).join(', ')}`,
+      );
+  }
+  if (lacking.length > 0)
+    throw new ConfigError(
+      ErrorCodes.USAGE,
+      `${lacking.join('; ')} of this cpe: a dry run changes nothing, so it does not upgrade the data (after which an older cpe refuses it); \`cpe db migrate\`, or any command that is not a dry run, applies them`,
+    );
 }
 
 export interface OpenDatabase {
@@ -253,6 +273,7 @@ export async function openDatabases(settings: DatabaseSettings): Promise<Databas
   }
   if (settings.migrate !== false) {
     try {
+      if (settings.migrate === 'new-only') await refuseUpgrade([log, content]);
       log.applied = await migrate(log.sql, log.dataSource, 'log');
       content.applied = await migrate(content.sql, content.dataSource, 'content');
     } catch (error) {

@@ -45,7 +45,7 @@ export interface OpenEngineOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   /** apply pending migrations (default true) */
-  migrate?: boolean;
+  migrate?: boolean | 'new-only';
   /**
    * load the step plugins (default true); commands that run no steps (status, runs, search, ...) leave them out:
    * importing the 25 built-in step modules was 100-150 ms of their start

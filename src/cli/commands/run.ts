@@ -189,6 +189,12 @@ export async function runCommand(
   }
 }
 
+/**
+ * A dry run changes no data: it upgrades no database (migrated, the data would be refused by the cpe it came from;
+ * it did so without a word). A new data folder it creates, so that it can show what a first run would do.
+ */
+const dryRunOpening = (args: RunArgs) => (args['dry-run'] ? { migrate: 'new-only' as const } : {});
+
 export const runModule: CommandModule<object, RunArgs> = {
   command: 'run',
   describe: 'scan the source folder and process everything queued with a pipeline',
@@ -199,6 +205,7 @@ export const runModule: CommandModule<object, RunArgs> = {
       args,
       { source: args.source, concurrency: args.concurrency },
       (engine) => runCommand(engine, args, { scan: true, process: true }),
+      dryRunOpening(args),
     );
   },
 };
@@ -216,8 +223,11 @@ export const scanModule: CommandModule<object, RunArgs> = {
   // no --concurrency: a scan processes no document
   builder: (y) => runOptions(y, ['source', 'dry-run', 'force', 'rehash']) as unknown as Argv<RunArgs>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, { source: args.source }, (engine) =>
-      runCommand(engine, args, { scan: true, process: false }),
+    process.exitCode = await withEngine(
+      args,
+      { source: args.source },
+      (engine) => runCommand(engine, args, { scan: true, process: false }),
+      dryRunOpening(args),
     );
   },
 };
@@ -234,8 +244,11 @@ export const processModule: CommandModule<object, RunArgs & { limit?: number }> 
       })
       .check(positiveId('limit', { optional: true })) as unknown as Argv<RunArgs & { limit?: number }>,
   handler: async (args) => {
-    process.exitCode = await withEngine(args, { concurrency: args.concurrency }, (engine) =>
-      runCommand(engine, args, { scan: false, process: true, limit: args.limit }),
+    process.exitCode = await withEngine(
+      args,
+      { concurrency: args.concurrency },
+      (engine) => runCommand(engine, args, { scan: false, process: true, limit: args.limit }),
+      dryRunOpening(args),
     );
   },
 };

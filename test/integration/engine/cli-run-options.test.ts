@@ -108,6 +108,48 @@ for (const backend of testBackends()) {
       expect(dry.stdout).to.not.contain('gibt-es-nicht');
     });
 
+    it('a dry run does not upgrade the data of an older cpe; any other command does', async () => {
+      const newest = async () => {
+        const engine = await setup.open();
+        try {
+          const [row] = await engine.dbs.content.sql.query<{ v: number }>(
+            'SELECT MAX(version) AS v FROM cpe_migrations',
+          );
+          return Number(row!.v);
+        } finally {
+          await engine.close();
+        }
+      };
+      const latest = await newest();
+      // as an older cpe left it: without the last migration (its table, its record)
+      const engine = await setup.open();
+      try {
+        await engine.dbs.content.sql.run('DROP TABLE run_step_states');
+        await engine.dbs.content.sql.run('DELETE FROM cpe_migrations WHERE version = ?', [latest]);
+      } finally {
+        await engine.close();
+      }
+      const source = makeSourceFolder(generatedDocuments(1, 'upgrade'));
+      for (const command of ['run', 'scan', 'process']) {
+        const dry = await runCli(
+          [
+            command,
+            '--pipeline=quick',
+            '--dry-run',
+            ...(command === 'process' ? [] : [`--source=${source}`]),
+          ],
+          setup.env,
+        );
+        expect(dry.code, dry.stderr).to.equal(2);
+        expect(dry.stderr).to.match(new RegExp(`^cpe: ki_content lacks migration ${latest} '`));
+        expect(dry.stderr).to.contain('a dry run changes nothing');
+      }
+      // it migrated silently, and the cpe the data came from then refused it
+      const runAfter = await runCli(['run', '--pipeline=quick', `--source=${source}`], setup.env);
+      expect(runAfter.code, runAfter.stderr).to.equal(0);
+      expect(await newest()).to.equal(latest);
+    });
+
     it('watch --json prints each pass summary as JSON', async () => {
       const source = makeSourceFolder(generatedDocuments(1, 'watchjson'));
       const { child, out, closed } = startCli(
