@@ -138,6 +138,7 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
       log: dbs.log.location,
     });
     const db = dbs.content.sql;
+    const profileKey = shortHash(providerKinds(config, secrets));
     const engine: Engine = {
       loaded,
       config,
@@ -152,11 +153,8 @@ export async function openEngine(options: OpenEngineOptions = {}): Promise<Engin
         embedModel: config.embedModel,
         // the key of skipped checkpoints (see providerKinds), and the one before it, from the profile's text: a
         // checkpoint written with it counts while that text is unchanged (no upgrade runs LLM steps again)
-        profileKey: shortHash(providerKinds(config, secrets)),
-        profileKeys: Object.freeze([
-          shortHash(providerKinds(config, secrets)),
-          shortHash({ llm: profile.llm, vision: profile.vision }),
-        ]),
+        profileKey,
+        profileKeys: Object.freeze([profileKey, shortHash({ llm: profile.llm, vision: profile.vision })]),
       }),
       archiveDir,
       archivePathFor: (hash, sourcePath) => archivePathFor(archiveDir, hash, sourcePath),

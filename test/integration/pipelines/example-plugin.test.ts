@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { SqlExecutor } from '../../../src/db/sql.js';
-import { planPipeline } from '../../../src/engine/plan.js';
+import type { Engine } from '../../../src/engine/engine.js';
+import { type Plan, planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { parseJsonColumn } from '../../../src/util/json.js';
 import { createTestSetup, testBackends } from '../../helpers/backends.js';
@@ -48,6 +49,20 @@ function holdFirstMetadataRead(db: SqlExecutor): void {
   interceptTransactions(db, around);
 }
 
+/** Runs `plan` over a copy of examples/documents/handbuch, no document failing: each document's metadata by file name. */
+async function runHandbook(engine: Engine, plan: Plan): Promise<Record<string, Record<string, any>>> {
+  const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-glossary-'));
+  cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
+  const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
+  expect(summary.failures).to.deep.equal([]);
+  const rows = await engine.dbs.content.sql.query<{ filename: string; metadata: string }>(
+    'SELECT filename, metadata FROM documents ORDER BY filename',
+  );
+  return Object.fromEntries(
+    rows.map((r) => [r.filename, parseJsonColumn<Record<string, any>>(r.metadata, {})]),
+  );
+}
+
 for (const backend of testBackends()) {
   describe(`the example plugin glossary_tags, put into Standard with the README's SQL (${backend})`, function () {
     this.timeout(300000);
@@ -73,18 +88,9 @@ FROM pipeline_configs WHERE name = 'Standard'`);
           'embed',
           'analyze',
         ]);
-        const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-glossary-'));
-        cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
-        const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
-        expect(summary.failures).to.deep.equal([]);
-        const rows = await db.query<{ filename: string; metadata: string }>(
-          'SELECT filename, metadata FROM documents ORDER BY filename',
-        );
-        const tags = Object.fromEntries(
-          rows.map((r) => [r.filename, parseJsonColumn<Record<string, any>>(r.metadata, {}).glossary_tags]),
-        );
-        expect(tags['feedback.md']).to.have.property('Feedback').that.is.at.least(5);
-        expect(tags['auftragsklaerung.md']).to.deep.equal({});
+        const metadata = await runHandbook(engine, plan);
+        expect(metadata['feedback.md']!.glossary_tags).to.have.property('Feedback').that.is.at.least(5);
+        expect(metadata['auftragsklaerung.md']!.glossary_tags).to.deep.equal({});
       } finally {
         await engine.close();
         await setup.cleanup();
@@ -105,16 +111,7 @@ FROM pipeline_configs WHERE name = 'Schulungsunterlagen'`);
         expect(dependsOn('glossary_tags')).to.deep.equal(['chunk']);
         expect(dependsOn('metadata_store')).to.deep.equal(['chunk']);
         holdFirstMetadataRead(db);
-        const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-glossary-'));
-        cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
-        const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
-        expect(summary.failures).to.deep.equal([]);
-        const rows = await db.query<{ filename: string; metadata: string }>(
-          'SELECT filename, metadata FROM documents ORDER BY filename',
-        );
-        const metadata = Object.fromEntries(
-          rows.map((r) => [r.filename, parseJsonColumn<Record<string, any>>(r.metadata, {})]),
-        );
+        const metadata = await runHandbook(engine, plan);
         expect(metadata['feedback.md']!.glossary_tags).to.have.property('Feedback').that.is.at.least(5);
         expect(metadata['auftragsklaerung.md']!.glossary_tags).to.deep.equal({});
         for (const kept of Object.values(metadata)) {
