@@ -6,11 +6,12 @@
  *
  * Three levels, each as hit@1, hit@5 and MRR@10 (reciprocal rank of the first match in the top 10, 0 when
  * there is none):
- * - section (heading_path): the chunk is from the expected file and its heading_path contains the expected
- *   section heading; the strict definition of the issue.
+ * - section (heading_path): the hit is from the expected file and the heading_path it cites contains the
+ *   expected section heading; the strict definition of the issue.
  * - section (span): the same, or the chunk reaches into the expected section. The chunker merges short
- *   sections (laws: many paragraphs of 100-400 characters) into one chunk whose heading_path names only the
- *   first of them, so "§ 4 Wartezeit" lives in the chunk headed "§ 3 Dauer des Urlaubs". The span is read
+ *   sections (laws: many paragraphs of 100-400 characters) into one chunk, so "§ 4 Wartezeit" lives in the
+ *   chunk that starts in "§ 3 Dauer des Urlaubs"; a hit cites the section of its chunk the query matches best
+ *   (src/retrieval/cited-section.ts), and the span counts the chunk whichever it cites. The span is read
  *   from the chunk's metadata (sectionIndex..lastSectionIndex) against the sections cpe builds from the
  *   stored extraction (buildSections, as the chunk step does when the pipeline has no structure step).
  * - document: the chunk is from the expected file.
@@ -346,9 +347,10 @@ export function formatReport(report: RetrievalEvalReport): string {
   row('document', metrics.document);
   lines.push('');
   lines.push(
-    'section (heading_path): a result chunk from the right file whose heading_path contains the expected ' +
-      'section heading. section (chunk reaches into it): also counts a chunk that starts in an earlier section ' +
-      'and runs into the expected one (short sections are merged; heading_path names only the first). ' +
+    'section (heading_path): a result from the right file whose cited heading_path contains the expected ' +
+      'section heading (of the sections its chunk reaches into, a hit cites the one the query matches best). ' +
+      'section (chunk reaches into it): also counts a chunk that reaches into the expected section, whichever it cites ' +
+      '(short sections are merged into one chunk). ' +
       'document: a chunk from the right file. MRR is the mean of 1/rank of the first match, 0 when none is in the top results.',
   );
   if (report.problems.length > 0) {

@@ -30,7 +30,8 @@ export function formatSearchHits(query: string, hits: readonly SearchHit[]): str
       .join(' · ');
     lines.push(`${i + 1}. ${hit.score.toFixed(3)}  ${printable(hit.document_title)}`);
     if (where) lines.push(`   ${printable(where)}`);
-    lines.push(`   ${printable(snippet(hit.content))}`);
+    // from the cited section: the chunk may start with the end of the section before it
+    lines.push(`   ${printable(snippet(hit.content.slice(hit.section_offset)))}`);
     lines.push(`   ${printable(hit.source_path)}`);
   });
   return lines.join('\n');

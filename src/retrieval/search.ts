@@ -6,6 +6,7 @@ import type { Providers } from '../engine/plugin.js';
 import { CpeError, ErrorCodes } from '../errors.js';
 import { collectionMismatch } from '../vectors/collection-stamp.js';
 import type { VectorSearchResult } from '../vectors/types.js';
+import { citedSectionOf } from './cited-section.js';
 import { type ExactFeatureScore, exactFeatureScore } from './shared-features.js';
 
 export interface RetrievalServices {
@@ -31,12 +32,19 @@ export interface SearchHit {
   document_id: number;
   document_title: string;
   source_path: string;
+  /**
+   * the heading path of the section the hit cites: of the sections the chunk reaches into, the one whose part
+   * shares the most with the query (chunks.heading_path names the one it starts in; see citedSectionOf)
+   */
   heading_path: string[];
+  /** the page that section starts on in the chunk (null for a chunk without a page) */
   page: number | null;
   chunk_index: number;
   chunk_id: number;
   /** the chunk's full text from SQL (the point's payload holds only the first 1000 characters) */
   content: string;
+  /** where the cited section starts in `content` (0: the section the chunk starts in) */
+  section_offset: number;
 }
 
 /**
@@ -100,13 +108,22 @@ export async function searchChunks(
 
   /** what each point the index returned turned out to be: its hit, or null (a stale point, no feature in common) */
   const judged = new Map<string, SearchHit | null>();
+  /** the chunk metadata of each hit, for the section it cites */
+  const metadataOf = new Map<number, unknown>();
   const hitOf = (rows: ChunkRows) => (result: VectorSearchResult) => {
     let hit = judged.get(result.id);
     if (hit === undefined) {
-      hit = judgePoint(result, rows, exactScore);
+      const judgement = judgePoint(result, rows, exactScore);
+      hit = judgement?.hit ?? null;
+      if (judgement) metadataOf.set(judgement.hit.chunk_id, judgement.metadata);
       judged.set(result.id, hit);
     }
     return hit;
+  };
+  const cite = citedSectionOf(query);
+  const cited = (hit: SearchHit): SearchHit => {
+    const section = cite(hit.content, hit.heading_path, hit.page, metadataOf.get(hit.chunk_id));
+    return { ...hit, heading_path: section.headingPath, page: section.page, section_offset: section.offset };
   };
   let fetch = Math.min(MAX_FETCH, Math.max(exactScore ? RERANK_POOL : 0, limit * OVERFETCH + 10));
   for (;;) {
@@ -124,7 +141,7 @@ export async function searchChunks(
     // tied with the last it needs: the order among equal scores is decided here, the same on every backend,
     // before the limit cuts
     if (hits.length >= limit || candidates.length < fetch || fetch >= MAX_FETCH)
-      return hits.sort(compareHits).slice(0, limit);
+      return hits.sort(compareHits).slice(0, limit).map(cited);
     fetch = Math.min(MAX_FETCH, fetch * 4);
   }
 }
@@ -180,6 +197,7 @@ interface HitRow {
   chunk_index: number;
   content: string;
   heading_path: unknown;
+  metadata: unknown;
   page_start: number | null;
   title: string | null;
   filename: string;
@@ -194,21 +212,22 @@ interface ChunkRows {
 
 /** The chunks of current documents (the latest version, not deleted) that `condition` selects, with their document. */
 const currentChunksWhere = (condition: string) =>
-  `SELECT c.id, c.document_id, c.chunk_index, c.content, c.heading_path, c.page_start,
+  `SELECT c.id, c.document_id, c.chunk_index, c.content, c.heading_path, c.metadata, c.page_start,
           d.title, d.filename, d.source_path
    FROM chunks c JOIN documents d ON d.id = c.document_id
    WHERE ${condition} AND d.is_latest = 1 AND d.status <> 'deleted'`;
 
 /**
- * A point's hit, from its chunk's row in SQL, the source of truth; null for a point that is no hit: its chunk is
- * gone or not current, or (exactScore given) the chunk shares no feature with the query. With exactScore, the hit's
- * score is the chunk's exact score, not the index's estimate.
+ * A point's hit (with its chunk's metadata), from its chunk's row in SQL, the source of truth; null for a point that
+ * is no hit: its chunk is gone or not current, or (exactScore given) the chunk shares no feature with the query.
+ * With exactScore, the hit's score is the chunk's exact score, not the index's estimate. The hit names the section
+ * the chunk starts in until the final hits are cited.
  */
 function judgePoint(
   result: VectorSearchResult,
   { byId, byPlace }: ChunkRows,
   exactScore: ExactFeatureScore | undefined,
-): SearchHit | null {
+): { hit: SearchHit; metadata: unknown } | null {
   // a point names its chunk: one of a chunk that was replaced since (re-chunked, its new vector not stored yet)
   // holds the old text's vector under the same place, and is no hit for the new text. A point of a collection
   // made elsewhere may not name it: then its place (document, chunk index) finds it.
@@ -218,7 +237,7 @@ function judgePoint(
   const context = chunkContextOf(row);
   const score = exactScore ? exactScore(row.content, context) : result.score;
   if (exactScore && score === 0) return null;
-  return {
+  const hit = {
     score,
     document_id: Number(row.document_id),
     document_title: row.title || row.filename,
@@ -228,7 +247,9 @@ function judgePoint(
     chunk_index: Number(row.chunk_index),
     chunk_id: Number(row.id),
     content: row.content,
+    section_offset: 0,
   };
+  return { hit, metadata: row.metadata };
 }
 
 /** The chunk a point's payload names, if it names one. */

@@ -129,11 +129,24 @@ export interface ChunkMetadata {
   tokenizer: string;
   /** index of the last section the chunk reaches into (sectionIndex is where it starts) */
   lastSectionIndex: number;
+  /**
+   * the sections that start inside the chunk (short sections share one): where each starts in `content`, its
+   * heading path and page; absent when the chunk lies in one section. Search cites the one a query matches best.
+   */
+  sectionStarts?: ChunkSectionStart[];
   /** pages whose vision description was appended to `content` (see ChunkDraft) */
   visionPages?: number[];
   /** characters of appended vision text, including its labels */
   visionChars?: number;
   [key: string]: unknown;
+}
+
+/** A section that starts inside a chunk (ChunkMetadata.sectionStarts). */
+export interface ChunkSectionStart {
+  /** where its first unit (its heading) starts in the chunk's content */
+  offset: number;
+  headingPath: string[];
+  page: number;
 }
 
 /**
@@ -829,6 +842,7 @@ function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, outline: Sectio
     const end = units.end[last] as number;
     const content = text.slice(start, end);
     const section = units.section[ov] as number;
+    const lastSection = units.section[last] as number;
     // token count from the units' weights (one tokenizer pass for the whole document); pieces that were
     // not separated by white space could share a character run, so those chunks are counted afresh
     let clean = true;
@@ -849,10 +863,38 @@ function makeDrafts(doc: ChunkInput, units: Units, plans: Plans, outline: Sectio
         overlapChars: prevEnd > start ? prevEnd - start : 0,
         cut: CUT_NAMES[plans[p + 3] as number] as ChunkCut,
         tokenizer: tokenizerName,
-        lastSectionIndex: units.section[last] as number,
+        lastSectionIndex: lastSection,
+        ...(lastSection !== section && {
+          sectionStarts: sectionStartsIn(units, ov, last, outline, pages),
+        }),
       },
     });
     prevEnd = end;
   }
   return drafts;
+}
+
+/** The sections that start among units first..last, relative to the first unit's start. */
+function sectionStartsIn(
+  units: Units,
+  first: number,
+  last: number,
+  outline: SectionOutline,
+  pages: ChunkInput['pages'],
+): ChunkSectionStart[] {
+  const start = units.start[first] as number;
+  const starts: ChunkSectionStart[] = [];
+  let section = units.section[first] as number;
+  for (let u = first + 1; u <= last; u++) {
+    const next = units.section[u] as number;
+    if (next === section) continue;
+    section = next;
+    const at = units.start[u] as number;
+    starts.push({
+      offset: at - start,
+      headingPath: next < outline.count ? [...outline.headingPath(next)] : [],
+      page: pageAt(pages, at),
+    });
+  }
+  return starts;
 }

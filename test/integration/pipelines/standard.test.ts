@@ -6,6 +6,7 @@ import type { Engine } from '../../../src/engine/engine.js';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { MAX_XML_DEPTH } from '../../../src/extract/xml.js';
+import { buildContext } from '../../../src/retrieval/context.js';
 import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
@@ -92,6 +93,39 @@ for (const backend of testBackends()) {
       expect(again.stepsOk).to.equal(1); // detect alone: unchanged files cost no step work
       const report = await verifyIndex({ db, providers: engine.providers });
       expect(report.ok, JSON.stringify(report)).to.equal(true);
+    });
+
+    it('cites the section of a chunk the query matches, not only the one the chunk starts in', async () => {
+      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-cite-'));
+      writeFileSync(
+        path.join(source, 'urlaubsordnung.md'),
+        [
+          '# Urlaubsordnung',
+          '## § 1 Anspruch',
+          'Jede Mitarbeiterin hat in jedem Kalenderjahr Anspruch auf bezahlten Erholungsurlaub.',
+          '## § 2 Wartezeit',
+          'Der volle Urlaubsanspruch entsteht erstmals nach sechsmonatiger Betriebszugehörigkeit.',
+          '## § 3 Übertragung',
+          'Resturlaub verfällt am 31. März des Folgejahres, wenn er nicht genommen wurde.',
+        ].join('\n\n'),
+      );
+      const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
+      const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 1 });
+      expect(summary.docsDone).to.equal(1);
+      const db = engine.dbs.content.sql;
+      const services = { db, providers: engine.providers };
+      const [hit] = await searchChunks(services, 'sechsmonatiger Betriebszugehörigkeit', { limit: 1 });
+      // the three short paragraphs are one chunk, which starts in the title's section
+      const rows = await db.query<{ heading_path: string }>('SELECT heading_path FROM chunks WHERE id = ?', [
+        hit!.chunk_id,
+      ]);
+      expect(JSON.parse(rows[0]!.heading_path)).to.deep.equal(['Urlaubsordnung']);
+      expect(hit!.heading_path).to.deep.equal(['§ 2 Wartezeit']);
+      expect(hit!.content.slice(hit!.section_offset).startsWith('§ 2 Wartezeit')).to.equal(true);
+      const [later] = await searchChunks(services, 'Resturlaub verfällt im März', { limit: 1 });
+      expect(later!.heading_path).to.deep.equal(['§ 3 Übertragung']);
+      const context = await buildContext(services, 'Wann verfällt Resturlaub?', { limit: 1 });
+      expect(context.sources[0]!.heading_path).to.deep.equal(['§ 3 Übertragung']);
     });
 
     it("names a file's warnings by its source path, not by the archived copy the reader was given", async () => {

@@ -23,6 +23,7 @@ describe('text output of a file name with control characters', () => {
       chunk_index: 0,
       chunk_id: 1,
       content: 'Feedback',
+      section_offset: 0,
     };
     const text = formatSearchHits('Feedback', [hit]);
     expect(text).to.not.contain('\x1b');

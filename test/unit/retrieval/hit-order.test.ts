@@ -12,6 +12,7 @@ const hit = (score: number, source_path: string, chunk_index: number, document_i
   chunk_index,
   chunk_id: document_id * 100 + chunk_index,
   content: `${source_path} ${chunk_index}`,
+  section_offset: 0,
 });
 
 describe('retrieval hit order', () => {

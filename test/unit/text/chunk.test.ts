@@ -166,6 +166,32 @@ describe('chunkDocument', () => {
     expect(tinyChunks).to.have.length(1);
     expect(tinyChunks[0]?.headingPath).to.deep.equal(['Kurz A']);
     expect(tinyChunks[0]?.metadata.lastSectionIndex).to.equal(1);
+    expect(bigChunks.map((c) => c.metadata.sectionStarts)).to.deep.equal([undefined, undefined]);
+  });
+
+  it('records where each section that starts inside a chunk begins, with its heading path and page', () => {
+    const b = new DocumentBuilder('pdf');
+    b.startPage(1);
+    b.add('heading', 'Urlaubsgesetz', 1);
+    b.add('heading', '§ 1 Kurz', 2);
+    b.add('paragraph', 'Erster kurzer Paragraf über Urlaub.');
+    b.startPage(2);
+    b.add('heading', '§ 2 Kurz', 2);
+    b.add('paragraph', 'Zweiter kurzer Paragraf über Kündigung.');
+    const doc = b.build();
+    const [chunk, ...rest] = chunkDocument(doc);
+    expect(rest).to.have.length(0);
+    // the single top heading is the title: its section holds the chunk's start
+    expect(chunk!.headingPath).to.deep.equal(['Urlaubsgesetz']);
+    const starts = chunk!.metadata.sectionStarts ?? [];
+    expect(starts.map((s) => [s.headingPath, s.page])).to.deep.equal([
+      [['§ 1 Kurz'], 1],
+      [['§ 2 Kurz'], 2],
+    ]);
+    expect(starts.map((s) => chunk!.content.slice(s.offset).split('\n')[0])).to.deep.equal([
+      '§ 1 Kurz',
+      '§ 2 Kurz',
+    ]);
   });
 
   it('merges subsections inside one top-level section', () => {

@@ -41,6 +41,7 @@ const hit = (score: number, title: string, content: string, extra: Partial<Searc
   chunk_index: 0,
   chunk_id: 1,
   content,
+  section_offset: 0,
   ...extra,
 });
 
