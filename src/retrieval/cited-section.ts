@@ -1,5 +1,5 @@
 import { localHashFeatureMatcher } from '../embed/local-hash.js';
-import type { ChunkSectionStart } from '../text/chunk.js';
+import { sectionStartPath } from '../text/section-starts.js';
 import { parseJsonColumn } from '../util/json.js';
 
 /** The section a hit is cited with: its heading path, its page, and where it starts in the chunk's content. */
@@ -57,17 +57,18 @@ function sectionParts(
   const starts = parseJsonColumn<{ sectionStarts?: unknown }>(metadata, {}).sectionStarts;
   const parts: SectionPart[] = [{ headingPath, page, offset: 0, end: content.length }];
   if (!Array.isArray(starts)) return parts;
-  for (const start of starts as ChunkSectionStart[]) {
+  for (const start of starts as Array<{ offset?: unknown; page?: unknown }>) {
     const previous = parts.at(-1) as SectionPart;
-    // a row edited by hand or written by another chunker: a start that is not inside the chunk, after the last
-    if (!Number.isInteger(start?.offset) || start.offset <= previous.offset || start.offset >= content.length)
-      continue;
-    if (!Array.isArray(start.headingPath)) continue;
-    previous.end = start.offset;
+    const path = sectionStartPath(start, previous.headingPath);
+    const offset = start?.offset;
+    // a row edited by hand or written by another chunker: no path, or a start not inside the chunk after the last
+    if (!path || !Number.isInteger(offset)) continue;
+    if ((offset as number) <= previous.offset || (offset as number) >= content.length) continue;
+    previous.end = offset as number;
     parts.push({
-      headingPath: start.headingPath.map(String),
-      page: Number.isInteger(start.page) ? start.page : page,
-      offset: start.offset,
+      headingPath: path,
+      page: Number.isInteger(start.page) ? (start.page as number) : page,
+      offset: offset as number,
       end: content.length,
     });
   }

@@ -1,6 +1,7 @@
 import { ConfigError, ErrorCodes } from '../errors.js';
 import type { ExtractedDocument } from '../extract/types.js';
 import { isSpace, isWordChar, scratchCodeUnits } from './chars.js';
+import { type ChunkSectionStart, sectionStart } from './section-starts.js';
 import { type BlockVisitor, type Segment, type SegmentType, walkBlocks } from './segment.js';
 import { SentenceList, scanSentences } from './sentences.js';
 import { pageAt, type Section, SectionOutline } from './structure.js';
@@ -131,7 +132,8 @@ export interface ChunkMetadata {
   lastSectionIndex: number;
   /**
    * the sections that start inside the chunk (short sections share one): where each starts in `content`, its
-   * heading path and page; absent when the chunk lies in one section. Search cites the one a query matches best.
+   * heading path (see section-starts.ts) and page; absent when the chunk lies in one section. Search cites the one
+   * a query matches best.
    */
   sectionStarts?: ChunkSectionStart[];
   /** pages whose vision description was appended to `content` (see ChunkDraft) */
@@ -139,14 +141,6 @@ export interface ChunkMetadata {
   /** characters of appended vision text, including its labels */
   visionChars?: number;
   [key: string]: unknown;
-}
-
-/** A section that starts inside a chunk (ChunkMetadata.sectionStarts). */
-export interface ChunkSectionStart {
-  /** where its first unit (its heading) starts in the chunk's content */
-  offset: number;
-  headingPath: string[];
-  page: number;
 }
 
 /**
@@ -884,17 +878,14 @@ function sectionStartsIn(
 ): ChunkSectionStart[] {
   const start = units.start[first] as number;
   const starts: ChunkSectionStart[] = [];
+  const pathOf = (section: number) => (section < outline.count ? outline.headingPath(section) : []);
   let section = units.section[first] as number;
   for (let u = first + 1; u <= last; u++) {
     const next = units.section[u] as number;
     if (next === section) continue;
-    section = next;
     const at = units.start[u] as number;
-    starts.push({
-      offset: at - start,
-      headingPath: next < outline.count ? [...outline.headingPath(next)] : [],
-      page: pageAt(pages, at),
-    });
+    starts.push(sectionStart(at - start, pageAt(pages, at), pathOf(next), pathOf(section)));
+    section = next;
   }
   return starts;
 }

@@ -13,7 +13,7 @@ const metadata = JSON.stringify({
   lastSectionIndex: 5,
   sectionStarts: [
     { offset: parts[0]!.length, headingPath: ['§ 4 Wartezeit'], page: 2 },
-    { offset: parts[0]!.length + parts[1]!.length, headingPath: ['§ 5 Teilurlaub'], page: 3 },
+    { offset: parts[0]!.length + parts[1]!.length, heading: '§ 5 Teilurlaub', depth: 1, page: 3 },
   ],
 });
 const start = ['§ 3 Dauer des Urlaubs'];

@@ -11,6 +11,7 @@ import {
   tinyChunkChars,
 } from '../../../src/text/chunk.js';
 import { chunkQuality } from '../../../src/text/quality.js';
+import { sectionStartPath } from '../../../src/text/section-starts.js';
 import { segmentDocument } from '../../../src/text/segment.js';
 import { buildSections, sectionAt } from '../../../src/text/structure.js';
 import { countTokens } from '../../../src/text/tokenizer.js';
@@ -184,13 +185,41 @@ describe('chunkDocument', () => {
     // the single top heading is the title: its section holds the chunk's start
     expect(chunk!.headingPath).to.deep.equal(['Urlaubsgesetz']);
     const starts = chunk!.metadata.sectionStarts ?? [];
-    expect(starts.map((s) => [s.headingPath, s.page])).to.deep.equal([
-      [['§ 1 Kurz'], 1],
-      [['§ 2 Kurz'], 2],
+    expect(starts.map(({ offset: _, ...rest }) => rest)).to.deep.equal([
+      { heading: '§ 1 Kurz', depth: 1, page: 1 },
+      { heading: '§ 2 Kurz', depth: 1, page: 2 },
     ]);
     expect(starts.map((s) => chunk!.content.slice(s.offset).split('\n')[0])).to.deep.equal([
       '§ 1 Kurz',
       '§ 2 Kurz',
+    ]);
+  });
+
+  it("stores a later section's heading path by its heading and depth, rebuilt from the path before it", () => {
+    const doc = markdownDocument(
+      [
+        '# Gesetz',
+        '## Erster Abschnitt',
+        '### § 1 Zweck',
+        'Kurzer Paragraf.',
+        '### § 2 Geltung',
+        'Noch ein kurzer Paragraf.',
+        '## Zweiter Abschnitt',
+        '### § 3 Pflichten',
+        'Ein dritter kurzer Paragraf.',
+      ].join('\n\n'),
+    );
+    const [chunk] = chunkDocument(doc);
+    const paths: string[][] = [chunk!.headingPath];
+    for (const start of chunk!.metadata.sectionStarts ?? [])
+      paths.push(sectionStartPath(start, paths.at(-1)!) ?? ['?']);
+    expect(paths).to.deep.equal([
+      ['Gesetz'],
+      ['Erster Abschnitt'],
+      ['Erster Abschnitt', '§ 1 Zweck'],
+      ['Erster Abschnitt', '§ 2 Geltung'],
+      ['Zweiter Abschnitt'],
+      ['Zweiter Abschnitt', '§ 3 Pflichten'],
     ]);
   });
 
