@@ -359,8 +359,6 @@ export interface LocalHashFeatureMatcher {
    * a substring search finds at a fraction of the cost of making the text's features; true for one that may
    */
   mayShare(text: string): boolean;
-  /** whether the text has a feature of the query */
-  shares(text: string): boolean;
   /**
    * The cosine of the query's and the text's features with no two features in one dimension: what the embedder's
    * cosine estimates through 1,024 shared buckets. 0 when they share no feature.
@@ -394,7 +392,6 @@ export function localHashFeatureMatcher(query: string): LocalHashFeatureMatcher 
   };
   return {
     mayShare: (text) => mayShare(foldGerman(text)),
-    shares: (text) => score(text) > 0,
     score,
   };
 }
