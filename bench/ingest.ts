@@ -14,7 +14,7 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from './lib/build.js';
-import { runInChild } from './lib/child.js';
+import { compileChildren, runInChild } from './lib/child.js';
 import { type CorpusFolder, generatedCorpusFolder, realCorpusFolder, tempDir } from './lib/corpus.js';
 import { measureParallelism } from './lib/parallelism.js';
 import { envNumber, fmt, isQuick, MB, median, ratio, table } from './lib/stats.js';
@@ -159,7 +159,10 @@ export async function benchIngest(opts: IngestBenchOptions = {}) {
   const scaleRounds = opts.scaleRounds ?? envNumber('BENCH_SCALE_ROUNDS', 3, 1);
   const build = opts.build ?? (process.env.BENCH_CPE_BUILD as CpeBuild | undefined) ?? 'dist';
   const skipLlamaIndex = opts.skipLlamaIndex ?? process.env.BENCH_SKIP_LLAMAINDEX === '1';
-  if (build === 'dist') ensureBuilt(log);
+  if (build === 'dist') {
+    ensureBuilt(log);
+    compileChildren(log); // measuring cpe's sources (build 'src') needs tsx in the children instead
+  }
 
   const real = realCorpusFolder();
   const peers = skipLlamaIndex ? [LANGCHAIN] : [LANGCHAIN, LLAMAINDEX];
