@@ -6,7 +6,7 @@
  * The children run plain JavaScript, as users run cpe and its peers: compileChildren() compiles the modules they
  * load (tsconfig.bench.json, into node_modules/.cache/cpe-bench) before the first one starts. A TypeScript
  * loader in the child (tsx, registered by child-boot.mjs: the fallback, and what measuring cpe's sources needs)
- * costs every contender ~45 MB of RSS at its start and more as it runs (its loader thread, source maps of every
+ * costs every contender ~30 MB of RSS at its start and more as it runs (its loader thread, source maps of every
  * module loaded): 234 against 178 MB for cpe over 1,000 small documents, 290 against 214 MB over 5,000.
  */
 import { spawn, spawnSync } from 'node:child_process';
