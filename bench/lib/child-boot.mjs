@@ -1,6 +1,7 @@
-// Starts a bench child without `--import tsx` on the command line: the TypeScript loader is registered in
-// process, so process.execArgv stays clean and processes the measured code forks (cpe's extraction children)
-// start as they would for a user running the compiled package, instead of loading tsx too.
+// Starts a bench child that runs TypeScript (when cpe's sources are measured, BENCH_CPE_BUILD=src, or before
+// compileChildren() ran; otherwise children run the compiled JavaScript, see child.ts). The loader is registered
+// in process, not with `--import tsx` on the command line, so process.execArgv stays clean and processes the
+// measured code forks (cpe's extraction children) start as they would for a user, instead of loading tsx too.
 import { register } from 'tsx/esm/api';
 
 register();
