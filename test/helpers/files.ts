@@ -1,12 +1,9 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { tempDir } from './temp-dir.js';
 
 /** A folder of small German text files: name -> content. Returns the folder. */
-export function makeSourceFolder(
-  files: Record<string, string>,
-  dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-src-')),
-): string {
+export function makeSourceFolder(files: Record<string, string>, dir = tempDir('cpe-src-')): string {
   for (const [name, content] of Object.entries(files)) {
     const file = path.join(dir, name);
     mkdirSync(path.dirname(file), { recursive: true });

@@ -1,5 +1,4 @@
-import { mkdtempSync, realpathSync, symlinkSync } from 'node:fs';
-import os from 'node:os';
+import { realpathSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
@@ -8,6 +7,7 @@ import { runPipeline } from '../../../src/engine/runner.js';
 import { pathsUnder, storedFilePath, storedSourceRoot } from '../../../src/engine/scan.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { generatedDocuments, makeSourceFolder } from '../../helpers/files.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 for (const backend of testBackends()) {
   describe(`a source folder reached through a symbolic link (${backend})`, function () {
@@ -20,7 +20,7 @@ for (const backend of testBackends()) {
       setup = createTestSetup(backend);
       engine = await setup.open();
       real = realpathSync(makeSourceFolder(generatedDocuments(3)));
-      link = path.join(mkdtempSync(path.join(os.tmpdir(), 'cpe-link-')), 'unterlagen');
+      link = path.join(tempDir('cpe-link-'), 'unterlagen');
       symlinkSync(real, link);
     });
     afterEach(async () => {

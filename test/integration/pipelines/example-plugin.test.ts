@@ -1,5 +1,4 @@
-import { cpSync, mkdtempSync } from 'node:fs';
-import os from 'node:os';
+import { cpSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { SqlExecutor } from '../../../src/db/sql.js';
@@ -10,6 +9,7 @@ import { parseJsonColumn } from '../../../src/util/json.js';
 import { createTestSetup, testBackends } from '../../helpers/backends.js';
 import { projectRoot } from '../../helpers/cli.js';
 import { interceptTransactions } from '../../helpers/sql.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const examplePlugins = path.join(projectRoot, 'examples/plugins');
 
@@ -51,7 +51,7 @@ function holdFirstMetadataRead(db: SqlExecutor): void {
 
 /** Runs `plan` over a copy of examples/documents/handbuch, no document failing: each document's metadata by file name. */
 async function runHandbook(engine: Engine, plan: Plan): Promise<Record<string, Record<string, any>>> {
-  const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-glossary-'));
+  const source = tempDir('cpe-glossary-');
   cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
   const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
   expect(summary.failures).to.deep.equal([]);

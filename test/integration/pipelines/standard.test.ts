@@ -1,5 +1,4 @@
-import { cpSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { cpSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Engine } from '../../../src/engine/engine.js';
@@ -11,6 +10,7 @@ import { searchChunks } from '../../../src/retrieval/search.js';
 import { verifyIndex } from '../../../src/retrieval/verify.js';
 import { createTestSetup, type TestSetup, testBackends } from '../../helpers/backends.js';
 import { projectRoot } from '../../helpers/cli.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { editPackage, makePptx } from '../../unit/extract/office-fixtures.js';
 
 const examples = path.join(projectRoot, 'examples/documents');
@@ -31,7 +31,7 @@ for (const backend of testBackends()) {
     });
 
     it('processes the shipped German samples (PDF, DOCX, PPTX, Markdown, Latin-1 text) and answers a search', async () => {
-      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-examples-'));
+      const source = tempDir('cpe-examples-');
       cpSync(examples, source, { recursive: true });
       const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');
       const summary = await runPipeline(engine, { plan, sourceDir: source, concurrency: 2 });
@@ -96,7 +96,7 @@ for (const backend of testBackends()) {
     });
 
     it('cites the section of a chunk the query matches, not only the one the chunk starts in', async () => {
-      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-cite-'));
+      const source = tempDir('cpe-cite-');
       writeFileSync(
         path.join(source, 'urlaubsordnung.md'),
         [
@@ -129,7 +129,7 @@ for (const backend of testBackends()) {
     });
 
     it("names a file's warnings by its source path, not by the archived copy the reader was given", async () => {
-      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-warn-'));
+      const source = tempDir('cpe-warn-');
       const deep = `${'<p:grpSp>'.repeat(MAX_XML_DEPTH + 10)}${'</p:grpSp>'.repeat(MAX_XML_DEPTH + 10)}`;
       const pptx = editPackage(await makePptx(2), {
         'ppt/slides/slide1.xml': (old) => old.replace('</p:spTree>', `${deep}</p:spTree>`),
@@ -149,7 +149,7 @@ for (const backend of testBackends()) {
 
     it('runs over ../shared/corpus/md and /txt', async function () {
       if (!existsSync(corpus)) this.skip(); // the corpus is a developer resource, absent for users
-      const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-corpus-'));
+      const source = tempDir('cpe-corpus-');
       cpSync(path.join(corpus, 'md'), path.join(source, 'md'), { recursive: true });
       cpSync(path.join(corpus, 'txt'), path.join(source, 'txt'), { recursive: true });
       const plan = await planPipeline(engine.dbs.content.sql, engine.registry, 'Standard');

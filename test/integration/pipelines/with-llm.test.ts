@@ -1,11 +1,11 @@
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { cpSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { planPipeline } from '../../../src/engine/plan.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { createTestSetup, type TestSetup } from '../../helpers/backends.js';
 import { projectRoot, runCli } from '../../helpers/cli.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { type AnthropicTestServer, startAnthropicServer } from '../../servers/anthropic-server.js';
 
 describe('the Standard pipeline with an LLM (Anthropic test server)', function () {
@@ -25,7 +25,7 @@ describe('the Standard pipeline with an LLM (Anthropic test server)', function (
 
   it('analyzes every document, sums tokens per run, pays nothing on a forced rerun, and answers `cpe ask` with sources', async () => {
     const engine = await setup.open();
-    const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-llm-'));
+    const source = tempDir('cpe-llm-');
     cpSync(path.join(projectRoot, 'examples/documents/handbuch'), source, { recursive: true });
     try {
       expect(engine.profile.llm).to.contain('Anthropic');
@@ -71,7 +71,7 @@ describe('the Standard pipeline with an LLM (Anthropic test server)', function (
   it('gives up on a hung server after the configured timeout and one retry, each retry in the run log', async () => {
     // answers that never come in time: CPE_LLM_TIMEOUT_SECONDS=1, and one attempt of the document
     const engine = await setup.open({ llmTimeoutSeconds: 1, maxAttempts: 1 });
-    const source = mkdtempSync(path.join(os.tmpdir(), 'cpe-llm-hung-'));
+    const source = tempDir('cpe-llm-hung-');
     writeFileSync(
       path.join(source, 'zeitlimit.md'),
       '# Zeitlimit\n\nEin Server, der nicht antwortet, hält keinen Lauf eine halbe Stunde auf.\n',

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { expect } from 'chai';
@@ -11,8 +10,9 @@ import { describeProfile, providerKinds } from '../../../src/engine/providers.js
 import { ConfigError, describeError } from '../../../src/errors.js';
 import { maskUrl, redactCredentials } from '../../../src/util/credentials.js';
 import { runCli } from '../../helpers/cli.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
-const dir = () => mkdtempSync(path.join(os.tmpdir(), 'cpe-config-'));
+const dir = () => tempDir('cpe-config-');
 
 describe('configuration', () => {
   it('has a schema that is valid JSON Schema and passes the strict mode of ajv (loadConfig does not check it)', () => {
