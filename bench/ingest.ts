@@ -13,8 +13,8 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureBuilt } from './lib/build.js';
-import { compileChildren, runInChild } from './lib/child.js';
+import { compileChildren, ensureBuilt } from './lib/build.js';
+import { runInChild } from './lib/child.js';
 import { type CorpusFolder, generatedCorpusFolder, realCorpusFolder, tempDir } from './lib/corpus.js';
 import { measureParallelism } from './lib/parallelism.js';
 import { envNumber, fmt, isQuick, MB, median, ratio, table } from './lib/stats.js';

@@ -3,13 +3,13 @@
  * another's peak RSS: child-main imports the task module, calls the named export with the JSON arguments, and
  * prints the result with its own `process.resourceUsage().maxRSS`.
  *
- * The children run plain JavaScript, as users run cpe and its peers: compileChildren() compiles the modules they
- * load (tsconfig.bench.json, into node_modules/.cache/cpe-bench) before the first one starts. A TypeScript
+ * The children run plain JavaScript, as users run cpe and its peers: compileChildren() (build.ts) compiles the
+ * modules they load (tsconfig.bench.json, into node_modules/.cache/cpe-bench) before the first one starts. A TypeScript
  * loader in the child (tsx, registered by child-boot.mjs: the fallback, and what measuring cpe's sources needs)
  * costs every contender ~30 MB of RSS at its start and more as it runs (its loader thread, source maps of every
  * module loaded): 234 against 178 MB for cpe over 1,000 small documents, 290 against 214 MB over 5,000.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,23 +31,12 @@ function findProjectRoot(from: string): string {
 
 export const projectRoot = findProjectRoot(here);
 const RESULT_MARK = '@@bench-result ';
-const COMPILED = path.join(projectRoot, 'node_modules/.cache/cpe-bench');
+/** Where compileChildren() (build.ts) writes the children's modules as JavaScript. */
+export const COMPILED_CHILDREN = path.join(projectRoot, 'node_modules/.cache/cpe-bench');
 let compiled = false;
 
-/**
- * Compiles what the children load (tsconfig.bench.json) to JavaScript, so that runInChild starts them without a
- * TypeScript loader. Type errors are printed, not fatal (tsc still emits); a missing output is.
- */
-export function compileChildren(log: (line: string) => void): void {
-  const result = spawnSync(
-    process.execPath,
-    [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.bench.json'],
-    { cwd: projectRoot, encoding: 'utf8' },
-  );
-  if (result.status !== 0)
-    log(`tsc -p tsconfig.bench.json reported problems:\n${(result.stdout + result.stderr).slice(0, 2000)}`);
-  if (!existsSync(path.join(COMPILED, 'bench/lib/child-main.js')))
-    throw new Error(`tsc -p tsconfig.bench.json wrote no ${path.relative(projectRoot, COMPILED)}`);
+/** From now on, children start from COMPILED_CHILDREN (compileChildren() calls this once it has compiled them). */
+export function useCompiledChildren(): void {
   compiled = true;
 }
 
@@ -70,8 +59,8 @@ export function runInChild<T>(
   // the compiled children once compileChildren() ran; before that (or measuring cpe's sources) tsx in the child
   const entry = compiled
     ? [
-        path.join(COMPILED, 'bench/lib/child-main.js'),
-        path.join(COMPILED, modulePath.replace(/\.ts$/, '.js')),
+        path.join(COMPILED_CHILDREN, 'bench/lib/child-main.js'),
+        path.join(COMPILED_CHILDREN, modulePath.replace(/\.ts$/, '.js')),
       ]
     : [path.join(projectRoot, 'bench/lib/child-boot.mjs'), modulePath];
   return new Promise((resolve, reject) => {

@@ -3,7 +3,9 @@
  * CPE_TEST_MYSQL_URL is set), with documents/pages/sections/chunks rows inserted directly and the real
  * provider clients pointed at the test servers.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { type Databases, openDatabases } from '../../../src/db/open.js';
 import type { SqlExecutor } from '../../../src/db/sql.js';
 import { createEmbedder } from '../../../src/embed/create-embedder.js';
@@ -20,7 +22,6 @@ import { type LlmSettings, resetLlmRegistry, resolveLlm, resolveVision } from '.
 import { countTokens } from '../../../src/text/tokenizer.js';
 import { sha256 } from '../../../src/util/hash.js';
 import { createVectorIndex } from '../../../src/vectors/create-vector-index.js';
-import { tempDir } from '../../helpers/temp-dir.js';
 
 export interface TestDb {
   dbs: Databases;
@@ -31,7 +32,7 @@ export interface TestDb {
 
 /** A fresh migrated database: SQLite in a temp folder, or a throwaway MariaDB database pair. */
 export async function openTestDb(): Promise<TestDb> {
-  const dir = tempDir('cpe-llm-');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cpe-llm-'));
   const mysql = process.env.CPE_TEST_MYSQL_URL;
   let names: string[] = [];
   let dbs: Databases;
